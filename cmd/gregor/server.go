@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gregor/internal/config"
+	"gregor/internal/server"
+)
+
+func newServerCommand() *cobra.Command {
+	var (
+		configFile string
+		overrides  []string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a broker and/or controller (with no flags: a complete single-node cluster on 127.0.0.1:9092)",
+		Long: `Run a Gregor node. With no flags it is a complete single-node cluster:
+broker and controller in one process (process.roles=broker,controller),
+PLAINTEXT on 127.0.0.1:9092, the controller listener on 127.0.0.1:9093,
+data in ./gregor-data. --config reads a Kafka server.properties file;
+--override key=value (repeatable) sets one key on top of it, as
+kafka-server-start.sh does.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			props := map[string]string{}
+			if configFile != "" {
+				f, err := os.Open(configFile)
+				if err != nil {
+					return fmt.Errorf("read config: %w", err)
+				}
+				props, err = config.ParseProperties(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("parse %s: %w", configFile, err)
+				}
+			}
+			for _, o := range overrides {
+				k, v, ok := strings.Cut(o, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("--override %q: want key=value", o)
+				}
+				props[strings.TrimSpace(k)] = v
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+			cfg, warnings, err := config.Load(props)
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				logger.Warn(string(w))
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			srv, err := server.New(cfg, logger)
+			if err != nil {
+				return err
+			}
+			if err := srv.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			logger.Info("shutting down")
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(shutdownCtx); err != nil {
+				return fmt.Errorf("shutdown: %w", err)
+			}
+			logger.Info("stopped")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&configFile, "config", "", "server.properties file")
+	cmd.Flags().StringArrayVar(&overrides, "override", nil, "key=value on top of the config file (repeatable)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}

@@ -1,0 +1,292 @@
+// Package controller is the KRaft quorum controller: it answers the requests
+// that change cluster metadata (CreateTopics, DeleteTopics, CreatePartitions,
+// AlterConfigs, IncrementalAlterConfigs, broker registration) by writing
+// metadata records through the Raft quorum.
+//
+// It follows Kafka's ControllerResult pattern. A manager reads the current
+// image and returns records plus a response; it never changes state. State
+// changes only when the quorum commits the records and the controller's own
+// listener replays them into a new image. One goroutine (the event loop)
+// runs the requests one at a time, and a request's records are committed and
+// replayed before the next request starts, so every manager sees the effect
+// of all earlier ones.
+//
+// Brokers do not read the controller: they follow the log with a
+// metadata.Loader and get images through metadata.Publisher.
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/metadata"
+	"gregor/internal/raft"
+)
+
+// Config configures the controller.
+type Config struct {
+	NodeID    int32
+	ClusterID string
+	// DefaultNumPartitions and DefaultReplicationFactor are num.partitions
+	// and default.replication.factor, used for -1 in CreateTopics.
+	DefaultNumPartitions     int32
+	DefaultReplicationFactor int16
+	// DeleteTopicEnable is delete.topic.enable.
+	DeleteTopicEnable bool
+	// ValidateTopicConfig checks one topic config (value nil = delete). Its
+	// error text is the message of an INVALID_CONFIG answer. Nil accepts all.
+	ValidateTopicConfig func(name string, value *string) error
+	// ValidateBrokerConfig checks one dynamic broker config; perBroker is
+	// false for the cluster-wide default. Its error text is the message of
+	// an INVALID_REQUEST answer (Kafka's KAFKA-13609 quirk). Nil accepts all.
+	ValidateBrokerConfig func(name string, value *string, perBroker bool) error
+	// IsListConfig reports whether a config is of type LIST (needed by
+	// APPEND and SUBTRACT); ConfigDefault returns a config's default value.
+	// Nil uses a built-in table of Kafka's list-typed topic configs.
+	IsListConfig  func(resourceType int8, name string) bool
+	ConfigDefault func(resourceType int8, name string) (string, bool)
+	Logger        *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Controller is the quorum controller of this node.
+type Controller struct {
+	cfg    Config
+	q      raft.Quorum
+	logger *slog.Logger
+	// image holds the controller's replayed state: the quorum hands it every
+	// committed batch (the controller's own and, later, other leaders').
+	image *metadata.Loader
+
+	events chan func()
+
+	mu      sync.Mutex // guards started/stop
+	started bool
+	stop    context.CancelFunc
+	stopped chan struct{} // closed when the event loop has exited
+	wg      sync.WaitGroup
+}
+
+// New returns a controller writing through q and registers its state
+// listener with q; register before q.Start so the replay reaches it.
+func New(cfg Config, q raft.Quorum) *Controller {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultNumPartitions <= 0 {
+		cfg.DefaultNumPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor <= 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+	logger := cfg.Logger.With("component", "controller", "node", cfg.NodeID)
+	c := &Controller{
+		cfg:     cfg,
+		q:       q,
+		logger:  logger,
+		image:   metadata.NewLoader(cfg.ClusterID, logger),
+		events:  make(chan func()),
+		stopped: make(chan struct{}),
+	}
+	q.Register(c.image)
+	return c
+}
+
+// Start starts the event loop, which runs until Close (ctx only bounds
+// start-up). The quorum is started by its owner, before or after; requests
+// fail with NOT_CONTROLLER until this node leads.
+func (c *Controller) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("controller already started")
+	}
+	c.started = true
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.stop = cancel
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(c.stopped)
+		c.run(loopCtx)
+	}()
+	return nil
+}
+
+// Close stops the event loop and waits for it; requests in flight finish
+// first, later ones get NOT_CONTROLLER. It does not close the quorum.
+func (c *Controller) Close() error {
+	c.mu.Lock()
+	stop := c.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// Image returns the controller's current metadata image (for tests and
+// diagnostics; brokers use their own metadata.Loader).
+func (c *Controller) Image() *metadata.Image { return c.image.Image() }
+
+func (c *Controller) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-c.events:
+			ev()
+		}
+	}
+}
+
+var errNotActive = errors.New("controller is not running")
+
+// maxRecordsPerUserOp is Kafka's QuorumController.MAX_RECORDS_PER_USER_OP:
+// a request needing more records fails with POLICY_VIOLATION.
+const maxRecordsPerUserOp = 10000
+
+// submit runs fn on the event loop and waits for it. If ctx ends first, the
+// caller gets ctx's error; an event whose caller already gave up is skipped.
+func (c *Controller) submit(ctx context.Context, fn func()) error {
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if !started {
+		return errNotActive
+	}
+	done := make(chan struct{})
+	ran := false // written by the event before done is closed
+	ev := func() {
+		defer close(done)
+		if ctx.Err() != nil {
+			return
+		}
+		ran = true
+		fn()
+	}
+	select {
+	case c.events <- ev:
+	case <-c.stopped:
+		return errNotActive
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		if !ran {
+			return ctx.Err()
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// write runs a manager on the event loop: build records and a response from
+// the current image, commit the records (unless validateOnly), and return the
+// response. A failed commit fails every item with fail's error.
+func write[R any](c *Controller, ctx context.Context, validateOnly bool,
+	manage func(img *metadata.Image) ([]metadata.Record, R), fail func(*kerr.Error) R) R {
+	var resp R
+	err := c.submit(ctx, func() {
+		records, r := manage(c.image.Image())
+		if len(records) > maxRecordsPerUserOp {
+			// Kafka's BoundedList limit: one request is one atomic batch.
+			resp = fail(kerr.PolicyViolation)
+			return
+		}
+		if len(records) > 0 && !validateOnly {
+			if _, err := c.q.Append(ctx, records); err != nil {
+				c.logger.Warn("metadata append failed", "records", len(records), "err", err)
+				r = fail(kafkaError(err))
+			}
+		}
+		resp = r
+	})
+	if err != nil {
+		return fail(kafkaError(err))
+	}
+	return resp
+}
+
+// kafkaError maps a commit or scheduling failure to the code every item of
+// the request is answered with.
+func kafkaError(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, errNotActive):
+		return kerr.NotController
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut
+	case errors.Is(err, raft.ErrBatchTooLarge):
+		return kerr.PolicyViolation
+	}
+	return kerr.UnknownServerError
+}
+
+// apiError is one item's answer: a Kafka error and its message (nil message
+// means none, as Kafka's ApiError.fromThrowable gives for default messages).
+type apiError struct {
+	err     *kerr.Error
+	message *string
+}
+
+func (e apiError) code() int16 {
+	if e.err == nil {
+		return 0
+	}
+	return e.err.Code
+}
+
+func errWith(err *kerr.Error, format string, args ...any) apiError {
+	m := fmt.Sprintf(format, args...)
+	return apiError{err: err, message: &m}
+}
+
+// errDefault is an error answered with the code's default message, as
+// Kafka's ApiError(Errors) constructor does.
+func errDefault(err *kerr.Error) apiError {
+	m := err.Description
+	return apiError{err: err, message: &m}
+}
+
+// errBare is an error without a message.
+func errBare(err *kerr.Error) apiError { return apiError{err: err} }
+
+// newTopicID returns a random topic id as Kafka's Uuid.randomUuid does: a
+// version 4 UUID that is not the zero id, not the reserved metadata topic id,
+// and whose base64 form does not start with '-'.
+func newTopicID() [16]byte {
+	for {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
+		}
+		id[6] = id[6]&0x0f | 0x40
+		id[8] = id[8]&0x3f | 0x80
+		if id == ([16]byte{}) || id == metadataTopicID {
+			continue
+		}
+		if base64.RawURLEncoding.EncodeToString(id[:])[0] == '-' {
+			continue
+		}
+		return id
+	}
+}
+
+// metadataTopicID is Kafka's Uuid.METADATA_TOPIC_ID (0, 1), the id of
+// __cluster_metadata.
+var metadataTopicID = [16]byte{15: 1}

@@ -1,0 +1,79 @@
+package handlers
+
+// Produce (key 0), v3-11 (v3 is Kafka 4.0's floor; v12 belongs with the
+// transaction protocol of KIP-890 and v13 with topic ids). Each partition's
+// records are validated and appended by its leader (replica -> partition ->
+// log). acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every
+// partition. With acks=0 nothing is answered; if any partition failed, the
+// connection is closed, which is how Kafka tells an acks=0 producer that
+// something went wrong.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+	"gregor/internal/record"
+)
+
+var produceAPI = api{key: 0, min: 3, max: 11, handle: (*Handlers).produce}
+
+func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	validAcks := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
+	failed := 0
+	for _, t := range r.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			if !validAcks {
+				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				failed++
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if r.Version < 7 && usesZstd(p.Records) {
+				// KIP-110: only clients that know zstd (produce v7+) may send it.
+				rp.ErrorCode = kerr.UnsupportedCompressionType.Code
+				failed++
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			res := h.d.Replica.Append(t.Topic, p.Partition, r.Acks, p.Records)
+			if res.Err != nil {
+				failed++
+				rp.ErrorCode = errorCode(res.Err)
+				rp.ErrorMessage = errorMessage(res.Err)
+				for _, re := range res.Info.RecordErrors {
+					msg := re.Message
+					rp.ErrorRecords = append(rp.ErrorRecords, kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: re.BatchIndex, ErrorMessage: &msg})
+				}
+			} else {
+				rp.BaseOffset = res.Info.FirstOffset
+				rp.LogAppendTime = res.Info.LogAppendTime
+			}
+			rp.LogStartOffset = res.LogStartOffset
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if r.Acks == 0 {
+		if failed > 0 {
+			return nil, fmt.Errorf("acks=0 produce from %s failed on %d partitions; closing the connection to tell the client", req.ClientAddr, failed)
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func usesZstd(records []byte) bool {
+	h, err := record.ParseHeader(records)
+	return err == nil && h.Compression() == record.CodecZstd
+}

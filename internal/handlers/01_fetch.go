@@ -1,0 +1,131 @@
+package handlers
+
+// Fetch (key 1), v4-16. Reads each partition from its leader, bounded by the
+// high watermark (read_uncommitted) or the last stable offset
+// (read_committed). Limits as Kafka: the request's max bytes over the whole
+// response and each partition's max bytes, except that the first batch of
+// the first partition with data is returned even if larger ("first batch
+// always returned", so a large batch cannot block a consumer). With less
+// than min bytes available and no error, the fetch waits up to max wait for
+// appends. v13+ names topics by id (UNKNOWN_TOPIC_ID). Fetch sessions
+// (KIP-227) are declined consistently: every response carries session id 0,
+// so clients send full fetches; a request naming a session gets
+// FETCH_SESSION_ID_NOT_FOUND. Fetches from replicas (replica id >= 0) are not
+// served until replication exists: NOT_LEADER_OR_FOLLOWER.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+)
+
+var fetchAPI = api{key: 1, min: 4, max: 16, handle: (*Handlers).fetch}
+
+func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.FetchRequest)
+	if r.SessionID != 0 {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	if r.SessionEpoch > 0 {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		return resp, nil
+	}
+	replicaID := r.ReplicaID
+	if r.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	for {
+		wake := h.d.Replica.Appended()
+		resp, bytes, hasError := h.readFetch(r, replicaID)
+		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(r.Topics) == 0 {
+			return resp, nil
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return resp, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-wake:
+			timer.Stop()
+		case <-timer.C:
+			// One last read so data that arrived at the deadline is not missed.
+			resp, _, _ := h.readFetch(r, replicaID)
+			return resp, nil
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// readFetch reads every requested partition once and reports the bytes read
+// and whether any partition failed.
+func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, int, bool) {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	img := h.d.Replica.Image()
+	readCommitted := r.IsolationLevel == 1
+	maxBytes := int(r.MaxBytes)
+	if r.Version < 3 || maxBytes <= 0 {
+		maxBytes = int(^uint32(0) >> 1)
+	}
+	total := 0
+	hasError := false
+	for _, t := range r.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name := t.Topic
+		topicErr := int16(0)
+		if r.Version >= 13 {
+			if it, ok := img.Topics.ByID[t.TopicID]; ok {
+				name = it.Name
+			} else {
+				topicErr = kerr.UnknownTopicID.Code
+			}
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp.RecordBatches = []byte{}
+			switch {
+			case topicErr != 0:
+				rp.ErrorCode = topicErr
+			case replicaID >= 0:
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				limit := int(p.PartitionMaxBytes)
+				if rest := maxBytes - total; rest < limit {
+					limit = rest
+				}
+				if limit < 0 {
+					limit = 0
+				}
+				res := h.d.Replica.Read(name, p.Partition, p.CurrentLeaderEpoch, p.FetchOffset, int32(limit), readCommitted, total == 0)
+				rp.ErrorCode = errorCode(res.Err)
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				if res.Records != nil {
+					rp.RecordBatches = res.Records
+					total += len(res.Records)
+				}
+				if readCommitted && rp.ErrorCode == 0 {
+					rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+				}
+			}
+			if rp.ErrorCode != 0 {
+				hasError = true
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, hasError
+}

@@ -1,0 +1,160 @@
+package handlers
+
+// Metadata (key 3), v0-12. Brokers (with their endpoint for the listener the
+// request came in on), the cluster id, the controller id, and topics with
+// ids (v10+), partitions, leaders, leader epochs (v7+), replicas, ISR and
+// offline replicas (v5+). A null topic list (v1+; an empty one at v0) means
+// every topic. A missing topic is created with the broker defaults when
+// auto.create.topics.enable is true and the request allows it (v4+ field),
+// else UNKNOWN_TOPIC_OR_PARTITION; an illegal name gets
+// INVALID_TOPIC_EXCEPTION. Topics can be named by id (v10+): unknown ids get
+// UNKNOWN_TOPIC_ID. Creation is synchronous here (the controller answers
+// after the records are applied), so a created topic is described at once.
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/controller"
+	"gregor/internal/metadata"
+	"gregor/internal/network"
+)
+
+var metadataAPI = api{key: 3, min: 0, max: 12, handle: (*Handlers).metadata}
+
+func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	img := h.d.Replica.Image()
+
+	allowCreate := h.d.Broker.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
+	if allowCreate {
+		var create []string
+		for _, t := range r.Topics {
+			if t.Topic == nil || *t.Topic == "" {
+				continue
+			}
+			if _, ok := img.Topics.ByName[*t.Topic]; !ok && controller.ValidateTopicName(*t.Topic) == nil && !isInternalTopic(*t.Topic) {
+				create = append(create, *t.Topic)
+			}
+		}
+		if len(create) > 0 {
+			h.autoCreate(ctx, create)
+			img = h.d.Replica.Image()
+		}
+	}
+
+	resp.ClusterID = &h.d.ClusterID
+	resp.ControllerID = h.d.NodeID
+	ids := make([]int32, 0, len(img.Brokers))
+	for id := range img.Brokers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		b := img.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		for _, ep := range b.Listeners {
+			if ep.Name == req.Listener {
+				rb := kmsg.NewMetadataResponseBroker()
+				rb.NodeID, rb.Host, rb.Port, rb.Rack = id, ep.Host, int32(ep.Port), b.Rack
+				resp.Brokers = append(resp.Brokers, rb)
+			}
+		}
+	}
+
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if all {
+		names := make([]string, 0, len(img.Topics.ByName))
+		for name := range img.Topics.ByName {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			resp.Topics = append(resp.Topics, h.describeTopic(img, img.Topics.ByName[name]))
+		}
+		return resp, nil
+	}
+	for _, t := range r.Topics {
+		if t.Topic == nil || *t.Topic == "" {
+			// Named by id.
+			it, ok := img.Topics.ByID[t.TopicID]
+			if !ok {
+				rt := kmsg.NewMetadataResponseTopic()
+				rt.TopicID = t.TopicID
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, h.describeTopic(img, it))
+			continue
+		}
+		it, ok := img.Topics.ByName[*t.Topic]
+		if ok {
+			resp.Topics = append(resp.Topics, h.describeTopic(img, it))
+			continue
+		}
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = t.Topic
+		rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if allowCreate && controller.ValidateTopicName(*t.Topic) != nil {
+			rt.ErrorCode = kerr.InvalidTopicException.Code
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (h *Handlers) autoCreate(ctx context.Context, names []string) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	for _, name := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, -1, -1
+		req.Topics = append(req.Topics, t)
+	}
+	resp := h.d.Controller.CreateTopics(ctx, req)
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
+			h.d.Logger.Warn("auto-create topic failed", "topic", t.Topic, "err", kerr.ErrorForCode(t.ErrorCode))
+		}
+	}
+}
+
+func (h *Handlers) describeTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
+	rt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	rt.Topic, rt.TopicID, rt.IsInternal = &name, t.ID, isInternalTopic(t.Name)
+	ids := make([]int32, 0, len(t.Partitions))
+	for id := range t.Partitions {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		p := t.Partitions[id]
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition, rp.Leader, rp.LeaderEpoch = id, p.Leader, p.LeaderEpoch
+		rp.Replicas, rp.ISR = p.Replicas, p.ISR
+		rp.OfflineReplicas = []int32{}
+		for _, rid := range p.Replicas {
+			if b, ok := img.Brokers[rid]; !ok || b.Fenced {
+				rp.OfflineReplicas = append(rp.OfflineReplicas, rid)
+			}
+		}
+		if p.Leader < 0 {
+			rp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
+
+// isInternalTopic names the topics Kafka marks internal in metadata.
+func isInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}

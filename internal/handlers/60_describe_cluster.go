@@ -1,0 +1,68 @@
+package handlers
+
+// DescribeCluster (key 60), v0-1. The cluster id, the controller id and the
+// endpoints of the requested type (v1): brokers on a broker listener,
+// controllers (the quorum voters) on a controller listener (KIP-919); the
+// other type is UNSUPPORTED_ENDPOINT_TYPE, as Kafka.
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+)
+
+var describeClusterAPI = api{key: 60, min: 0, max: 1, handle: (*Handlers).describeCluster}
+
+const (
+	endpointTypeBrokers     = 1
+	endpointTypeControllers = 2
+)
+
+func (h *Handlers) describeCluster(_ context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ClusterID = h.d.ClusterID
+	resp.ControllerID = h.d.NodeID
+	want := int8(endpointTypeBrokers)
+	if r.Version >= 1 {
+		want = r.EndpointType
+		resp.EndpointType = want
+	}
+	served := int8(endpointTypeBrokers)
+	if h.controllerListener {
+		served = endpointTypeControllers
+	}
+	if want != served {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		msg := "the endpoint type is not served on this listener"
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	if served == endpointTypeControllers {
+		for _, v := range h.d.Broker.ControllerQuorumVoters {
+			b := kmsg.NewDescribeClusterResponseBroker()
+			b.NodeID, b.Host, b.Port = v.ID, v.Host, int32(v.Port)
+			resp.Brokers = append(resp.Brokers, b)
+		}
+		return resp, nil
+	}
+	img := h.d.Replica.Image()
+	for id, reg := range img.Brokers {
+		if reg.Fenced {
+			continue
+		}
+		for _, ep := range reg.Listeners {
+			if ep.Name == req.Listener {
+				b := kmsg.NewDescribeClusterResponseBroker()
+				b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, int32(ep.Port), reg.Rack
+				resp.Brokers = append(resp.Brokers, b)
+			}
+		}
+	}
+	sort.Slice(resp.Brokers, func(i, j int) bool { return resp.Brokers[i].NodeID < resp.Brokers[j].NodeID })
+	return resp, nil
+}

@@ -1,0 +1,256 @@
+package log
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Kafka's file names in a log.dir and a partition directory.
+const (
+	RecoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
+	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	MetaPropertiesFile           = "meta.properties"
+	PartitionMetadataFile        = "partition.metadata"
+)
+
+// writeFileAtomic replaces path with data so that a crash leaves either the
+// old or the new content: write a temporary file, fsync it, rename it over
+// path, fsync the directory (Kafka's Utils.atomicMoveWithFallback path).
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// writeCheckpoint writes Kafka's offset checkpoint format: a version line
+// (0), a count line, then one "topic partition offset" line per entry.
+func writeCheckpoint(path string, offsets map[TopicPartition]int64) error {
+	tps := make([]TopicPartition, 0, len(offsets))
+	for tp := range offsets {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "0\n%d\n", len(tps))
+	for _, tp := range tps {
+		fmt.Fprintf(&buf, "%s %d %d\n", tp.Topic, tp.Partition, offsets[tp])
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+// readCheckpoint reads an offset checkpoint file; a missing file is empty.
+func readCheckpoint(path string) (map[TopicPartition]int64, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[TopicPartition]int64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		return sc.Text(), true
+	}
+	malformed := func(what string) error {
+		return fmt.Errorf("malformed checkpoint %s: %s", path, what)
+	}
+	v, ok := line()
+	if !ok {
+		return nil, malformed("no version line")
+	}
+	if v != "0" {
+		return nil, malformed("unrecognized version " + strconv.Quote(v))
+	}
+	c, ok := line()
+	if !ok {
+		return nil, malformed("no count line")
+	}
+	count, err := strconv.Atoi(c)
+	if err != nil || count < 0 {
+		return nil, malformed("bad count " + strconv.Quote(c))
+	}
+	offsets := make(map[TopicPartition]int64, count)
+	for i := 0; i < count; i++ {
+		l, ok := line()
+		if !ok {
+			return nil, malformed(fmt.Sprintf("expected %d entries, found %d", count, i))
+		}
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			return nil, malformed("bad entry " + strconv.Quote(l))
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, malformed("bad entry " + strconv.Quote(l))
+		}
+		offsets[TopicPartition{Topic: f[0], Partition: int32(p)}] = off
+	}
+	if l, ok := line(); ok && strings.TrimSpace(l) != "" {
+		return nil, malformed("entries after the counted ones")
+	}
+	return offsets, nil
+}
+
+// formatTopicID renders a topic id as Kafka's Uuid.toString: URL-safe base64
+// without padding.
+func formatTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+func parseTopicID(s string) ([16]byte, error) {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("bad topic id %q", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// writePartitionMetadata writes partition.metadata as Kafka's
+// PartitionMetadataFile: "version: 0\ntopic_id: <id>".
+func writePartitionMetadata(dir string, topicID [16]byte) error {
+	return writeFileAtomic(filepath.Join(dir, PartitionMetadataFile),
+		[]byte("version: 0\ntopic_id: "+formatTopicID(topicID)))
+}
+
+// readPartitionMetadata reads the topic id from partition.metadata.
+func readPartitionMetadata(dir string) ([16]byte, error) {
+	var id [16]byte
+	data, err := os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
+	if err != nil {
+		return id, fmt.Errorf("read partition metadata: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) < 2 {
+		return id, fmt.Errorf("malformed %s in %s", PartitionMetadataFile, dir)
+	}
+	version, ok1 := strings.CutPrefix(strings.TrimSpace(lines[0]), "version:")
+	topicID, ok2 := strings.CutPrefix(strings.TrimSpace(lines[1]), "topic_id:")
+	if !ok1 || !ok2 || strings.TrimSpace(version) != "0" {
+		return id, fmt.Errorf("malformed %s in %s", PartitionMetadataFile, dir)
+	}
+	return parseTopicID(strings.TrimSpace(topicID))
+}
+
+// MetaProperties is a log.dir's meta.properties in KRaft's version 1 format.
+type MetaProperties struct {
+	Version     int
+	ClusterID   string
+	NodeID      int32
+	DirectoryID string
+}
+
+// ReadMetaProperties reads <dir>/meta.properties (Java properties). A missing
+// file is an error matching os.ErrNotExist.
+func ReadMetaProperties(dir string) (MetaProperties, error) {
+	var mp MetaProperties
+	data, err := os.ReadFile(filepath.Join(dir, MetaPropertiesFile))
+	if err != nil {
+		return mp, fmt.Errorf("read meta.properties: %w", err)
+	}
+	props := parseProperties(string(data))
+	v, err := strconv.Atoi(props["version"])
+	if err != nil {
+		return mp, fmt.Errorf("meta.properties in %s: bad version %q", dir, props["version"])
+	}
+	mp.Version = v
+	mp.ClusterID = props["cluster.id"]
+	mp.DirectoryID = props["directory.id"]
+	if s, ok := props["node.id"]; ok {
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return mp, fmt.Errorf("meta.properties in %s: bad node.id %q", dir, s)
+		}
+		mp.NodeID = int32(n)
+	} else {
+		mp.NodeID = -1
+	}
+	return mp, nil
+}
+
+// WriteMetaProperties writes <dir>/meta.properties atomically.
+func WriteMetaProperties(dir string, mp MetaProperties) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write meta.properties: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString("#\n#Written by Gregor\n")
+	if mp.ClusterID != "" {
+		fmt.Fprintf(&buf, "cluster.id=%s\n", escapeProperty(mp.ClusterID))
+	}
+	if mp.DirectoryID != "" {
+		fmt.Fprintf(&buf, "directory.id=%s\n", escapeProperty(mp.DirectoryID))
+	}
+	fmt.Fprintf(&buf, "node.id=%d\n", mp.NodeID)
+	fmt.Fprintf(&buf, "version=%d\n", mp.Version)
+	return writeFileAtomic(filepath.Join(dir, MetaPropertiesFile), buf.Bytes())
+}
+
+// parseProperties reads the Java properties subset Kafka writes: comments
+// (# or !), key=value or key:value lines, backslash escapes.
+func parseProperties(s string) map[string]string {
+	props := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		i := strings.IndexAny(line, "=:")
+		if i < 0 {
+			props[unescapeProperty(line)] = ""
+			continue
+		}
+		props[unescapeProperty(strings.TrimSpace(line[:i]))] = unescapeProperty(strings.TrimSpace(line[i+1:]))
+	}
+	return props
+}
+
+func escapeProperty(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "=", `\=`, ":", `\:`, "#", `\#`, "!", `\!`)
+	return r.Replace(s)
+}
+
+func unescapeProperty(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

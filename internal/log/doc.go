@@ -1,0 +1,12 @@
+// Package log is Gregor's commit log engine in Kafka's on-disk format: one
+// partition's log is a directory of segments (%020d.log with its sparse,
+// memory-mapped .index and .timeindex), appended to at the end, read by offset
+// or timestamp, rolled by size, age or full index, and recovered after a crash
+// by rescanning what was not flushed. The Manager owns every log of a broker's
+// log.dirs, their checkpoint files and the background flusher.
+//
+// The layering follows Kafka's: Log (UnifiedLog/LocalLog) -> segment
+// (LogSegment) -> offsetIndex/timeIndex. Record batches are stored exactly as
+// validated by package record; nothing here decodes records except the
+// timestamp search, which needs record-level timestamps.
+package log

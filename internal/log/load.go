@@ -1,0 +1,278 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// CleanShutdownFileName marks a log.dir whose logs were all flushed and
+// closed by a clean shutdown (Kafka's LogLoader.CleanShutdownFile). It lives
+// in the log.dir, the parent of each partition directory.
+const CleanShutdownFileName = ".kafka_cleanshutdown"
+
+// Open loads (or creates) the log in dir. recoveryPoint and logStartOffset
+// come from the log.dir's checkpoint files (0 when unknown).
+//
+// If the clean-shutdown marker is present in dir's parent, the segments are
+// trusted: only their indexes are sanity-checked and rebuilt when bad.
+// Otherwise every segment from the one holding the recovery point on is
+// rescanned: batches are checked (header, offsets, CRC), the first bad or torn
+// batch and everything after it (later segments too) is cut off, and the
+// indexes are rebuilt. Leftover .cleaned and .deleted files are removed and
+// .swap files completed, as Kafka's LogLoader does.
+func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger) (*Log, error) {
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	_, err := os.Stat(filepath.Join(filepath.Dir(dir), CleanShutdownFileName))
+	hadCleanShutdown := err == nil
+	l := &Log{dir: dir, logger: logger}
+	l.cfg.Store(&cfg)
+	logStartOffset = max(logStartOffset, 0)
+	recoveryPoint = max(recoveryPoint, 0)
+
+	segs, err := l.loadSegments(cfg, hadCleanShutdown, recoveryPoint)
+	if err != nil {
+		closeSegments(segs)
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if !hadCleanShutdown {
+		if segs, err = l.recoverSegments(segs, recoveryPoint); err != nil {
+			closeSegments(segs)
+			return nil, fmt.Errorf("recover log %s: %w", dir, err)
+		}
+	}
+	leo := logStartOffset
+	if len(segs) > 0 {
+		if leo, err = segs[len(segs)-1].readNextOffset(); err != nil {
+			closeSegments(segs)
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
+	}
+	if len(segs) > 0 && leo < logStartOffset {
+		// Everything on disk is below the checkpointed log start offset (the
+		// log was deleted up to it): start over there.
+		logger.Warn("log end offset below log start offset; truncating fully", "dir", dir, "log_end_offset", leo, "log_start_offset", logStartOffset)
+		for _, s := range segs {
+			if err := s.closeAndDelete(); err != nil {
+				return nil, fmt.Errorf("open log %s: %w", dir, err)
+			}
+		}
+		segs, leo = nil, logStartOffset
+	}
+	if len(segs) == 0 {
+		seg, err := openSegment(dir, logStartOffset, cfg, rollJitter(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
+		segs = []*segment{seg}
+		l.dirNeedsSync.Store(true)
+	}
+	active := segs[len(segs)-1]
+	if err := active.resizeIndexes(int(cfg.SegmentIndexBytes)); err != nil {
+		closeSegments(segs)
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	active.rollJitterMs = rollJitter(cfg)
+
+	l.segments, l.leo = segs, leo
+	logStart := max(logStartOffset, segs[0].baseOffset)
+	l.logStartOffset.Store(logStart)
+	l.highWatermark.Store(logStart)
+	if hadCleanShutdown {
+		l.recoveryPoint.Store(leo)
+	} else {
+		l.recoveryPoint.Store(min(recoveryPoint, leo))
+	}
+	l.flushTarget.Store(l.recoveryPoint.Load())
+	l.lastFlushMs.Store(active.created.UnixMilli())
+	logger.Debug("loaded log", "dir", dir, "segments", len(segs), "log_start_offset", logStart,
+		"log_end_offset", leo, "clean_shutdown", hadCleanShutdown)
+	return l, nil
+}
+
+func closeSegments(segs []*segment) {
+	for _, s := range segs {
+		s.close()
+	}
+}
+
+// parseSegmentBase reads the base offset from a "%020d.<suffix>" file name.
+func parseSegmentBase(name string) (int64, bool) {
+	i := strings.IndexByte(name, '.')
+	if i != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(name[:i], 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// loadSegments cleans up temporary files, completes swaps, and opens every
+// segment. Indexes that are missing or fail their sanity check are rebuilt,
+// except in segments the crash recovery will rescan anyway.
+func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int64) ([]*segment, error) {
+	swapped, err := l.removeTempFilesAndCompleteSwaps()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list log dir: %w", err)
+	}
+	present := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		present[e.Name()] = true
+	}
+	var bases []int64
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		base, ok := parseSegmentBase(name)
+		if !ok {
+			continue
+		}
+		switch filepath.Ext(name) {
+		case logFileSuffix:
+			bases = append(bases, base)
+		case indexFileSuffix, timeIndexFileSuffix, txnIndexFileSuffix:
+			if !present[fmt.Sprintf("%020d%s", base, logFileSuffix)] {
+				l.logger.Warn("deleting index without segment", "dir", l.dir, "file", name)
+				if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+					return nil, fmt.Errorf("delete orphan index: %w", err)
+				}
+			}
+		}
+	}
+	slices.Sort(bases)
+	segs := make([]*segment, 0, len(bases))
+	for _, base := range bases {
+		idxName := fmt.Sprintf("%020d%s", base, indexFileSuffix)
+		timeIdxName := fmt.Sprintf("%020d%s", base, timeIndexFileSuffix)
+		indexesPresent := present[idxName] && present[timeIdxName]
+		seg, err := openSegment(l.dir, base, cfg, 0)
+		if err != nil {
+			return segs, err
+		}
+		segs = append(segs, seg)
+		if !hadCleanShutdown && base >= recoveryPoint {
+			continue // recoverSegments rescans it
+		}
+		reason := errors.New("index files missing")
+		if indexesPresent {
+			reason = errors.Join(seg.offsetIdx.sanityCheck(seg.size.Load()), seg.timeIdx.sanityCheck())
+		}
+		if reason == nil {
+			continue
+		}
+		l.logger.Warn("rebuilding segment indexes", "dir", l.dir, "base_offset", base, "reason", reason)
+		if _, _, err := seg.recover(); err != nil {
+			return segs, err
+		}
+	}
+	// A completed swap replaces the segments whose offsets it covers.
+	for _, base := range swapped {
+		i := slices.IndexFunc(segs, func(s *segment) bool { return s.baseOffset == base })
+		if i < 0 {
+			continue
+		}
+		next, err := segs[i].readNextOffset()
+		if err != nil {
+			return segs, err
+		}
+		kept := segs[:0]
+		for _, s := range segs {
+			if s.baseOffset > base && s.baseOffset < next {
+				if err := s.closeAndDelete(); err != nil {
+					return kept, err
+				}
+				continue
+			}
+			kept = append(kept, s)
+		}
+		segs = kept
+	}
+	return segs, nil
+}
+
+// removeTempFilesAndCompleteSwaps deletes .deleted and .cleaned files and
+// renames .log.swap files into place (dropping their stale indexes and all
+// index swaps, which are rebuilt). It returns the swapped-in base offsets.
+func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list log dir: %w", err)
+	}
+	var swapped []int64
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(l.dir, name)
+		if e.IsDir() {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, deletedFileSuffix), strings.HasSuffix(name, cleanedFileSuffix):
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("delete leftover file: %w", err)
+			}
+		case strings.HasSuffix(name, logFileSuffix+swapFileSuffix):
+			base, ok := parseSegmentBase(name)
+			if !ok {
+				continue
+			}
+			l.logger.Info("completing segment swap", "dir", l.dir, "file", name)
+			if err := os.Rename(path, strings.TrimSuffix(path, swapFileSuffix)); err != nil {
+				return nil, fmt.Errorf("complete swap: %w", err)
+			}
+			for _, suffix := range []string{indexFileSuffix, timeIndexFileSuffix} {
+				if err := os.Remove(segmentFileName(l.dir, base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return nil, fmt.Errorf("delete stale index: %w", err)
+				}
+			}
+			swapped = append(swapped, base)
+		case strings.HasSuffix(name, swapFileSuffix):
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("delete index swap: %w", err)
+			}
+		}
+	}
+	return swapped, nil
+}
+
+// recoverSegments rescans the segments from the one holding the recovery
+// point on (Kafka's LogLoader.recoverLog). At the first segment that loses
+// bytes, every later segment is deleted: it was written after the damage.
+func (l *Log) recoverSegments(segs []*segment, recoveryPoint int64) ([]*segment, error) {
+	start := max(floorSegment(segs, recoveryPoint), 0)
+	for i := start; i < len(segs); i++ {
+		truncated, reason, err := segs[i].recover()
+		if err != nil {
+			return segs, err
+		}
+		if truncated == 0 {
+			continue
+		}
+		l.logger.Warn("truncated invalid bytes during recovery", "dir", l.dir, "base_offset", segs[i].baseOffset,
+			"bytes", truncated, "reason", reason)
+		for _, s := range segs[i+1:] {
+			l.logger.Warn("deleting segment after recovery truncation", "dir", l.dir, "base_offset", s.baseOffset)
+			if err := s.closeAndDelete(); err != nil {
+				return segs[:i+1], err
+			}
+		}
+		return segs[:i+1], nil
+	}
+	return segs, nil
+}

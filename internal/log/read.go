@@ -1,0 +1,224 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+
+	"gregor/internal/record"
+)
+
+// ReadInfo is the result of a read.
+type ReadInfo struct {
+	// Records holds whole batches only.
+	Records []byte
+	// FirstBatchOffset is the base offset of the first batch in Records (it
+	// may be below the offset asked for, which lies inside that batch), or -1
+	// when Records is empty.
+	FirstBatchOffset int64
+}
+
+// Read returns batches starting with the one that holds offset, following
+// Kafka's LocalLog.read and LogSegment.read:
+//   - offset below the log start offset or above the log end offset is
+//     ErrOffsetOutOfRange; offset equal to the log end offset reads nothing.
+//   - the batches come from one segment: the one holding offset (found with
+//     the sparse offset index and a scan), or the next one when offset lies in
+//     a gap at the end of a segment.
+//   - only batches entirely below maxOffset (exclusive; the high watermark for
+//     consumers) are returned, in at most maxBytes, but whole batches only.
+//   - minOneBatch returns the first batch even when it exceeds maxBytes, so a
+//     consumer can always make progress.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	empty := ReadInfo{FirstBatchOffset: -1}
+	if maxBytes < 0 {
+		return empty, fmt.Errorf("read %s: invalid max bytes %d", l.dir, maxBytes)
+	}
+	segs, leo := l.snapshot()
+	logStart := l.logStartOffset.Load()
+	if offset < logStart || offset > leo {
+		return empty, fmt.Errorf("read %s at %d (log start %d, log end %d): %w", l.dir, offset, logStart, leo, ErrOffsetOutOfRange)
+	}
+	if offset == leo || offset >= maxOffset {
+		return empty, nil
+	}
+	for i := max(floorSegment(segs, offset), 0); i < len(segs); i++ {
+		seg := segs[i]
+		limit := seg.size.Load()
+		first, found, err := seg.translateOffset(offset, limit)
+		if err != nil {
+			return empty, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
+		}
+		if !found {
+			continue
+		}
+		return l.readFrom(seg, first, limit, maxBytes, maxOffset, minOneBatch)
+	}
+	return empty, nil
+}
+
+// readFrom reads whole batches from first on, within limit, maxBytes and
+// maxOffset.
+func (l *Log) readFrom(seg *segment, first batchPosition, limit int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	empty := ReadInfo{FirstBatchOffset: -1}
+	if first.hdr.LastOffset() >= maxOffset {
+		return empty, nil
+	}
+	budget := int64(maxBytes)
+	if minOneBatch && first.size > budget {
+		budget = first.size
+	}
+	n := min(limit-first.pos, budget)
+	if n < first.size {
+		return empty, nil
+	}
+	buf := make([]byte, n)
+	got, err := seg.logFile.ReadAt(buf, first.pos)
+	if int64(got) < first.size {
+		// The segment shrank under us (a concurrent truncation).
+		return empty, fmt.Errorf("read %s at position %d: %w", seg.logPath, first.pos, errors.Join(err, errShortRead))
+	}
+	buf = buf[:got]
+	end := wholeBatchesBelow(buf, maxOffset)
+	if end == 0 {
+		return empty, nil
+	}
+	return ReadInfo{Records: buf[:end:end], FirstBatchOffset: first.hdr.BaseOffset}, nil
+}
+
+var errShortRead = errors.New("short read")
+
+// wholeBatchesBelow returns the length of the longest prefix of b made of
+// whole batches whose offsets are all below maxOffset.
+func wholeBatchesBelow(b []byte, maxOffset int64) int {
+	end := 0
+	for len(b)-end >= record.HeaderSize {
+		h, err := record.ParseHeader(b[end:])
+		if err != nil || h.Length < minBatchSize-record.LogOverhead {
+			break
+		}
+		if end+h.Size() > len(b) || h.LastOffset() >= maxOffset {
+			break
+		}
+		end += h.Size()
+	}
+	return end
+}
+
+// OffsetForTimestamp finds the first record whose timestamp is >= ts (Kafka's
+// ListOffsets by timestamp): the first segment whose largest timestamp
+// reaches ts, its time index for a starting point, then a scan of batches and,
+// inside the first batch whose max timestamp reaches ts, of its records. ok is
+// false when no record qualifies.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool) {
+	segs, _ := l.snapshot()
+	logStart := l.logStartOffset.Load()
+	for _, seg := range segs {
+		if maxTs, _ := seg.maxTimestampAndOffset(); maxTs < ts {
+			continue
+		}
+		off, recTs, found, err := seg.findOffsetByTimestamp(ts, logStart)
+		if err != nil {
+			l.logger.Warn("timestamp search failed", "dir", l.dir, "base_offset", seg.baseOffset, "err", err)
+			return -1, -1, false
+		}
+		if found {
+			return off, recTs, true
+		}
+	}
+	return -1, -1, false
+}
+
+// MaxTimestamp is ListOffsets' MAX_TIMESTAMP: the largest timestamp in the
+// log and the offset of the first record carrying it; (-1, -1) when no batch
+// has a timestamp.
+func (l *Log) MaxTimestamp() (timestamp, offset int64) {
+	segs, _ := l.snapshot()
+	var best *segment
+	bestTs, bestOff := noTimestamp, int64(-1)
+	for _, seg := range segs {
+		if ts, off := seg.maxTimestampAndOffset(); ts > bestTs {
+			best, bestTs, bestOff = seg, ts, off
+		}
+	}
+	if best == nil {
+		return -1, -1
+	}
+	// The segment knows the batch; the record is found inside it.
+	off, found, err := best.offsetOfTimestampInBatch(bestTs, bestOff)
+	if err != nil || !found {
+		if err != nil {
+			l.logger.Warn("max timestamp search failed", "dir", l.dir, "err", err)
+		}
+		return -1, -1
+	}
+	return bestTs, off
+}
+
+// findOffsetByTimestamp is Kafka's LogSegment.findOffsetByTimestamp: the
+// first record at or after startingOffset whose timestamp is >= ts.
+func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (offset, timestamp int64, found bool, err error) {
+	_, idxOffset := s.timeIdx.lookup(ts)
+	_, pos := s.offsetIdx.lookup(max(idxOffset, startingOffset))
+	sc := newBatchScanner(s.logFile, pos, s.size.Load())
+	defer sc.release()
+	for sc.next() {
+		if sc.hdr.MaxTimestamp < ts || sc.hdr.LastOffset() < startingOffset {
+			continue
+		}
+		b, err := sc.batch()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		off, recTs, ok, err := firstRecordAtOrAfter(b, ts, startingOffset)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("segment %s: %w", s.logPath, err)
+		}
+		if ok {
+			return off, recTs, true, nil
+		}
+	}
+	if sc.err != nil {
+		return 0, 0, false, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+	}
+	return 0, 0, false, nil
+}
+
+// offsetOfTimestampInBatch finds the batch holding lastOffset and returns the
+// offset of its first record with timestamp ts (Kafka's
+// RecordBatch.offsetOfMaxTimestamp).
+func (s *segment) offsetOfTimestampInBatch(ts, lastOffset int64) (int64, bool, error) {
+	bp, found, err := s.translateOffset(lastOffset, s.size.Load())
+	if err != nil || !found {
+		return 0, false, err
+	}
+	b := make([]byte, bp.size)
+	if _, err := s.logFile.ReadAt(b, bp.pos); err != nil {
+		return 0, false, fmt.Errorf("read batch in %s: %w", s.logPath, err)
+	}
+	off, recTs, ok, err := firstRecordAtOrAfter(b, ts, bp.hdr.BaseOffset)
+	if err != nil || !ok || recTs != ts {
+		return 0, false, err
+	}
+	return off, true, nil
+}
+
+// firstRecordAtOrAfter returns the first record of batch b with timestamp >=
+// ts and offset >= minOffset. Records of a LogAppendTime batch all carry the
+// batch's max timestamp, as Kafka reads them.
+func firstRecordAtOrAfter(b []byte, ts, minOffset int64) (offset, timestamp int64, found bool, err error) {
+	h, recs, err := record.ReadRecords(b)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for i := range recs {
+		recTs := h.BaseTimestamp + recs[i].TimestampDelta
+		if h.LogAppendTime() {
+			recTs = h.MaxTimestamp
+		}
+		off := h.BaseOffset + int64(recs[i].OffsetDelta)
+		if recTs >= ts && off >= minOffset {
+			return off, recTs, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}

@@ -1,0 +1,490 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gregor/internal/record"
+)
+
+// File suffixes, as Kafka names them.
+const (
+	logFileSuffix       = ".log"
+	indexFileSuffix     = ".index"
+	timeIndexFileSuffix = ".timeindex"
+	txnIndexFileSuffix  = ".txnindex"
+	deletedFileSuffix   = ".deleted"
+	cleanedFileSuffix   = ".cleaned"
+	swapFileSuffix      = ".swap"
+)
+
+// segmentFileName is Kafka's "%020d<suffix>".
+func segmentFileName(dir string, baseOffset int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
+}
+
+// segment is one .log file and its indexes (Kafka's LogSegment). Every
+// offset in it is >= baseOffset and below the next segment's base offset.
+//
+// The appender (holding the log's append lock) is the only writer; readers
+// use size as the end of readable data, and the log publishes size together
+// with the log end offset so that readers never see a batch beyond it.
+type segment struct {
+	baseOffset int64
+	dir        string
+
+	logFile   *os.File
+	logPath   string
+	offsetIdx *offsetIndex
+	timeIdx   *timeIndex
+
+	size atomic.Int64 // bytes of complete batches
+
+	// Appender state, guarded by the log's append lock.
+	indexIntervalBytes       int64
+	bytesSinceLastIndexEntry int64
+	rollingBasedTimestamp    int64 // max timestamp of the first batch; noTimestamp if unknown
+	rollingTimestampLoaded   bool
+	created                  time.Time
+	rollJitterMs             int64
+	preallocated             bool
+
+	// tsMu guards the largest timestamp seen and the offset of the batch
+	// holding it; readers use it for ListOffsets and the timestamp search.
+	tsMu                      sync.Mutex
+	maxTimestampSoFar         int64
+	offsetOfMaxTimestampSoFar int64
+	maxTimestampLoaded        bool
+}
+
+// openSegment opens (or creates) the segment files for baseOffset in dir.
+// A new file is preallocated to segment.bytes when preallocate is set; its
+// size is tracked here, not by the file length.
+func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64) (*segment, error) {
+	s := &segment{
+		baseOffset:            baseOffset,
+		dir:                   dir,
+		logPath:               segmentFileName(dir, baseOffset, logFileSuffix),
+		indexIntervalBytes:    int64(cfg.IndexIntervalBytes),
+		rollingBasedTimestamp: noTimestamp,
+		created:               time.Now(),
+		rollJitterMs:          rollJitterMs,
+		maxTimestampSoFar:     noTimestamp,
+	}
+	f, err := os.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open segment: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat segment %s: %w", s.logPath, err)
+	}
+	s.logFile = f
+	s.size.Store(st.Size())
+	if st.Size() == 0 && cfg.Preallocate {
+		if err := f.Truncate(int64(cfg.SegmentBytes)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("preallocate segment %s: %w", s.logPath, err)
+		}
+		s.preallocated = true
+	}
+	s.offsetIdx, err = openOffsetIndex(segmentFileName(dir, baseOffset, indexFileSuffix), baseOffset, int(cfg.SegmentIndexBytes))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.timeIdx, err = openTimeIndex(segmentFileName(dir, baseOffset, timeIndexFileSuffix), baseOffset, int(cfg.SegmentIndexBytes))
+	if err != nil {
+		s.offsetIdx.close()
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// maxTimestampAndOffset is the largest batch timestamp in the segment and
+// the last offset of the batch that holds it; without batches (-1, base).
+func (s *segment) maxTimestampAndOffset() (ts, offset int64) {
+	s.tsMu.Lock()
+	defer s.tsMu.Unlock()
+	if !s.maxTimestampLoaded {
+		// A cleanly closed segment's last time index entry is its maximum.
+		s.maxTimestampSoFar, s.offsetOfMaxTimestampSoFar = s.timeIdx.lastEntry()
+		s.maxTimestampLoaded = true
+	}
+	return s.maxTimestampSoFar, s.offsetOfMaxTimestampSoFar
+}
+
+func (s *segment) setMaxTimestamp(ts, offset int64) {
+	s.tsMu.Lock()
+	s.maxTimestampSoFar, s.offsetOfMaxTimestampSoFar, s.maxTimestampLoaded = ts, offset, true
+	s.tsMu.Unlock()
+}
+
+// canConvertToRelativeOffset reports whether offset fits the indexes'
+// 4-byte relative offsets.
+func (s *segment) canConvertToRelativeOffset(offset int64) bool {
+	return s.offsetIdx.canAppendOffset(offset)
+}
+
+// append writes batches (already validated, offsets assigned) at the end and
+// adds index entries every index.interval.bytes, as Kafka's LogSegment.append:
+// one offset index entry per append that follows enough unindexed bytes,
+// mapping the append's last offset to its start position. The new size is
+// returned for the caller to publish.
+func (s *segment) append(b []byte, largestOffset, largestTimestamp, shallowOffsetOfMaxTimestamp int64) (int64, error) {
+	pos := s.size.Load()
+	if len(b) == 0 {
+		return pos, nil
+	}
+	if !s.canConvertToRelativeOffset(largestOffset) {
+		return pos, fmt.Errorf("segment %s: offset %d overflows base offset %d", s.logPath, largestOffset, s.baseOffset)
+	}
+	if pos == 0 {
+		s.rollingBasedTimestamp, s.rollingTimestampLoaded = largestTimestamp, true
+	}
+	if _, err := s.logFile.WriteAt(b, pos); err != nil {
+		return pos, fmt.Errorf("write segment %s at %d: %w", s.logPath, pos, err)
+	}
+	maxTs, maxTsOffset := s.maxTimestampAndOffset()
+	if largestTimestamp > maxTs {
+		maxTs, maxTsOffset = largestTimestamp, shallowOffsetOfMaxTimestamp
+		s.setMaxTimestamp(maxTs, maxTsOffset)
+	}
+	if s.bytesSinceLastIndexEntry > s.indexIntervalBytes {
+		if err := s.offsetIdx.append(largestOffset, pos); err != nil {
+			return pos, err
+		}
+		if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, false); err != nil {
+			return pos, err
+		}
+		s.bytesSinceLastIndexEntry = 0
+	}
+	s.bytesSinceLastIndexEntry += int64(len(b))
+	return pos + int64(len(b)), nil
+}
+
+// firstBatchTimestamp is the max timestamp of the segment's first batch,
+// read once from the file when unknown (Kafka's loadFirstBatchTimestamp).
+func (s *segment) firstBatchTimestamp() int64 {
+	if !s.rollingTimestampLoaded {
+		sc := newBatchScanner(s.logFile, 0, s.size.Load())
+		if sc.next() {
+			s.rollingBasedTimestamp = sc.hdr.MaxTimestamp
+			s.rollingTimestampLoaded = true
+		}
+		sc.release()
+	}
+	return s.rollingBasedTimestamp
+}
+
+// timeWaitedForRoll is how long the segment has been open for the roll
+// decision: the new batch's timestamp minus the first batch's, or wall-clock
+// time since creation when the first batch has no timestamp.
+func (s *segment) timeWaitedForRoll(now time.Time, batchTimestamp int64) int64 {
+	if ts := s.firstBatchTimestamp(); ts >= 0 {
+		return batchTimestamp - ts
+	}
+	return now.Sub(s.created).Milliseconds()
+}
+
+// shouldRoll is Kafka's LogSegment.shouldRoll: the append would overflow
+// segment.bytes, segment.ms (less this segment's jitter) has passed on a
+// non-empty segment, an index is full, or the last offset cannot be stored
+// relative to the base offset.
+func (s *segment) shouldRoll(cfg Config, now time.Time, appendBytes int, maxTimestamp, maxOffset int64) bool {
+	size := s.size.Load()
+	reachedRollMs := s.timeWaitedForRoll(now, maxTimestamp) > cfg.SegmentMs-s.rollJitterMs
+	return size > int64(cfg.SegmentBytes)-int64(appendBytes) ||
+		(size > 0 && reachedRollMs) ||
+		s.offsetIdx.isFull() || s.timeIdx.isFull() ||
+		!s.canConvertToRelativeOffset(maxOffset)
+}
+
+// batchPosition describes one batch found in the file.
+type batchPosition struct {
+	pos  int64
+	size int64
+	hdr  record.BatchHeader
+}
+
+// translateOffset finds the first batch whose last offset is >= offset,
+// starting from the offset index's hint and reading no further than limit.
+func (s *segment) translateOffset(offset, limit int64) (batchPosition, bool, error) {
+	_, start := s.offsetIdx.lookup(offset)
+	if start > limit {
+		// The index is ahead of what this reader may see (a concurrent
+		// append); scan from the start instead.
+		start = 0
+	}
+	sc := newBatchScanner(s.logFile, start, limit)
+	defer sc.release()
+	for sc.next() {
+		if sc.hdr.LastOffset() >= offset {
+			return batchPosition{pos: sc.pos, size: sc.size, hdr: sc.hdr}, true, nil
+		}
+	}
+	if sc.err != nil {
+		return batchPosition{}, false, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+	}
+	return batchPosition{}, false, nil
+}
+
+// readNextOffset is the offset after the segment's last batch, found by
+// scanning from the last index entry (Kafka's readNextOffset).
+func (s *segment) readNextOffset() (int64, error) {
+	_, start := s.offsetIdx.lookup(s.offsetIdx.lastOffset())
+	sc := newBatchScanner(s.logFile, start, s.size.Load())
+	defer sc.release()
+	next := s.baseOffset
+	for sc.next() {
+		next = sc.hdr.NextOffset()
+	}
+	if sc.err != nil {
+		return 0, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+	}
+	return next, nil
+}
+
+// recover rebuilds the indexes from the batches and truncates the file at the
+// first batch that is torn, fails its CRC, or breaks offset order (Kafka's
+// LogSegment.recover). It returns the number of bytes cut off and, when
+// that is not zero because of a bad batch, the reason.
+func (s *segment) recover() (truncated int64, reason error, err error) {
+	s.offsetIdx.truncateEntries(0)
+	s.timeIdx.truncateEntries(0)
+	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
+		return 0, nil, err
+	}
+	if err := s.timeIdx.resize(s.timeIdx.maxIndexSize); err != nil {
+		return 0, nil, err
+	}
+	st, err := s.logFile.Stat()
+	if err != nil {
+		return 0, nil, fmt.Errorf("stat segment %s: %w", s.logPath, err)
+	}
+	fileSize := st.Size()
+	maxTs, maxTsOffset := noTimestamp, s.baseOffset
+	var validBytes, lastIndexEntry int64
+	prevLast := s.baseOffset - 1
+	// Recovery reads every byte; read ahead further than a lookup does.
+	sc := &batchScanner{f: s.logFile, end: fileSize, buf: make([]byte, 1<<20)}
+	var invalid error
+	for sc.next() {
+		b, err := sc.batch()
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := validateBatch(b, sc.hdr); err != nil {
+			invalid = err
+			break
+		}
+		if sc.hdr.BaseOffset <= prevLast || !s.canConvertToRelativeOffset(sc.hdr.LastOffset()) {
+			invalid = fmt.Errorf("%w: batch offsets %d..%d out of order after %d in segment %d",
+				record.ErrCorruptMessage, sc.hdr.BaseOffset, sc.hdr.LastOffset(), prevLast, s.baseOffset)
+			break
+		}
+		prevLast = sc.hdr.LastOffset()
+		if sc.hdr.MaxTimestamp > maxTs {
+			maxTs, maxTsOffset = sc.hdr.MaxTimestamp, sc.hdr.LastOffset()
+		}
+		if validBytes-lastIndexEntry > s.indexIntervalBytes {
+			if err := s.offsetIdx.append(sc.hdr.LastOffset(), validBytes); err != nil {
+				return 0, nil, err
+			}
+			if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, false); err != nil {
+				return 0, nil, err
+			}
+			lastIndexEntry = validBytes
+		}
+		validBytes += sc.size
+	}
+	if invalid == nil && sc.err != nil {
+		invalid = sc.err
+		if !errors.Is(sc.err, errCorruptBatch) {
+			return 0, nil, sc.err
+		}
+	}
+	truncated = fileSize - validBytes
+	if err := s.logFile.Truncate(validBytes); err != nil {
+		return 0, nil, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
+	}
+	s.size.Store(validBytes)
+	s.preallocated = false
+	s.setMaxTimestamp(maxTs, maxTsOffset)
+	s.rollingTimestampLoaded = false
+	s.bytesSinceLastIndexEntry = validBytes - lastIndexEntry
+	if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, true); err != nil {
+		return 0, nil, err
+	}
+	if err := s.offsetIdx.trimToValidSize(); err != nil {
+		return 0, nil, err
+	}
+	if err := s.timeIdx.trimToValidSize(); err != nil {
+		return 0, nil, err
+	}
+	if invalid == nil && truncated > 0 {
+		invalid = fmt.Errorf("%w: torn batch at position %d", record.ErrShortBatch, validBytes)
+	}
+	return truncated, invalid, nil
+}
+
+// truncateTo removes every batch with offsets >= offset (Kafka's
+// LogSegment.truncateTo); the segment becomes the active one, so its indexes
+// regain their full size. It returns the bytes removed.
+func (s *segment) truncateTo(offset int64) (int64, error) {
+	bp, found, err := s.translateOffset(offset, s.size.Load())
+	if err != nil {
+		return 0, err
+	}
+	s.offsetIdx.truncateTo(offset)
+	s.timeIdx.truncateTo(offset)
+	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
+		return 0, err
+	}
+	if err := s.timeIdx.resize(s.timeIdx.maxIndexSize); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, nil
+	}
+	old := s.size.Load()
+	if err := s.logFile.Truncate(bp.pos); err != nil {
+		return 0, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
+	}
+	s.size.Store(bp.pos)
+	s.preallocated = false
+	if bp.pos == 0 {
+		s.created = time.Now()
+		s.rollingBasedTimestamp, s.rollingTimestampLoaded = noTimestamp, false
+	}
+	s.bytesSinceLastIndexEntry = 0
+	ts, off, err := s.readLargestTimestamp()
+	if err != nil {
+		return 0, err
+	}
+	s.setMaxTimestamp(ts, off)
+	return old - bp.pos, nil
+}
+
+// readLargestTimestamp recomputes the largest batch timestamp from the last
+// time index entry and the batches after it.
+func (s *segment) readLargestTimestamp() (ts, offset int64, err error) {
+	ts, offset = s.timeIdx.lastEntry()
+	_, start := s.offsetIdx.lookup(offset)
+	sc := newBatchScanner(s.logFile, start, s.size.Load())
+	defer sc.release()
+	for sc.next() {
+		if sc.hdr.MaxTimestamp > ts {
+			ts, offset = sc.hdr.MaxTimestamp, sc.hdr.LastOffset()
+		}
+	}
+	if sc.err != nil {
+		return 0, 0, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+	}
+	return ts, offset, nil
+}
+
+// onBecomeInactive writes the final time index entry and trims the indexes
+// and a preallocated file to their real sizes.
+func (s *segment) onBecomeInactive() error {
+	ts, off := s.maxTimestampAndOffset()
+	if err := s.timeIdx.maybeAppend(ts, off, true); err != nil {
+		return err
+	}
+	if err := s.offsetIdx.trimToValidSize(); err != nil {
+		return err
+	}
+	if err := s.timeIdx.trimToValidSize(); err != nil {
+		return err
+	}
+	return s.trimLogFile()
+}
+
+func (s *segment) trimLogFile() error {
+	if !s.preallocated {
+		return nil
+	}
+	if err := s.logFile.Truncate(s.size.Load()); err != nil {
+		return fmt.Errorf("trim segment %s: %w", s.logPath, err)
+	}
+	s.preallocated = false
+	return nil
+}
+
+// resizeIndexes gives the indexes of the (new) active segment their full size.
+func (s *segment) resizeIndexes(size int) error {
+	if err := s.offsetIdx.resize(size); err != nil {
+		return err
+	}
+	return s.timeIdx.resize(size)
+}
+
+// flush fsyncs the data file and the indexes.
+func (s *segment) flush() error {
+	if err := s.logFile.Sync(); err != nil {
+		return fmt.Errorf("fsync segment %s: %w", s.logPath, err)
+	}
+	if err := s.offsetIdx.flush(); err != nil {
+		return err
+	}
+	return s.timeIdx.flush()
+}
+
+// close writes the final time index entry, trims, and releases the files.
+func (s *segment) close() error {
+	var errs []error
+	s.tsMu.Lock()
+	loaded := s.maxTimestampLoaded
+	s.tsMu.Unlock()
+	if loaded {
+		ts, off := s.maxTimestampAndOffset()
+		errs = append(errs, s.timeIdx.maybeAppend(ts, off, true))
+	}
+	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.trimLogFile(), s.logFile.Close())
+	return errors.Join(errs...)
+}
+
+// renameWithSuffix renames the segment's files by appending suffix (".deleted").
+func (s *segment) renameWithSuffix(suffix string) error {
+	if err := os.Rename(s.logPath, s.logPath+suffix); err != nil {
+		return fmt.Errorf("rename segment: %w", err)
+	}
+	s.logPath += suffix
+	if err := s.offsetIdx.rename(s.offsetIdx.path + suffix); err != nil {
+		return err
+	}
+	if err := s.timeIdx.rename(s.timeIdx.path + suffix); err != nil {
+		return err
+	}
+	txn := segmentFileName(s.dir, s.baseOffset, txnIndexFileSuffix)
+	if err := os.Rename(txn, txn+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("rename transaction index: %w", err)
+	}
+	return nil
+}
+
+// closeAndDelete closes the segment and removes its files, whatever their
+// current suffix.
+func (s *segment) closeAndDelete() error {
+	err := s.close()
+	for _, p := range []string{s.logPath, s.offsetIdx.path, s.timeIdx.path} {
+		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("delete segment file: %w", rmErr))
+		}
+	}
+	// The transaction index carries the same extra suffix (".deleted") as the log.
+	suffix := strings.TrimPrefix(s.logPath, segmentFileName(s.dir, s.baseOffset, logFileSuffix))
+	txn := segmentFileName(s.dir, s.baseOffset, txnIndexFileSuffix) + suffix
+	if rmErr := os.Remove(txn); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		err = errors.Join(err, fmt.Errorf("delete transaction index: %w", rmErr))
+	}
+	return err
+}

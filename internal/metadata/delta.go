@@ -1,0 +1,426 @@
+package metadata
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Batch is one committed batch of metadata records, as the Raft layer hands
+// it to its listeners: the records hold offsets BaseOffset, BaseOffset+1, ...,
+// LastOffset. It lives here (not in package raft) so that metadata's Loader
+// can be a raft listener while imports keep pointing down.
+type Batch struct {
+	BaseOffset      int64
+	LastOffset      int64
+	Epoch           int32
+	AppendTimestamp int64
+	Records         []Record
+}
+
+// Delta is the difference between a base image and the image after some more
+// records (Kafka's MetadataDelta). Replay records into it, then Apply once to
+// get the new image; the Delta then describes what changed, for publishers.
+// A Delta is not safe for concurrent use.
+type Delta struct {
+	base    *Image
+	applied bool
+
+	offset int64
+	epoch  int32
+
+	features       map[string]int16              // changed features; level 0 = removed
+	brokers        map[int32]*BrokerRegistration // changed registrations
+	topics         map[[16]byte]*Topic           // created or changed topics (working copies)
+	names          map[string][16]byte           // names of the topics created in this delta
+	created        map[[16]byte]bool             // topics created in this delta
+	deleted        map[[16]byte]*Topic           // topics of the base deleted in this delta
+	changedParts   map[[16]byte]map[int32]bool
+	configs        map[ConfigResource]map[string]string // changed resources (working copies)
+	nextProducerID *int64
+}
+
+// NewDelta starts a delta on top of base.
+func NewDelta(base *Image) *Delta {
+	return &Delta{
+		base:         base,
+		offset:       base.Offset,
+		epoch:        base.Epoch,
+		features:     map[string]int16{},
+		brokers:      map[int32]*BrokerRegistration{},
+		topics:       map[[16]byte]*Topic{},
+		names:        map[string][16]byte{},
+		created:      map[[16]byte]bool{},
+		deleted:      map[[16]byte]*Topic{},
+		changedParts: map[[16]byte]map[int32]bool{},
+		configs:      map[ConfigResource]map[string]string{},
+	}
+}
+
+// Base returns the image the delta started from.
+func (d *Delta) Base() *Image { return d.base }
+
+// errApplied guards the immutability of images: after Apply, the delta's
+// working copies belong to the new image.
+var errApplied = errors.New("metadata delta already applied")
+
+// ReplayBatch replays every record of a batch, with offsets from
+// b.BaseOffset, and records the batch's epoch. It replays all records even if
+// some fail (as Kafka's loader counts and skips bad records) and returns the
+// failures joined.
+func (d *Delta) ReplayBatch(b Batch) error {
+	if d.applied {
+		return errApplied
+	}
+	var errs []error
+	for i, r := range b.Records {
+		if err := d.Replay(b.BaseOffset+int64(i), r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.epoch = b.Epoch
+	if b.LastOffset > d.offset {
+		d.offset = b.LastOffset
+	}
+	return errors.Join(errs...)
+}
+
+// Replay applies one record at the given offset.
+func (d *Delta) Replay(offset int64, r Record) error {
+	if d.applied {
+		return errApplied
+	}
+	if offset > d.offset {
+		d.offset = offset
+	}
+	var err error
+	switch r := r.(type) {
+	case *TopicRecord:
+		err = d.replayTopic(r)
+	case *PartitionRecord:
+		err = d.replayPartition(r)
+	case *PartitionChangeRecord:
+		err = d.replayPartitionChange(r)
+	case *RemoveTopicRecord:
+		err = d.replayRemoveTopic(r)
+	case *ConfigRecord:
+		d.replayConfig(r)
+	case *FeatureLevelRecord:
+		d.features[r.Name] = r.FeatureLevel
+	case *RegisterBrokerRecord:
+		d.brokers[r.BrokerID] = registrationFromRecord(r)
+	case *BrokerRegistrationChangeRecord:
+		err = d.replayBrokerChange(r)
+	case *FenceBrokerRecord:
+		err = d.changeBroker(r.ID, r.Epoch, "fence", func(b *BrokerRegistration) { b.Fenced = true })
+	case *UnfenceBrokerRecord:
+		err = d.changeBroker(r.ID, r.Epoch, "unfence", func(b *BrokerRegistration) { b.Fenced = false })
+	case *ProducerIdsRecord:
+		next := r.NextProducerID
+		d.nextProducerID = &next
+	case *NoOpRecord:
+	default:
+		err = fmt.Errorf("%w: type %d", ErrUnknownRecord, r.Type())
+	}
+	if err != nil {
+		return fmt.Errorf("replay record at offset %d: %w", offset, err)
+	}
+	return nil
+}
+
+// topic returns the live topic with an id, as of the records replayed so far.
+func (d *Delta) topic(id [16]byte) *Topic {
+	if t, ok := d.topics[id]; ok {
+		return t
+	}
+	if _, gone := d.deleted[id]; gone {
+		return nil
+	}
+	return d.base.Topics.ByID[id]
+}
+
+// topicByName returns the live topic with a name, as of the records replayed so far.
+func (d *Delta) topicByName(name string) *Topic {
+	if id, ok := d.names[name]; ok {
+		return d.topics[id]
+	}
+	if t := d.base.Topics.ByName[name]; t != nil {
+		if _, gone := d.deleted[t.ID]; !gone {
+			return t
+		}
+	}
+	return nil
+}
+
+// mutableTopic returns the delta's own copy of a live topic.
+func (d *Delta) mutableTopic(id [16]byte) (*Topic, error) {
+	if t, ok := d.topics[id]; ok {
+		return t, nil
+	}
+	t := d.topic(id)
+	if t == nil {
+		return nil, fmt.Errorf("unknown topic id %x", id)
+	}
+	c := &Topic{Name: t.Name, ID: t.ID, Partitions: maps.Clone(t.Partitions)}
+	d.topics[id] = c
+	return c, nil
+}
+
+func (d *Delta) markPartition(id [16]byte, p int32) {
+	m := d.changedParts[id]
+	if m == nil {
+		m = map[int32]bool{}
+		d.changedParts[id] = m
+	}
+	m[p] = true
+}
+
+func (d *Delta) replayTopic(r *TopicRecord) error {
+	if d.topic(r.TopicID) != nil {
+		return fmt.Errorf("topic id %x already exists", r.TopicID)
+	}
+	if d.topicByName(r.Name) != nil {
+		return fmt.Errorf("topic %q already exists", r.Name)
+	}
+	d.topics[r.TopicID] = &Topic{Name: r.Name, ID: r.TopicID, Partitions: map[int32]*Partition{}}
+	d.created[r.TopicID] = true
+	d.names[r.Name] = r.TopicID
+	return nil
+}
+
+func (d *Delta) replayPartition(r *PartitionRecord) error {
+	t, err := d.mutableTopic(r.TopicID)
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", r.PartitionID, err)
+	}
+	t.Partitions[r.PartitionID] = partitionFromRecord(r)
+	d.markPartition(r.TopicID, r.PartitionID)
+	return nil
+}
+
+func (d *Delta) replayPartitionChange(r *PartitionChangeRecord) error {
+	t, err := d.mutableTopic(r.TopicID)
+	if err != nil {
+		return fmt.Errorf("partition change %d: %w", r.PartitionID, err)
+	}
+	p, ok := t.Partitions[r.PartitionID]
+	if !ok {
+		return fmt.Errorf("partition change: unknown partition %s-%d", t.Name, r.PartitionID)
+	}
+	t.Partitions[r.PartitionID] = p.merge(r)
+	d.markPartition(r.TopicID, r.PartitionID)
+	return nil
+}
+
+func (d *Delta) replayRemoveTopic(r *RemoveTopicRecord) error {
+	t := d.topic(r.TopicID)
+	if t == nil {
+		return fmt.Errorf("remove topic: unknown topic id %x", r.TopicID)
+	}
+	if d.created[r.TopicID] {
+		delete(d.created, r.TopicID)
+		delete(d.names, t.Name)
+	} else {
+		d.deleted[r.TopicID] = d.base.Topics.ByID[r.TopicID]
+	}
+	delete(d.topics, r.TopicID)
+	delete(d.changedParts, r.TopicID)
+	// Kafka drops a deleted topic's configs with it, so a later topic of the
+	// same name starts from the defaults.
+	d.configs[ConfigResource{Type: ConfigResourceTopic, Name: t.Name}] = map[string]string{}
+	return nil
+}
+
+func (d *Delta) replayConfig(r *ConfigRecord) {
+	res := ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
+	m, ok := d.configs[res]
+	if !ok {
+		m = maps.Clone(d.base.Configs[res])
+		if m == nil {
+			m = map[string]string{}
+		}
+		d.configs[res] = m
+	}
+	if r.Value == nil {
+		delete(m, r.Name)
+	} else {
+		m[r.Name] = *r.Value
+	}
+}
+
+// broker returns the current registration of a broker, as of the records replayed so far.
+func (d *Delta) broker(id int32) *BrokerRegistration {
+	if b, ok := d.brokers[id]; ok {
+		return b
+	}
+	return d.base.Brokers[id]
+}
+
+// changeBroker applies change to a copy of a broker's registration, which
+// must exist with the given epoch (Kafka's ClusterDelta.getBrokerOrThrow).
+func (d *Delta) changeBroker(id int32, epoch int64, what string, change func(*BrokerRegistration)) error {
+	cur := d.broker(id)
+	if cur == nil {
+		return fmt.Errorf("%s broker %d: not registered", what, id)
+	}
+	if cur.Epoch != epoch {
+		return fmt.Errorf("%s broker %d: epoch %d, but the registration has epoch %d", what, id, epoch, cur.Epoch)
+	}
+	n := *cur
+	change(&n)
+	d.brokers[id] = &n
+	return nil
+}
+
+func (d *Delta) replayBrokerChange(r *BrokerRegistrationChangeRecord) error {
+	switch r.Fenced {
+	case BrokerUnfenced, BrokerFenceNoChange, BrokerFenced:
+	default:
+		return fmt.Errorf("broker registration change of broker %d: bad fenced value %d", r.BrokerID, r.Fenced)
+	}
+	switch r.InControlledShutdown {
+	case 0, 1:
+	default:
+		return fmt.Errorf("broker registration change of broker %d: bad in-controlled-shutdown value %d", r.BrokerID, r.InControlledShutdown)
+	}
+	return d.changeBroker(r.BrokerID, r.BrokerEpoch, "change", func(b *BrokerRegistration) {
+		switch r.Fenced {
+		case BrokerUnfenced:
+			b.Fenced = false
+		case BrokerFenced:
+			b.Fenced = true
+		}
+		if r.InControlledShutdown == 1 {
+			b.InControlledShutdown = true
+		}
+		if len(r.LogDirs) > 0 {
+			b.LogDirs = slices.Clone(r.LogDirs)
+		}
+	})
+}
+
+// Apply returns the image after the replayed records. It may be called once;
+// the new image shares everything unchanged with the base.
+func (d *Delta) Apply() *Image {
+	d.applied = true
+	img := *d.base
+	img.Offset, img.Epoch = d.offset, d.epoch
+	if len(d.features) > 0 {
+		img.Features = maps.Clone(d.base.Features)
+		for name, level := range d.features {
+			if level == 0 {
+				delete(img.Features, name)
+			} else {
+				img.Features[name] = level
+			}
+		}
+	}
+	if len(d.brokers) > 0 {
+		img.Brokers = maps.Clone(d.base.Brokers)
+		maps.Copy(img.Brokers, d.brokers)
+	}
+	if len(d.topics) > 0 || len(d.deleted) > 0 {
+		ti := &TopicsImage{ByName: maps.Clone(d.base.Topics.ByName), ByID: maps.Clone(d.base.Topics.ByID)}
+		for id, t := range d.deleted {
+			delete(ti.ByID, id)
+			if cur := ti.ByName[t.Name]; cur != nil && cur.ID == id {
+				delete(ti.ByName, t.Name)
+			}
+		}
+		for id, t := range d.topics {
+			ti.ByID[id] = t
+			ti.ByName[t.Name] = t
+		}
+		img.Topics = ti
+	}
+	if len(d.configs) > 0 {
+		img.Configs = maps.Clone(d.base.Configs)
+		for res, m := range d.configs {
+			if len(m) == 0 {
+				delete(img.Configs, res)
+			} else {
+				img.Configs[res] = m
+			}
+		}
+	}
+	if d.nextProducerID != nil {
+		img.NextProducerID = *d.nextProducerID
+	}
+	return &img
+}
+
+// CreatedTopics returns the topics created by the delta (and not deleted
+// again), with their partitions, sorted by name.
+func (d *Delta) CreatedTopics() []*Topic {
+	var out []*Topic
+	for id := range d.created {
+		out = append(out, d.topics[id])
+	}
+	slices.SortFunc(out, func(a, b *Topic) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// DeletedTopics returns the topics of the base image that the delta deleted,
+// as they were in the base, sorted by name.
+func (d *Delta) DeletedTopics() []*Topic {
+	out := slices.Collect(maps.Values(d.deleted))
+	slices.SortFunc(out, func(a, b *Topic) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// PartitionChange is one partition created or changed by a delta.
+type PartitionChange struct {
+	TopicName string
+	TopicID   [16]byte
+	Partition int32
+	Previous  *Partition // nil for a new partition
+	Current   *Partition
+}
+
+// ChangedPartitions returns every partition the delta created or changed,
+// partitions of created topics included and of deleted topics excluded,
+// sorted by topic name and partition.
+func (d *Delta) ChangedPartitions() []PartitionChange {
+	var out []PartitionChange
+	for id, parts := range d.changedParts {
+		t := d.topics[id]
+		var prev *Topic
+		if !d.created[id] {
+			prev = d.base.Topics.ByID[id]
+		}
+		for p := range parts {
+			c := PartitionChange{TopicName: t.Name, TopicID: id, Partition: p, Current: t.Partitions[p]}
+			if prev != nil {
+				c.Previous = prev.Partitions[p]
+			}
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b PartitionChange) int {
+		return cmp.Or(cmp.Compare(a.TopicName, b.TopicName), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// ChangedConfigs returns the resources whose configs the delta changed
+// (deleted topics included), sorted by type and name.
+func (d *Delta) ChangedConfigs() []ConfigResource {
+	out := slices.Collect(maps.Keys(d.configs))
+	slices.SortFunc(out, func(a, b ConfigResource) int {
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// ChangedBrokers returns the ids of brokers whose registration changed, sorted.
+func (d *Delta) ChangedBrokers() []int32 {
+	out := slices.Collect(maps.Keys(d.brokers))
+	slices.Sort(out)
+	return out
+}
+
+// ChangedFeatures returns the features whose finalized level changed (level 0
+// = removed).
+func (d *Delta) ChangedFeatures() map[string]int16 { return maps.Clone(d.features) }

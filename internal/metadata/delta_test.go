@@ -1,0 +1,287 @@
+package metadata
+
+import (
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func partRec(topic [16]byte, p int32, replicas ...int32) *PartitionRecord {
+	return &PartitionRecord{RecordVersion: PartitionRecordVersion, PartitionID: p, TopicID: topic,
+		Replicas: replicas, ISR: replicas, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
+		Leader: replicas[0], Directories: make([][16]byte, len(replicas))}
+}
+
+func broker(id int32, epoch int64, fenced bool) *RegisterBrokerRecord {
+	return &RegisterBrokerRecord{RecordVersion: RegisterBrokerRecordVersion, BrokerID: id, BrokerEpoch: epoch, IncarnationID: uuidOf(byte(id)),
+		EndPoints: []BrokerEndpoint{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9090 + id)}}, Features: []BrokerFeature{}, Fenced: fenced}
+}
+
+// replayAll replays each batch into a fresh delta on top of the previous image.
+func replayAll(t *testing.T, batches ...[]Record) (*Image, *Delta, error) {
+	t.Helper()
+	img := EmptyImage()
+	var d *Delta
+	var firstErr error
+	offset := int64(0)
+	for _, recs := range batches {
+		d = NewDelta(img)
+		err := d.ReplayBatch(Batch{BaseOffset: offset, LastOffset: offset + int64(len(recs)) - 1, Epoch: 1, Records: recs})
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		offset += int64(len(recs))
+		img = d.Apply()
+	}
+	return img, d, firstErr
+}
+
+func TestDeltaReplay(t *testing.T) {
+	orders, payments := uuidOf(1), uuidOf(2)
+	cases := []struct {
+		name    string
+		batches [][]Record
+		wantErr string
+		check   func(t *testing.T, img *Image, last *Delta)
+	}{{
+		name: "create topic with partitions and configs",
+		batches: [][]Record{{
+			&FeatureLevelRecord{Name: MetadataVersionFeature, FeatureLevel: 25},
+			broker(1, 10, false),
+			&TopicRecord{Name: "orders", TopicID: orders},
+			&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "orders", Name: "cleanup.policy", Value: strp("compact")},
+			partRec(orders, 0, 1), partRec(orders, 1, 1),
+		}},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if img.Offset != 5 || img.Epoch != 1 || img.MetadataVersion() != 25 {
+				t.Fatalf("offset/epoch/mv = %d/%d/%d", img.Offset, img.Epoch, img.MetadataVersion())
+			}
+			top := img.Topics.ByName["orders"]
+			if top == nil || img.Topics.ByID[orders] != top || top.NumPartitions() != 2 || top.Partitions[1].Leader != 1 {
+				t.Fatalf("topic = %+v", top)
+			}
+			if img.TopicConfigs("orders")["cleanup.policy"] != "compact" {
+				t.Fatalf("configs = %v", img.Configs)
+			}
+			if b := img.Brokers[1]; b == nil || b.Fenced || b.Epoch != 10 || b.Listeners[0].Port != 9091 {
+				t.Fatalf("broker = %+v", b)
+			}
+			if c := d.CreatedTopics(); len(c) != 1 || c[0].Name != "orders" {
+				t.Fatalf("created = %v", c)
+			}
+			if c := d.ChangedPartitions(); len(c) != 2 || c[0].Previous != nil || c[1].Partition != 1 {
+				t.Fatalf("changed partitions = %+v", c)
+			}
+			if c := d.ChangedConfigs(); !reflect.DeepEqual(c, []ConfigResource{{ConfigResourceTopic, "orders"}}) {
+				t.Fatalf("changed configs = %v", c)
+			}
+		},
+	}, {
+		name: "partition change bumps epochs like Kafka",
+		batches: [][]Record{
+			{&TopicRecord{Name: "orders", TopicID: orders}, partRec(orders, 0, 1, 2, 3)},
+			{func() Record {
+				r := NewPartitionChangeRecord(orders, 0)
+				r.ISR = []int32{1, 2}
+				return r
+			}(), func() Record {
+				r := NewPartitionChangeRecord(orders, 0)
+				r.Leader = 2
+				return r
+			}()},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			p := img.Topics.ByID[orders].Partitions[0]
+			if p.Leader != 2 || p.LeaderEpoch != 1 || p.PartitionEpoch != 2 || !slices.Equal(p.ISR, []int32{1, 2}) || !slices.Equal(p.Replicas, []int32{1, 2, 3}) {
+				t.Fatalf("partition = %+v", p)
+			}
+			c := d.ChangedPartitions()
+			if len(c) != 1 || c[0].Previous == nil || c[0].Previous.Leader != 1 || c[0].Current != p {
+				t.Fatalf("changes = %+v", c)
+			}
+			if len(d.CreatedTopics()) != 0 {
+				t.Fatal("no topic was created in the last delta")
+			}
+		},
+	}, {
+		name: "delete topic drops its partitions and configs",
+		batches: [][]Record{
+			{&TopicRecord{Name: "orders", TopicID: orders}, partRec(orders, 0, 1),
+				&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "orders", Name: "retention.ms", Value: strp("1")},
+				&TopicRecord{Name: "payments", TopicID: payments}, partRec(payments, 0, 1)},
+			{&RemoveTopicRecord{TopicID: orders}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if img.Topics.ByName["orders"] != nil || img.Topics.ByID[orders] != nil || img.TopicConfigs("orders") != nil {
+				t.Fatalf("orders survived: %+v %v", img.Topics, img.Configs)
+			}
+			if img.Topics.ByName["payments"] == nil {
+				t.Fatal("payments lost")
+			}
+			if del := d.DeletedTopics(); len(del) != 1 || del[0].Name != "orders" || del[0].NumPartitions() != 1 {
+				t.Fatalf("deleted = %+v", del)
+			}
+			if _, ok := img.Configs[ConfigResource{ConfigResourceTopic, "orders"}]; ok {
+				t.Fatal("config entry kept")
+			}
+		},
+	}, {
+		name: "create and delete in one delta, then recreate the name",
+		batches: [][]Record{{
+			&TopicRecord{Name: "orders", TopicID: orders}, partRec(orders, 0, 1),
+			&RemoveTopicRecord{TopicID: orders},
+			&TopicRecord{Name: "orders", TopicID: payments}, partRec(payments, 0, 1), partRec(payments, 1, 1),
+		}},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if top := img.Topics.ByName["orders"]; top == nil || top.ID != payments || top.NumPartitions() != 2 || len(img.Topics.ByID) != 1 {
+				t.Fatalf("topics = %+v", img.Topics)
+			}
+			if len(d.DeletedTopics()) != 0 || len(d.CreatedTopics()) != 1 {
+				t.Fatalf("created %v deleted %v", d.CreatedTopics(), d.DeletedTopics())
+			}
+		},
+	}, {
+		name: "configs set, overwrite, delete; broker and cluster resources",
+		batches: [][]Record{
+			{&ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: strp("5")},
+				&ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "1", Name: "log.cleaner.threads", Value: strp("2")}},
+			{&ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "", Name: "log.retention.ms", Value: strp("6")},
+				&ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "1", Name: "log.cleaner.threads"}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if img.ClusterConfigs()["log.retention.ms"] != "6" || img.BrokerConfigs(1) != nil {
+				t.Fatalf("configs = %v", img.Configs)
+			}
+		},
+	}, {
+		name: "broker fencing by epoch",
+		batches: [][]Record{
+			{broker(1, 10, true), broker(2, 11, false)},
+			{&UnfenceBrokerRecord{ID: 1, Epoch: 10}, &FenceBrokerRecord{ID: 2, Epoch: 11},
+				&BrokerRegistrationChangeRecord{RecordVersion: 2, BrokerID: 1, BrokerEpoch: 10, InControlledShutdown: 1}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if img.Brokers[1].Fenced || !img.Brokers[1].InControlledShutdown || !img.Brokers[2].Fenced {
+				t.Fatalf("brokers = %+v %+v", img.Brokers[1], img.Brokers[2])
+			}
+			if !slices.Equal(d.ChangedBrokers(), []int32{1, 2}) {
+				t.Fatalf("changed brokers = %v", d.ChangedBrokers())
+			}
+		},
+	}, {
+		name:    "fence with a stale epoch fails and changes nothing",
+		batches: [][]Record{{broker(1, 10, false)}, {&FenceBrokerRecord{ID: 1, Epoch: 9}}},
+		wantErr: "epoch 9",
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if img.Brokers[1].Fenced {
+				t.Fatal("fenced by a stale epoch")
+			}
+		},
+	}, {
+		name:    "partition of an unknown topic fails",
+		batches: [][]Record{{partRec(orders, 0, 1)}},
+		wantErr: "unknown topic",
+	}, {
+		name:    "duplicate topic name fails",
+		batches: [][]Record{{&TopicRecord{Name: "a", TopicID: orders}}, {&TopicRecord{Name: "a", TopicID: payments}}},
+		wantErr: "already exists",
+	}, {
+		name: "features, producer ids, no-op",
+		batches: [][]Record{
+			{&FeatureLevelRecord{Name: "group.version", FeatureLevel: 1}, &ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 1, NextProducerID: 1000}},
+			{&FeatureLevelRecord{Name: "group.version", FeatureLevel: 0}, &NoOpRecord{}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if _, ok := img.Features["group.version"]; ok || img.NextProducerID != 1000 || img.Offset != 3 {
+				t.Fatalf("features %v next pid %d offset %d", img.Features, img.NextProducerID, img.Offset)
+			}
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img, d, err := replayAll(t, c.batches...)
+			if c.wantErr == "" && err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("replay error = %v, want %q", err, c.wantErr)
+			}
+			if c.check != nil {
+				c.check(t, img, d)
+			}
+		})
+	}
+}
+
+// TestImagesAreImmutable checks that applying a delta never changes the base.
+func TestImagesAreImmutable(t *testing.T) {
+	orders := uuidOf(1)
+	base, _, err := replayAll(t, []Record{broker(1, 1, false), &TopicRecord{Name: "orders", TopicID: orders}, partRec(orders, 0, 1),
+		&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "orders", Name: "a", Value: strp("1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := *base.Topics.ByID[orders].Partitions[0]
+	d := NewDelta(base)
+	change := NewPartitionChangeRecord(orders, 0)
+	change.Leader = NoLeader
+	for i, r := range []Record{change, partRec(orders, 1, 1), &FenceBrokerRecord{ID: 1, Epoch: 1},
+		&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "orders", Name: "a", Value: strp("2")}} {
+		if err := d.Replay(int64(10+i), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := d.Apply()
+	if got := *base.Topics.ByID[orders].Partitions[0]; !reflect.DeepEqual(got, before) || base.Topics.ByID[orders].NumPartitions() != 1 {
+		t.Fatalf("base partition changed: %+v", got)
+	}
+	if base.Brokers[1].Fenced || base.TopicConfigs("orders")["a"] != "1" || base.Offset != 3 {
+		t.Fatal("base image changed")
+	}
+	if next.Topics.ByID[orders].Partitions[0].Leader != NoLeader || next.Topics.ByName["orders"].NumPartitions() != 2 ||
+		!next.Brokers[1].Fenced || next.TopicConfigs("orders")["a"] != "2" || next.Offset != 13 {
+		t.Fatalf("next image wrong: %+v", next)
+	}
+	if err := d.Replay(20, &NoOpRecord{}); err == nil {
+		t.Fatal("replay after Apply must fail")
+	}
+}
+
+type recordingPublisher struct {
+	images  []*Image
+	created [][]string
+}
+
+func (p *recordingPublisher) Publish(d *Delta, img *Image) {
+	p.images = append(p.images, img)
+	var names []string
+	for _, t := range d.CreatedTopics() {
+		names = append(names, t.Name)
+	}
+	p.created = append(p.created, names)
+}
+
+func TestLoaderPublishes(t *testing.T) {
+	l := NewLoader("cluster-1", slog.New(slog.DiscardHandler))
+	early := &recordingPublisher{}
+	l.AddPublisher(early)
+	l.HandleCommit(Batch{BaseOffset: 0, LastOffset: 1, Epoch: 2, Records: []Record{&TopicRecord{Name: "a", TopicID: uuidOf(1)}, partRec(uuidOf(1), 0, 1)}})
+	l.HandleCommit(Batch{BaseOffset: 5, LastOffset: 5, Epoch: 3, Records: []Record{partRec(uuidOf(9), 0, 1)}}) // bad record
+	img := l.Image()
+	if img.ClusterID != "cluster-1" || img.Offset != 5 || img.Epoch != 3 || img.Topics.ByName["a"] == nil {
+		t.Fatalf("image = %+v", img)
+	}
+	if l.ErrorCount() != 1 {
+		t.Fatalf("error count = %d", l.ErrorCount())
+	}
+	if len(early.images) != 2 || early.images[1] != img || !slices.Equal(early.created[0], []string{"a"}) {
+		t.Fatalf("early publisher saw %d images, created %v", len(early.images), early.created)
+	}
+	late := &recordingPublisher{}
+	l.AddPublisher(late)
+	if len(late.images) != 1 || late.images[0] != img || !slices.Equal(late.created[0], []string{"a"}) {
+		t.Fatalf("late publisher saw %d images, created %v", len(late.images), late.created)
+	}
+}

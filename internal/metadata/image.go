@@ -1,0 +1,215 @@
+package metadata
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Image is the cluster metadata as of one offset of the metadata log (Kafka's
+// MetadataImage). An Image is immutable: nobody changes it after Delta.Apply
+// returns it, so readers on any goroutine may hold and read one without locks.
+// Each committed batch yields a new Image that shares unchanged parts with
+// the previous one.
+type Image struct {
+	// Offset is the offset of the last record replayed into this image, -1
+	// for the empty image.
+	Offset int64
+	// Epoch is the Raft epoch (leader epoch) of the batch holding that record.
+	Epoch     int32
+	ClusterID string
+	// Features maps finalized feature names (metadata.version, ...) to levels.
+	Features map[string]int16
+	Brokers  map[int32]*BrokerRegistration
+	Topics   *TopicsImage
+	// Configs holds the dynamic configs (ConfigRecords) per resource. A
+	// resource without configs has no entry.
+	Configs map[ConfigResource]map[string]string
+	// NextProducerID is the first producer id of the next block the
+	// controller will hand out (ProducerIdsRecord).
+	NextProducerID int64
+}
+
+// EmptyImage returns the image before any record.
+func EmptyImage() *Image {
+	return &Image{
+		Offset:   -1,
+		Epoch:    -1,
+		Features: map[string]int16{},
+		Brokers:  map[int32]*BrokerRegistration{},
+		Topics:   &TopicsImage{ByName: map[string]*Topic{}, ByID: map[[16]byte]*Topic{}},
+		Configs:  map[ConfigResource]map[string]string{},
+	}
+}
+
+// IsEmpty reports whether no record has been replayed into the image.
+func (img *Image) IsEmpty() bool { return img.Offset < 0 }
+
+// MetadataVersion returns the finalized metadata.version level, 0 if unset.
+func (img *Image) MetadataVersion() int16 { return img.Features[MetadataVersionFeature] }
+
+// TopicConfigs returns a topic's dynamic configs (nil if none). Callers must
+// not modify the map.
+func (img *Image) TopicConfigs(topic string) map[string]string {
+	return img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: topic}]
+}
+
+// BrokerConfigs returns the dynamic configs of one broker (nil if none);
+// ClusterConfigs returns the cluster-wide defaults.
+func (img *Image) BrokerConfigs(id int32) map[string]string {
+	return img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: strconv.Itoa(int(id))}]
+}
+
+// ClusterConfigs returns the cluster-wide dynamic broker configs (nil if none).
+func (img *Image) ClusterConfigs() map[string]string {
+	return img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: ""}]
+}
+
+// SortedBrokerIDs returns the registered broker ids in ascending order.
+func (img *Image) SortedBrokerIDs() []int32 {
+	ids := make([]int32, 0, len(img.Brokers))
+	for id := range img.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ConfigResource names a resource that has dynamic configs.
+type ConfigResource struct {
+	Type int8 // ConfigResourceTopic or ConfigResourceBroker
+	Name string
+}
+
+// TopicsImage indexes the topics by name and by id; both maps hold the same
+// *Topic values.
+type TopicsImage struct {
+	ByName map[string]*Topic
+	ByID   map[[16]byte]*Topic
+}
+
+// Topic is one topic and its partitions.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Partitions map[int32]*Partition
+}
+
+// NumPartitions returns the number of partitions.
+func (t *Topic) NumPartitions() int { return len(t.Partitions) }
+
+// Partition is one partition's replica assignment and leadership
+// (Kafka's PartitionRegistration).
+type Partition struct {
+	Replicas               []int32
+	ISR                    []int32
+	RemovingReplicas       []int32
+	AddingReplicas         []int32
+	Leader                 int32
+	LeaderRecoveryState    int8
+	LeaderEpoch            int32
+	PartitionEpoch         int32
+	Directories            [][16]byte
+	EligibleLeaderReplicas []int32
+	LastKnownELR           []int32
+}
+
+// Endpoint is one listener of a registered broker.
+type Endpoint struct {
+	Name             string
+	Host             string
+	Port             int
+	SecurityProtocol int16
+}
+
+// BrokerRegistration is a registered broker incarnation.
+type BrokerRegistration struct {
+	ID                   int32
+	IncarnationID        [16]byte
+	Epoch                int64
+	Listeners            []Endpoint
+	SupportedFeatures    []BrokerFeature
+	Rack                 *string
+	Fenced               bool
+	InControlledShutdown bool
+	LogDirs              [][16]byte
+}
+
+// Listener returns the endpoint with the given listener name.
+func (b *BrokerRegistration) Listener(name string) (Endpoint, bool) {
+	for _, e := range b.Listeners {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+func registrationFromRecord(r *RegisterBrokerRecord) *BrokerRegistration {
+	b := &BrokerRegistration{
+		ID:                   r.BrokerID,
+		IncarnationID:        r.IncarnationID,
+		Epoch:                r.BrokerEpoch,
+		SupportedFeatures:    slices.Clone(r.Features),
+		Rack:                 r.Rack,
+		Fenced:               r.Fenced,
+		InControlledShutdown: r.InControlledShutdown,
+		LogDirs:              slices.Clone(r.LogDirs),
+	}
+	for _, e := range r.EndPoints {
+		b.Listeners = append(b.Listeners, Endpoint{Name: e.Name, Host: e.Host, Port: int(e.Port), SecurityProtocol: e.SecurityProtocol})
+	}
+	return b
+}
+
+func partitionFromRecord(r *PartitionRecord) *Partition {
+	return &Partition{
+		Replicas:               slices.Clone(r.Replicas),
+		ISR:                    slices.Clone(r.ISR),
+		RemovingReplicas:       slices.Clone(r.RemovingReplicas),
+		AddingReplicas:         slices.Clone(r.AddingReplicas),
+		Leader:                 r.Leader,
+		LeaderRecoveryState:    r.LeaderRecoveryState,
+		LeaderEpoch:            r.LeaderEpoch,
+		PartitionEpoch:         r.PartitionEpoch,
+		Directories:            slices.Clone(r.Directories),
+		EligibleLeaderReplicas: slices.Clone(r.EligibleLeaderReplicas),
+		LastKnownELR:           slices.Clone(r.LastKnownELR),
+	}
+}
+
+// merge returns the partition after a PartitionChangeRecord, as Kafka's
+// PartitionRegistration.merge: a new leader (even the same broker) bumps the
+// leader epoch, and every change bumps the partition epoch.
+func (p *Partition) merge(r *PartitionChangeRecord) *Partition {
+	n := *p
+	if r.ISR != nil {
+		n.ISR = slices.Clone(r.ISR)
+	}
+	if r.Leader != NoLeaderChange {
+		n.Leader = r.Leader
+		n.LeaderEpoch = p.LeaderEpoch + 1
+	}
+	if r.Replicas != nil {
+		n.Replicas = slices.Clone(r.Replicas)
+	}
+	if r.RemovingReplicas != nil {
+		n.RemovingReplicas = slices.Clone(r.RemovingReplicas)
+	}
+	if r.AddingReplicas != nil {
+		n.AddingReplicas = slices.Clone(r.AddingReplicas)
+	}
+	if r.LeaderRecoveryState != NoLeaderRecoveryStateChange {
+		n.LeaderRecoveryState = r.LeaderRecoveryState
+	}
+	if r.EligibleLeaderReplicas != nil {
+		n.EligibleLeaderReplicas = slices.Clone(r.EligibleLeaderReplicas)
+	}
+	if r.LastKnownELR != nil {
+		n.LastKnownELR = slices.Clone(r.LastKnownELR)
+	}
+	if r.Directories != nil {
+		n.Directories = slices.Clone(r.Directories)
+	}
+	n.PartitionEpoch = p.PartitionEpoch + 1
+	return &n
+}

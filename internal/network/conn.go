@@ -1,0 +1,403 @@
+package network
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+const (
+	readBufferSize  = 32 << 10
+	writeBufferSize = 64 << 10
+)
+
+// Reasons the reader stops; they decide how the close is logged.
+var (
+	errStopped = errors.New("stopped reading")
+	errIdle    = errors.New("connection idle")
+)
+
+// conn is one client connection: a reader goroutine (serve) that reads and
+// dispatches requests and a writer goroutine (writeLoop) that sends the
+// responses in request order.
+//
+// Lock order: conn.mu is a leaf lock; never hold it while doing I/O or
+// taking Server.mu.
+type conn struct {
+	srv      *Server
+	nc       net.Conn
+	br       *bufio.Reader
+	bw       *bufio.Writer // writer goroutine only
+	listener string
+	id       string
+	log      *slog.Logger
+
+	// ctx is given to Handle; cancelled when the connection closes or the
+	// server is shut down hard.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// inflight is the per-connection semaphore: a slot is taken before a
+	// frame is read and given back when its response is written (or skipped),
+	// so a client that does not read its responses is pushed back too.
+	inflight chan struct{}
+
+	stopping  atomic.Bool   // reader must stop reading new requests
+	stopCh    chan struct{} // closed with stopping
+	stopOnce  sync.Once
+	closeOnce sync.Once
+
+	// lastActivity is the time (UnixNano) of the last byte read or response
+	// written, for connections.max.idle.ms.
+	lastActivity atomic.Int64
+
+	mu         sync.Mutex
+	queue      []*pending // responses in request order; head is written next
+	readerDone bool       // no more entries will be queued
+	wake       chan struct{}
+	writerDone chan struct{}
+}
+
+// pending is one request's place in the response order.
+type pending struct {
+	done  bool   // guarded by conn.mu: the request finished
+	frame []byte // the encoded response; nil sends nothing
+	fail  bool   // close the connection when the writer reaches this place
+}
+
+func newConn(s *Server, nc net.Conn, listener string) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	id := fmt.Sprintf("%s-%s-%d", nc.LocalAddr(), nc.RemoteAddr(), s.connIndex.Add(1)-1)
+	c := &conn{
+		srv:        s,
+		nc:         nc,
+		br:         bufio.NewReaderSize(nc, readBufferSize),
+		bw:         bufio.NewWriterSize(nc, writeBufferSize),
+		listener:   listener,
+		id:         id,
+		log:        s.log.With("listener", listener, "conn", id, "client", nc.RemoteAddr().String()),
+		ctx:        ctx,
+		cancel:     cancel,
+		inflight:   make(chan struct{}, s.cfg.MaxInFlightPerConnection),
+		stopCh:     make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+		writerDone: make(chan struct{}),
+	}
+	c.touch()
+	return c
+}
+
+// serve runs the reader, then waits for the writer to send what is owed and
+// closes the connection. Owned by Server.wg.
+func (c *conn) serve() {
+	defer c.srv.wg.Done()
+	go c.writeLoop()
+	c.readLoop()
+	c.mu.Lock()
+	c.readerDone = true
+	c.mu.Unlock()
+	c.signal()
+	<-c.writerDone
+	c.abort()
+	c.srv.removeConn(c)
+	c.log.Debug("connection closed")
+}
+
+// stopReading makes the reader stop before the next request; requests
+// already read are still answered. It unblocks a pending read by moving the
+// read deadline into the past (the reader sets its deadline before checking
+// stopping, so it cannot miss this).
+func (c *conn) stopReading() {
+	c.stopOnce.Do(func() {
+		c.stopping.Store(true)
+		close(c.stopCh)
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	})
+}
+
+// abort closes the connection now and cancels its handlers' context.
+func (c *conn) abort() {
+	c.closeOnce.Do(func() {
+		c.stopReading()
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+// signal wakes the writer.
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) touch() { c.lastActivity.Store(time.Now().UnixNano()) }
+
+// readLoop reads and dispatches requests until it must stop.
+func (c *conn) readLoop() {
+	s := c.srv
+	for {
+		select {
+		case c.inflight <- struct{}{}:
+		case <-c.stopCh:
+			return
+		}
+		frame, err := c.readFrame()
+		if err != nil {
+			<-c.inflight
+			c.logReadError(err)
+			return
+		}
+		receivedAt := time.Now()
+		req, err := DecodeRequest(frame, s.handler.VersionRange)
+		if err != nil {
+			<-c.inflight
+			// Kafka's InvalidRequestException: log and close this connection only.
+			c.log.Warn("closing connection: invalid request", "err", err, "api_key", apiKeyOf(frame),
+				"api_version", apiVersionOf(frame), "size", len(frame))
+			return
+		}
+		req.Listener = c.listener
+		req.ClientAddr = c.nc.RemoteAddr()
+		req.ConnID = c.id
+		req.ReceivedAt = receivedAt
+
+		select {
+		case s.queued <- struct{}{}:
+		case <-c.stopCh:
+			<-c.inflight
+			return
+		}
+		p := &pending{}
+		c.mu.Lock()
+		c.queue = append(c.queue, p)
+		c.mu.Unlock()
+		s.handlers.Add(1)
+		go c.process(req, p)
+	}
+}
+
+// readFrame reads one size-prefixed frame, checking the size against
+// socket.request.max.bytes before allocating.
+func (c *conn) readFrame() ([]byte, error) {
+	var sizeBuf [4]byte
+	if err := c.readFull(sizeBuf[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	switch {
+	case size < 0:
+		return nil, fmt.Errorf("invalid receive (size = %d)", size)
+	case size > c.srv.cfg.SocketRequestMaxBytes:
+		return nil, fmt.Errorf("invalid receive (size = %d larger than socket.request.max.bytes %d)", size, c.srv.cfg.SocketRequestMaxBytes)
+	}
+	frame := make([]byte, size)
+	if err := c.readFull(frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+// readFull fills buf, keeping partial progress across read deadlines. The
+// deadline implements connections.max.idle.ms: it expires at lastActivity +
+// idle; at expiry the connection is closed only if nothing is in flight.
+func (c *conn) readFull(buf []byte) error {
+	idle := c.srv.cfg.ConnectionsMaxIdle
+	for n := 0; n < len(buf); {
+		deadline := time.Unix(0, c.lastActivity.Load()).Add(idle)
+		if c.busy() {
+			deadline = time.Now().Add(idle)
+		}
+		_ = c.nc.SetReadDeadline(deadline)
+		if c.stopping.Load() {
+			return errStopped
+		}
+		m, err := c.br.Read(buf[n:])
+		if m > 0 {
+			n += m
+			c.touch()
+		}
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return err
+		}
+		if c.stopping.Load() {
+			return errStopped
+		}
+		if !c.busy() && time.Since(time.Unix(0, c.lastActivity.Load())) >= idle {
+			return errIdle
+		}
+	}
+	return nil
+}
+
+// busy reports whether a request is being processed or its response waits.
+func (c *conn) busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) > 0
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, errStopped):
+	case errors.Is(err, errIdle):
+		c.log.Debug("closing idle connection", "connections_max_idle", c.srv.cfg.ConnectionsMaxIdle)
+	case errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		c.log.Debug("client closed connection", "err", err)
+	default:
+		c.log.Warn("closing connection", "err", err)
+	}
+}
+
+// process handles one request and records its response in its place.
+// Owned by Server.handlers.
+func (c *conn) process(req *Request, p *pending) {
+	defer c.srv.handlers.Done()
+	frame, ok := c.handle(req)
+	<-c.srv.queued
+	c.mu.Lock()
+	p.done, p.frame, p.fail = true, frame, !ok
+	c.mu.Unlock()
+	c.signal()
+	if !ok {
+		c.stopReading()
+	}
+}
+
+// handle calls the handler and encodes its response. ok=false closes the
+// connection once the responses before this one are written.
+func (c *conn) handle(req *Request) (frame []byte, ok bool) {
+	h := req.Header
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("closing connection: request handler panicked", "api_key", h.APIKey,
+				"api_version", h.APIVersion, "correlation_id", h.CorrelationID,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			frame, ok = nil, false
+		}
+	}()
+	resp, err := c.srv.handler.Handle(c.ctx, req)
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.log.Warn("closing connection: request failed", "api_key", h.APIKey,
+				"api_version", h.APIVersion, "correlation_id", h.CorrelationID, "err", err)
+		}
+		return nil, false
+	}
+	if resp == nil {
+		return nil, true
+	}
+	if resp.Key() != h.APIKey {
+		c.log.Error("closing connection: handler answered with the wrong response type",
+			"api_key", h.APIKey, "response_key", resp.Key())
+		return nil, false
+	}
+	version := h.APIVersion
+	if req.UnsupportedVersion {
+		version = 0
+	}
+	resp.SetVersion(version)
+	return encodeResponse(h.CorrelationID, resp), true
+}
+
+// writeLoop writes finished responses in request order, batching those that
+// are ready into one flush. Owned by Server.wg.
+func (c *conn) writeLoop() {
+	defer c.srv.wg.Done()
+	defer close(c.writerDone)
+	for {
+		c.mu.Lock()
+		var ready []*pending
+		for len(c.queue) > 0 && c.queue[0].done {
+			ready = append(ready, c.queue[0])
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+		}
+		finished := c.readerDone && len(c.queue) == 0
+		c.mu.Unlock()
+
+		for _, p := range ready {
+			if p.fail {
+				// Kafka closes the channel; send what was answered before.
+				_ = c.flush()
+				c.abort()
+				return
+			}
+			if p.frame != nil {
+				_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.ConnectionsMaxIdle))
+				if _, err := c.bw.Write(p.frame); err != nil {
+					c.writeFailed(err)
+					return
+				}
+				c.touch()
+			}
+			<-c.inflight
+		}
+		if len(ready) > 0 {
+			continue // more may have finished meanwhile; flush once none is ready
+		}
+		if err := c.flush(); err != nil {
+			c.writeFailed(err)
+			return
+		}
+		if finished {
+			return
+		}
+		select {
+		case <-c.wake:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *conn) flush() error {
+	if c.bw.Buffered() == 0 {
+		return nil
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.ConnectionsMaxIdle))
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	c.touch()
+	return nil
+}
+
+func (c *conn) writeFailed(err error) {
+	if c.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("closing connection: write failed", "err", err)
+	}
+	c.abort()
+}
+
+// apiKeyOf and apiVersionOf read the header fields of a frame for logging,
+// -1 when the frame is too short.
+func apiKeyOf(frame []byte) int16 {
+	if len(frame) < 2 {
+		return -1
+	}
+	return int16(binary.BigEndian.Uint16(frame))
+}
+
+func apiVersionOf(frame []byte) int16 {
+	if len(frame) < 4 {
+		return -1
+	}
+	return int16(binary.BigEndian.Uint16(frame[2:]))
+}

@@ -1,0 +1,202 @@
+package network
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// apiVersionsKey is ApiVersions' API key. It is special on the wire twice: an
+// unsupported version is still answered (KIP-511), and its response always
+// uses response header v0 so that a client that does not yet know the
+// broker's versions can parse it.
+const apiVersionsKey = 18
+
+// controlledShutdownKey is ControlledShutdown's API key; its v0 request uses
+// request header v0 (no client id).
+const controlledShutdownKey = 7
+
+// RequestHeader is Kafka's request header (v0, v1 or v2; the version is implied
+// by the API key and version).
+type RequestHeader struct {
+	APIKey        int16
+	APIVersion    int16
+	CorrelationID int32
+	ClientID      *string
+}
+
+// Request is one decoded request together with where it came from.
+type Request struct {
+	Header RequestHeader
+	// Body is decoded at Header.APIVersion (version set), except for an
+	// unsupported ApiVersions request (see UnsupportedVersion).
+	Body       kmsg.Request
+	Listener   string   // listener name, e.g. "PLAINTEXT"
+	ClientAddr net.Addr // remote address of the connection
+	ConnID     string   // Kafka-style "local-remote-index"
+	Size       int      // frame size in bytes (without the 4-byte size prefix)
+	ReceivedAt time.Time
+	// UnsupportedVersion is set only for an ApiVersions request whose version
+	// is outside the served range (KIP-511): the body was not decoded, Body is
+	// an ApiVersionsRequest v0, and the handler answers with a v0 response
+	// carrying UNSUPPORTED_VERSION and the supported ranges.
+	UnsupportedVersion bool
+}
+
+// Handler processes decoded requests. It is called concurrently, also for
+// requests of the same connection.
+type Handler interface {
+	// VersionRange reports the versions served for an API key; ok=false for
+	// keys not served.
+	VersionRange(key int16) (min, max int16, ok bool)
+	// Handle returns the response to send (its version is set to the request
+	// version by the server), or nil to send nothing (produce acks=0).
+	// A non-nil error closes the connection (after logging). ctx is cancelled
+	// when the connection closes or the server is shut down hard.
+	Handle(ctx context.Context, req *Request) (kmsg.Response, error)
+}
+
+// Decode errors. The server closes the connection on any of them, as Kafka
+// does on InvalidRequestException.
+var (
+	ErrUnknownAPIKey      = errors.New("unknown api key")
+	ErrUnsupportedVersion = errors.New("unsupported api version")
+	ErrMalformedRequest   = errors.New("malformed request")
+)
+
+// DecodeRequest decodes one request frame (the bytes after the 4-byte size
+// prefix). versions reports the served version range of an API key. Only
+// Header, Body, Size and UnsupportedVersion are set in the result. It never
+// panics, whatever the input.
+//
+// Header versions follow Kafka: v2 (v1 plus tagged fields) when the request
+// version is flexible, v1 otherwise, v0 for ControlledShutdown v0. The client
+// id is a classic (non-compact) nullable string even in header v2.
+func DecodeRequest(frame []byte, versions func(key int16) (min, max int16, ok bool)) (req *Request, err error) {
+	defer func() {
+		// kmsg readers are bounds-checked, but a decoder of outside bytes
+		// must never take the process down.
+		if r := recover(); r != nil {
+			req, err = nil, fmt.Errorf("%w: decoder panic: %v", ErrMalformedRequest, r)
+		}
+	}()
+	if len(frame) < 8 {
+		return nil, fmt.Errorf("%w: frame of %d bytes is shorter than a request header", ErrMalformedRequest, len(frame))
+	}
+	h := RequestHeader{
+		APIKey:        int16(binary.BigEndian.Uint16(frame[0:])),
+		APIVersion:    int16(binary.BigEndian.Uint16(frame[2:])),
+		CorrelationID: int32(binary.BigEndian.Uint32(frame[4:])),
+	}
+	body := kmsg.RequestForKey(h.APIKey)
+	if body == nil {
+		return nil, fmt.Errorf("%w %d", ErrUnknownAPIKey, h.APIKey)
+	}
+	minV, maxV, ok := versions(h.APIKey)
+	if !ok {
+		return nil, fmt.Errorf("%w %d (%s): not served", ErrUnknownAPIKey, h.APIKey, kmsg.NameForKey(h.APIKey))
+	}
+	unsupported := h.APIVersion < minV || h.APIVersion > maxV
+	if unsupported && h.APIKey != apiVersionsKey {
+		return nil, fmt.Errorf("%w: %s v%d (served v%d-v%d)", ErrUnsupportedVersion,
+			kmsg.NameForKey(h.APIKey), h.APIVersion, minV, maxV)
+	}
+	// kmsg knows per version whether a message is flexible; that decides the
+	// header version too (also for an ApiVersions version above ours, whose
+	// header Kafka parses as v2 when the version is >= 3).
+	body.SetVersion(h.APIVersion)
+	rest := frame[8:]
+	if !(h.APIKey == controlledShutdownKey && h.APIVersion == 0) {
+		if h.ClientID, rest, err = readClientID(rest); err != nil {
+			return nil, err
+		}
+		if body.IsFlexible() {
+			if rest, err = skipTags(rest); err != nil {
+				return nil, fmt.Errorf("request header tags: %w", err)
+			}
+		}
+	}
+	req = &Request{Header: h, Size: len(frame)}
+	if unsupported {
+		// KIP-511: do not parse a body we do not know; answer with v0.
+		req.Body = &kmsg.ApiVersionsRequest{Version: 0}
+		req.UnsupportedVersion = true
+		return req, nil
+	}
+	if err := body.ReadFrom(rest); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d body: %v", ErrMalformedRequest,
+			kmsg.NameForKey(h.APIKey), h.APIVersion, err)
+	}
+	req.Body = body
+	return req, nil
+}
+
+// readClientID reads the header's nullable string (int16 length, -1 = null).
+func readClientID(b []byte) (*string, []byte, error) {
+	if len(b) < 2 {
+		return nil, nil, fmt.Errorf("%w: truncated client id", ErrMalformedRequest)
+	}
+	n := int(int16(binary.BigEndian.Uint16(b)))
+	b = b[2:]
+	switch {
+	case n == -1:
+		return nil, b, nil
+	case n < 0 || n > len(b):
+		return nil, nil, fmt.Errorf("%w: client id length %d with %d bytes left", ErrMalformedRequest, n, len(b))
+	}
+	s := string(b[:n])
+	return &s, b[n:], nil
+}
+
+// skipTags skips a tagged-field section (KIP-482): a count, then per field a
+// tag, a size and that many bytes. The header defines no tags we use.
+func skipTags(b []byte) ([]byte, error) {
+	count, b, err := readUvarint32(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := uint32(0); i < count; i++ {
+		if _, b, err = readUvarint32(b); err != nil {
+			return nil, err
+		}
+		var size uint32
+		if size, b, err = readUvarint32(b); err != nil {
+			return nil, err
+		}
+		if uint64(size) > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: tagged field of %d bytes with %d left", ErrMalformedRequest, size, len(b))
+		}
+		b = b[size:]
+	}
+	return b, nil
+}
+
+// readUvarint32 reads an unsigned varint of at most 5 bytes that fits an
+// int32, as Kafka's ByteUtils.readUnsignedVarint requires.
+func readUvarint32(b []byte) (uint32, []byte, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || n > 5 || v > math.MaxInt32 {
+		return 0, nil, fmt.Errorf("%w: bad unsigned varint", ErrMalformedRequest)
+	}
+	return uint32(v), b[n:], nil
+}
+
+// encodeResponse frames a response: size, response header, body. The header
+// is v1 (correlation id + empty tagged fields) when the response version is
+// flexible, v0 otherwise; ApiVersions always uses v0.
+func encodeResponse(correlationID int32, resp kmsg.Response) []byte {
+	buf := make([]byte, 8, 128)
+	binary.BigEndian.PutUint32(buf[4:], uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		buf = append(buf, 0) // no header tags
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}

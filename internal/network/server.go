@@ -1,0 +1,302 @@
+// Package network is Gregor's SocketServer: it binds the listeners, accepts
+// connections, reads Kafka request frames, decodes them with kmsg, hands them
+// to a Handler and writes the responses back.
+//
+// Each connection runs a reader and a writer goroutine. The reader reads a
+// frame, takes a per-connection in-flight slot and a broker-wide slot
+// (queued.max.requests) and starts one goroutine for the request, so requests
+// of one connection are processed concurrently. The writer sends responses
+// strictly in request order, as the Kafka protocol requires (clients match
+// responses by order, the correlation id is only a check). When the slots run
+// out the reader stops reading and TCP pushes back on the client.
+//
+// Requests that cannot be decoded (unknown API key, unserved version, bad
+// body) or frames larger than socket.request.max.bytes close the connection,
+// as Kafka does; responses of requests read before it are still written.
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults, Kafka's where Kafka has the setting.
+const (
+	DefaultSocketRequestMaxBytes = 104857600        // socket.request.max.bytes
+	DefaultConnectionsMaxIdle    = 10 * time.Minute // connections.max.idle.ms 600000
+	DefaultQueuedMaxRequests     = 500              // queued.max.requests
+	DefaultSocketBufferBytes     = 102400           // socket.send.buffer.bytes / socket.receive.buffer.bytes
+	// DefaultMaxInFlightPerConnection bounds the requests of one connection
+	// that are being processed or wait for their response to be written.
+	// Kafka processes one request per connection at a time; 16 lets a
+	// pipelining client (franz-go, librdkafka) overlap slow requests (acks=all
+	// produce, long-poll fetch) without letting one connection take a large
+	// share of the broker-wide queued.max.requests.
+	DefaultMaxInFlightPerConnection = 16
+)
+
+// ListenerConfig is one entry of Kafka's listeners setting.
+type ListenerConfig struct {
+	Name string // e.g. "PLAINTEXT"
+	Host string // empty binds all interfaces
+	Port int    // 0 picks a free port (tests)
+	// SecurityProtocol is the listener's protocol; empty means the listener
+	// name itself, as Kafka's default listener.security.protocol.map does.
+	// Only PLAINTEXT is served for now; others are refused by Start.
+	SecurityProtocol string
+}
+
+// Config configures a Server. Zero values take the defaults above.
+type Config struct {
+	Listeners             []ListenerConfig
+	SocketRequestMaxBytes int32         // larger frames close the connection
+	ConnectionsMaxIdle    time.Duration // idle connections (nothing in flight, nothing received or sent) are closed
+	// MaxInFlightPerConnection bounds requests being processed or awaiting
+	// their write per connection; default DefaultMaxInFlightPerConnection.
+	MaxInFlightPerConnection int
+	QueuedMaxRequests        int // broker-wide bound on requests read but not yet handled
+	// Socket buffer sizes; 0 takes the Kafka default 102400, -1 keeps the OS default.
+	SocketSendBufferBytes, SocketReceiveBufferBytes int
+	Logger                                          *slog.Logger
+}
+
+// Server is the socket server. Create it with NewServer, then Start and
+// finally Shutdown.
+type Server struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+
+	// queued is the broker-wide semaphore of queued.max.requests.
+	queued chan struct{}
+	// connIndex numbers connections for their Kafka-style connection id.
+	connIndex atomic.Uint64
+
+	mu        sync.Mutex
+	started   bool
+	closing   bool
+	listeners map[string]net.Listener
+	conns     map[*conn]struct{}
+	ctx       context.Context // parent of every connection context
+	cancel    context.CancelFunc
+
+	// wg tracks accept loops and connection reader/writer goroutines; they
+	// exit promptly once connections are closed. handlers tracks request
+	// goroutines, which end when Handle returns.
+	wg       sync.WaitGroup
+	handlers sync.WaitGroup
+}
+
+// NewServer returns a server that serves h on cfg's listeners once started.
+func NewServer(cfg Config, h Handler) *Server {
+	if cfg.SocketRequestMaxBytes <= 0 {
+		cfg.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
+	}
+	if cfg.ConnectionsMaxIdle <= 0 {
+		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if cfg.MaxInFlightPerConnection <= 0 {
+		cfg.MaxInFlightPerConnection = DefaultMaxInFlightPerConnection
+	}
+	if cfg.QueuedMaxRequests <= 0 {
+		cfg.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
+	if cfg.SocketSendBufferBytes == 0 {
+		cfg.SocketSendBufferBytes = DefaultSocketBufferBytes
+	}
+	if cfg.SocketReceiveBufferBytes == 0 {
+		cfg.SocketReceiveBufferBytes = DefaultSocketBufferBytes
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:       cfg,
+		handler:   h,
+		log:       log.With("component", "socket-server"),
+		queued:    make(chan struct{}, cfg.QueuedMaxRequests),
+		listeners: make(map[string]net.Listener),
+		conns:     make(map[*conn]struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+}
+
+// Start binds every listener and starts accepting. If a listener cannot be
+// bound, the ones already bound are closed and the error names the listener.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closing {
+		return errors.New("socket server: already started")
+	}
+	if len(s.cfg.Listeners) == 0 {
+		return errors.New("socket server: no listeners configured")
+	}
+	bound := make(map[string]net.Listener, len(s.cfg.Listeners))
+	fail := func(err error) error {
+		for _, l := range bound {
+			l.Close()
+		}
+		return err
+	}
+	for _, lc := range s.cfg.Listeners {
+		if lc.Name == "" {
+			return fail(errors.New("socket server: listener without a name"))
+		}
+		if _, dup := bound[lc.Name]; dup {
+			return fail(fmt.Errorf("socket server: listener %s configured twice", lc.Name))
+		}
+		protocol := lc.SecurityProtocol
+		if protocol == "" {
+			protocol = lc.Name
+		}
+		if protocol != "PLAINTEXT" {
+			return fail(fmt.Errorf("socket server: listener %s: security protocol %q is not supported (only PLAINTEXT)", lc.Name, protocol))
+		}
+		addr := net.JoinHostPort(lc.Host, strconv.Itoa(lc.Port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fail(fmt.Errorf("socket server: listener %s: bind %s: %w", lc.Name, addr, err))
+		}
+		bound[lc.Name] = l
+	}
+	s.listeners = bound
+	s.started = true
+	for name, l := range bound {
+		s.log.Info("listening", "listener", name, "addr", l.Addr().String())
+		s.wg.Add(1)
+		go s.acceptLoop(name, l)
+	}
+	return nil
+}
+
+// Addr returns the bound address of a listener, or nil if there is none.
+func (s *Server) Addr(listener string) net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.listeners[listener]; ok {
+		return l.Addr()
+	}
+	return nil
+}
+
+// Shutdown stops accepting and stops reading new requests, lets requests in
+// flight finish and their responses be written, then closes the connections
+// and waits for the goroutines. If ctx ends first, connections are closed at
+// once and handler contexts cancelled; Shutdown then waits only for the
+// socket goroutines (which exit promptly) and returns ctx's error. Request
+// goroutines still inside Handle end when Handle honours its cancelled ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return errors.New("socket server: already shut down")
+	}
+	s.closing = true
+	for _, l := range s.listeners {
+		l.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		s.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+	}
+	s.log.Warn("shutdown deadline reached; closing connections with requests in flight")
+	s.cancel()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.abort()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return fmt.Errorf("socket server shutdown: %w", ctx.Err())
+}
+
+// acceptLoop accepts connections of one listener until it is closed.
+func (s *Server) acceptLoop(name string, l net.Listener) {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Typically EMFILE: back off instead of spinning, as Kafka's
+			// acceptor does, and keep serving the open connections.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed", "listener", name, "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		s.setSocketOptions(nc)
+		c := newConn(s, nc, name)
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(2) // reader (serve) and writer
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// setSocketOptions applies socket.send.buffer.bytes and
+// socket.receive.buffer.bytes; -1 keeps the OS default.
+func (s *Server) setSocketOptions(nc net.Conn) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	if n := s.cfg.SocketSendBufferBytes; n > 0 {
+		if err := tc.SetWriteBuffer(n); err != nil {
+			s.log.Debug("set socket send buffer", "err", err)
+		}
+	}
+	if n := s.cfg.SocketReceiveBufferBytes; n > 0 {
+		if err := tc.SetReadBuffer(n); err != nil {
+			s.log.Debug("set socket receive buffer", "err", err)
+		}
+	}
+}
+
+// removeConn forgets a closed connection.
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}

@@ -1,0 +1,441 @@
+package network
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestResponsesLeaveInRequestOrder(t *testing.T) {
+	var concurrent, maxConcurrent atomic.Int32
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		n := concurrent.Add(1)
+		defer concurrent.Add(-1)
+		for {
+			m := maxConcurrent.Load()
+			if n <= m || maxConcurrent.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		// Later requests often finish first.
+		time.Sleep(time.Duration(rand.IntN(5000)) * time.Microsecond)
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+
+	// Mix a flexible (header v2 / response header v1) and a classic version.
+	const n = 200
+	versions := make([]int16, n)
+	for i := range versions {
+		versions[i] = []int16{4, 12}[rand.IntN(2)]
+	}
+	go func() {
+		for _, v := range versions {
+			c.send(metadataReq(v))
+		}
+	}()
+	for i, v := range versions {
+		resp := metadataResp(v)
+		corr := c.recv(resp)
+		if corr != int32(i) || resp.ThrottleMillis != int32(i) {
+			t.Fatalf("response %d: correlation %d body %d", i, corr, resp.ThrottleMillis)
+		}
+	}
+	if got := maxConcurrent.Load(); got < 2 || got > DefaultMaxInFlightPerConnection {
+		t.Fatalf("max concurrent requests on one connection = %d, want 2..%d", got, DefaultMaxInFlightPerConnection)
+	}
+}
+
+func TestNilResponseSendsNothing(t *testing.T) {
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+			return nil, nil
+		}
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	produce := kmsg.NewPtrProduceRequest()
+	produce.SetVersion(9)
+	produce.Acks = 0
+	c.send(produce)
+	c.roundTrip(12)
+	c.send(produce)
+	c.send(produce)
+	c.roundTrip(5)
+}
+
+func TestInFlightBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cfg         Config
+		conns, reqs int
+		want        int32
+	}{
+		{"per connection", Config{MaxInFlightPerConnection: 3}, 1, 10, 3},
+		{"queued.max.requests", Config{MaxInFlightPerConnection: 10, QueuedMaxRequests: 4}, 3, 5, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var concurrent, maxConcurrent atomic.Int32
+			release := make(chan struct{})
+			h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+				n := concurrent.Add(1)
+				defer concurrent.Add(-1)
+				for {
+					m := maxConcurrent.Load()
+					if n <= m || maxConcurrent.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				<-release
+				return echoMetadata(req), nil
+			}}
+			s := startServer(t, tc.cfg, h)
+			clients := make([]*testClient, tc.conns)
+			for i := range clients {
+				clients[i] = dial(t, s)
+				for range tc.reqs {
+					clients[i].send(metadataReq(12))
+				}
+			}
+			waitFor(t, "the bound to be reached", func() bool { return concurrent.Load() == tc.want })
+			close(release)
+			for _, c := range clients {
+				for i := range tc.reqs {
+					resp := metadataResp(12)
+					if corr := c.recv(resp); corr != int32(i) {
+						t.Fatalf("response %d has correlation %d", i, corr)
+					}
+				}
+			}
+			if got := maxConcurrent.Load(); got != tc.want {
+				t.Fatalf("max concurrent = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// frame builds a size-prefixed frame around raw bytes.
+func frame(b []byte) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
+	return append(out, b...)
+}
+
+func TestBadInputClosesOnlyThatConnection(t *testing.T) {
+	header := func(key, version int16) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(key))
+		b = binary.BigEndian.AppendUint16(b, uint16(version))
+		b = binary.BigEndian.AppendUint32(b, 7)
+		return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+	}
+	oversized := binary.BigEndian.AppendUint32(nil, 4096)
+	oversized = append(oversized, make([]byte, 4096)...)
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+	}{
+		{"oversized frame", oversized},
+		{"negative size", []byte{0xff, 0xff, 0xff, 0xf0, 1, 2, 3}},
+		{"unknown api key", frame(header(9999, 0))},
+		{"api key not served", frame(header(1, 12))}, // Fetch
+		{"version above range", frame(header(3, 13))},
+		{"version below range", frame(header(0, 2))}, // Produce v2 < min 3
+		{"truncated header", frame([]byte{0, 3, 0})},
+		{"truncated body", frame(append(header(3, 4), 0, 0, 0, 9))},
+		{"garbage", frame([]byte(strings.Repeat("\xde\xad\xbe\xef", 50)))},
+		{"empty frame", frame(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, Config{SocketRequestMaxBytes: 1024}, &testHandler{})
+			good := dial(t, s)
+			good.roundTrip(12)
+			bad := dial(t, s)
+			bad.roundTrip(9) // answered before the bad frame
+			bad.sendRaw(tc.bytes)
+			bad.expectClosed()
+			good.roundTrip(12)
+			dial(t, s).roundTrip(4)
+		})
+	}
+}
+
+func TestBadRequestAfterPipelinedRequestsAnswersThemFirst(t *testing.T) {
+	release := make(chan struct{})
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		<-release
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	c.send(metadataReq(12))
+	c.send(metadataReq(12))
+	c.sendRaw(frame([]byte{0x27, 0x0f, 0, 0, 0, 0, 0, 0, 0xff, 0xff})) // key 9999
+	close(release)
+	for i := range 2 {
+		if corr := c.recv(metadataResp(12)); corr != int32(i) {
+			t.Fatalf("response %d has correlation %d", i, corr)
+		}
+	}
+	c.expectClosed()
+}
+
+func TestApiVersionsUnsupportedVersion(t *testing.T) {
+	s := startServer(t, Config{}, &testHandler{})
+	c := dial(t, s)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(req.MaxVersion()) // 5 > served 3, flexible header v2
+	req.ClientSoftwareName = "gregor-test"
+	req.ClientSoftwareVersion = "1"
+	corr := c.send(req)
+	resp := kmsg.NewPtrApiVersionsResponse() // v0, header v0
+	if got := c.recv(resp); got != corr {
+		t.Fatalf("correlation %d, want %d", got, corr)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("error code %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
+	}
+	var found bool
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == apiVersionsKey {
+			found = k.MaxVersion == 3
+		}
+	}
+	if !found {
+		t.Fatalf("ApiVersions range missing from %+v", resp.ApiKeys)
+	}
+
+	// The client retries at a served flexible version: still header v0.
+	req.SetVersion(3)
+	corr = c.send(req)
+	resp = kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	if got := c.recv(resp); got != corr || resp.ErrorCode != 0 {
+		t.Fatalf("v3 response: correlation %d error %d", got, resp.ErrorCode)
+	}
+}
+
+func TestIdleConnectionClosed(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	release := make(chan struct{})
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		if req.Header.CorrelationID == 1 {
+			<-release
+		}
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{ConnectionsMaxIdle: idle}, h)
+
+	c := dial(t, s)
+	start := time.Now()
+	c.roundTrip(12)
+	c.expectClosed()
+	if elapsed := time.Since(start); elapsed < idle {
+		t.Fatalf("closed after %v, before connections.max.idle %v", elapsed, idle)
+	}
+
+	// A request in flight longer than the idle time keeps the connection.
+	busy := dial(t, s)
+	busy.roundTrip(12)
+	corr := busy.send(metadataReq(12))
+	time.Sleep(3 * idle) // the request is in flight all this time
+	close(release)
+	if got := busy.recv(metadataResp(12)); got != corr {
+		t.Fatalf("correlation %d, want %d", got, corr)
+	}
+	busy.roundTrip(12)
+}
+
+func TestShutdownWaitsForInFlightRequests(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		entered <- struct{}{}
+		<-release
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	addr := s.Addr("PLAINTEXT").String()
+	c := dial(t, s)
+	corr := c.send(metadataReq(12))
+	<-entered
+
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	waitFor(t, "the listener to close", func() bool {
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with a request in flight", err)
+	default:
+	}
+	close(release)
+	if got := c.recv(metadataResp(12)); got != corr {
+		t.Fatalf("correlation %d, want %d", got, corr)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	c.expectClosed()
+}
+
+func TestShutdownDeadlineCancelsHandlers(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	c.send(metadataReq(12))
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want deadline exceeded", err)
+	}
+	c.expectClosed()
+}
+
+func TestHandlerFailureClosesOnlyThatConnection(t *testing.T) {
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		switch id := req.Header.ClientID; {
+		case id != nil && *id == "panic":
+			panic("handler bug")
+		case id != nil && *id == "error":
+			return nil, errors.New("handler error")
+		case id != nil && *id == "wrong-type":
+			return kmsg.NewPtrProduceResponse(), nil
+		}
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	good := dial(t, s)
+	for _, clientID := range []string{"panic", "error", "wrong-type"} {
+		bad := dial(t, s)
+		bad.roundTrip(12)
+		bad.sendWithClientID(metadataReq(12), clientID)
+		bad.expectClosed()
+		good.roundTrip(12)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	s := NewServer(Config{Listeners: []ListenerConfig{{Name: "SASL_SSL", Host: "127.0.0.1"}}}, &testHandler{})
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "SASL_SSL") {
+		t.Fatalf("Start = %v, want a security protocol error naming the listener", err)
+	}
+
+	busy := startServer(t, Config{}, &testHandler{})
+	port := busy.Addr("PLAINTEXT").(*net.TCPAddr).Port
+	s = NewServer(Config{Listeners: []ListenerConfig{
+		{Name: "INTERNAL", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
+		{Name: "EXTERNAL", Host: "127.0.0.1", Port: port, SecurityProtocol: "PLAINTEXT"},
+	}}, &testHandler{})
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "EXTERNAL") {
+		t.Fatalf("Start = %v, want a bind error naming EXTERNAL", err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown after failed Start: %v", err)
+	}
+}
+
+func TestRequestMetadata(t *testing.T) {
+	got := make(chan *Request, 1)
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		got <- req
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{Listeners: []ListenerConfig{{Name: "INTERNAL", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"}}}, h)
+	nc, err := net.Dial("tcp", s.Addr("INTERNAL").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testClient{t: t, nc: nc}
+	defer nc.Close()
+	c.roundTrip(12)
+	req := <-got
+	wantID := nc.RemoteAddr().String() + "-" + nc.LocalAddr().String() + "-"
+	if req.Listener != "INTERNAL" || req.ClientAddr.String() != nc.LocalAddr().String() ||
+		!strings.HasPrefix(req.ConnID, wantID) || req.Size == 0 || req.ReceivedAt.IsZero() ||
+		req.Header.ClientID == nil || *req.Header.ClientID != "test" || req.Body.GetVersion() != 12 {
+		t.Fatalf("request fields: %+v", req)
+	}
+}
+
+func TestManyConnectionsConcurrently(t *testing.T) {
+	s := startServer(t, Config{}, &testHandler{})
+	var wg sync.WaitGroup
+	for range 20 {
+		c := dial(t, s)
+		wg.Go(func() {
+			for range 50 {
+				c.roundTrip(12)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkPipelinedMetadata measures the per-request cost of the socket
+// server (framing, decode, ordering, encode) on one connection; the client
+// writes ahead, so up to MaxInFlightPerConnection requests are in flight.
+func BenchmarkPipelinedMetadata(b *testing.B) {
+	s := NewServer(Config{Listeners: []ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1"}}}, &testHandler{})
+	if err := s.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	nc, err := net.Dial("tcp", s.Addr("PLAINTEXT").String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	req := kmsg.NewRequestFormatter().AppendRequest(nil, metadataReq(12), 1)
+	errs := make(chan error, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		for i := 0; i < b.N; i++ {
+			if _, err := nc.Write(req); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	var size [4]byte
+	var buf []byte
+	for i := 0; i < b.N; i++ {
+		if _, err := io.ReadFull(nc, size[:]); err != nil {
+			b.Fatal(err)
+		}
+		n := binary.BigEndian.Uint32(size[:])
+		if int(n) > len(buf) {
+			buf = make([]byte, n)
+		}
+		if _, err := io.ReadFull(nc, buf[:n]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}

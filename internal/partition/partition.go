@@ -1,0 +1,184 @@
+// Package partition is one partition's state as this broker sees it: the log,
+// the leader epoch, the replica set and ISR, and the high watermark rule.
+// It is driven by the replica manager, which owns goroutines and time.
+package partition
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/config"
+	"gregor/internal/log"
+	"gregor/internal/record"
+)
+
+// Partition is a partition hosted on this broker.
+type Partition struct {
+	TopicPartition log.TopicPartition
+	TopicID        [16]byte
+	nodeID         int32
+	log            *log.Log
+
+	mu          sync.RWMutex
+	leader      int32
+	leaderEpoch int32
+	replicas    []int32
+	isr         []int32
+	cfg         config.Topic
+}
+
+// New wraps an opened log. The partition is not leader until MakeLeader.
+func New(tp log.TopicPartition, topicID [16]byte, nodeID int32, l *log.Log, cfg config.Topic) *Partition {
+	return &Partition{TopicPartition: tp, TopicID: topicID, nodeID: nodeID, log: l, leader: -1, cfg: cfg}
+}
+
+// Log is the partition's local log.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// Update applies the metadata's view of the partition: leader, epoch,
+// replicas and ISR.
+func (p *Partition) Update(leader, leaderEpoch int32, replicas, isr []int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leader, p.leaderEpoch = leader, leaderEpoch
+	p.replicas = append(p.replicas[:0], replicas...)
+	p.isr = append(p.isr[:0], isr...)
+	p.maybeAdvanceHighWatermarkLocked()
+}
+
+// UpdateConfig applies a changed topic configuration.
+func (p *Partition) UpdateConfig(cfg config.Topic) {
+	p.mu.Lock()
+	p.cfg = cfg
+	p.mu.Unlock()
+	p.log.UpdateConfig(LogConfig(cfg))
+}
+
+// Config is the partition's effective topic configuration.
+func (p *Partition) Config() config.Topic {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.cfg
+}
+
+// LeaderEpoch is the current leader epoch.
+func (p *Partition) LeaderEpoch() int32 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.leaderEpoch
+}
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.leader == p.nodeID
+}
+
+// CheckLeaderEpoch compares a client's current leader epoch (KIP-320) with
+// ours: newer than ours is UNKNOWN_LEADER_EPOCH (we are behind), older is
+// FENCED_LEADER_EPOCH (the client is behind); -1 skips the check.
+func (p *Partition) CheckLeaderEpoch(current int32) error {
+	if current < 0 {
+		return nil
+	}
+	epoch := p.LeaderEpoch()
+	switch {
+	case current > epoch:
+		return kerr.UnknownLeaderEpoch
+	case current < epoch:
+		return kerr.FencedLeaderEpoch
+	}
+	return nil
+}
+
+// AppendAsLeader validates and appends a produce request's records. With
+// acks=-1 the ISR must hold at least min.insync.replicas replicas.
+func (p *Partition) AppendAsLeader(records []byte, acks int16, now int64) (log.AppendInfo, error) {
+	p.mu.RLock()
+	if p.leader != p.nodeID {
+		p.mu.RUnlock()
+		return log.AppendInfo{}, kerr.NotLeaderForPartition
+	}
+	if acks == -1 && int32(len(p.isr)) < p.cfg.MinInsyncReplicas {
+		p.mu.RUnlock()
+		return log.AppendInfo{}, kerr.NotEnoughReplicas
+	}
+	opts := ValidateOptions(p.cfg, now)
+	opts.PartitionLeaderEpoch = p.leaderEpoch
+	epoch := p.leaderEpoch
+	p.mu.RUnlock()
+
+	info, err := p.log.AppendAsLeader(records, epoch, opts)
+	if err != nil {
+		return info, fmt.Errorf("append to %s: %w", p.TopicPartition, err)
+	}
+	p.mu.Lock()
+	p.maybeAdvanceHighWatermarkLocked()
+	p.mu.Unlock()
+	return info, nil
+}
+
+// maybeAdvanceHighWatermarkLocked moves the high watermark to the minimum
+// LEO over the ISR. Until follower fetching exists the only LEO known is
+// our own, so this is only sound while the ISR is this broker alone;
+// otherwise the high watermark stays where it is.
+func (p *Partition) maybeAdvanceHighWatermarkLocked() {
+	if p.leader != p.nodeID || len(p.isr) != 1 || p.isr[0] != p.nodeID {
+		return
+	}
+	if leo := p.log.LogEndOffset(); leo > p.log.HighWatermark() {
+		p.log.SetHighWatermark(leo)
+	}
+}
+
+// HighWatermark is the offset below which records are committed.
+func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
+
+// LastStableOffset bounds read_committed consumers. Without transactions it
+// equals the high watermark.
+func (p *Partition) LastStableOffset() int64 { return p.log.HighWatermark() }
+
+// LogConfig maps a topic configuration to the log's settings.
+func LogConfig(t config.Topic) log.Config {
+	return log.Config{
+		SegmentBytes:          t.SegmentBytes,
+		SegmentMs:             t.SegmentMs,
+		SegmentJitterMs:       t.SegmentJitterMs,
+		SegmentIndexBytes:     t.SegmentIndexBytes,
+		IndexIntervalBytes:    t.IndexIntervalBytes,
+		FlushIntervalMessages: t.FlushMessages,
+		FlushIntervalMs:       t.FlushMs,
+		Preallocate:           t.Preallocate,
+		FileDeleteDelayMs:     t.FileDeleteDelayMs,
+	}
+}
+
+// ValidateOptions maps a topic configuration to the produce validator's options.
+func ValidateOptions(t config.Topic, now int64) record.ValidateOptions {
+	opts := record.ValidateOptions{
+		Now:                  now,
+		MaxMessageBytes:      t.MaxMessageBytes,
+		LogAppendTime:        t.MessageTimestampType == "LogAppendTime",
+		TimestampBeforeMaxMs: t.MessageTimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  t.MessageTimestampAfterMaxMs,
+	}
+	opts.Compacted = t.Compact()
+	switch t.CompressionType {
+	case "producer", "":
+		opts.UseProducerCodec = true
+	case "uncompressed":
+		opts.TargetCodec = record.CodecNone
+	default:
+		c, err := record.ParseCodec(t.CompressionType)
+		if err != nil {
+			// The config layer validated the value; fall back to keeping
+			// the producer's codec rather than refusing every produce.
+			opts.UseProducerCodec = true
+		}
+		opts.TargetCodec = c
+	}
+	return opts
+}

@@ -1,0 +1,64 @@
+// Package raft is the metadata quorum: it stores the __cluster_metadata log,
+// decides when a batch of metadata records is committed, and hands committed
+// batches, in offset order, to its listeners (the controller and every
+// broker's metadata loader).
+//
+// Quorum is the seam. Today SingleVoter implements it for a one-voter quorum
+// (the process is both broker and controller): an append is committed once it
+// is written and fsynced. A later implementation drives go.etcd.io/raft/v3
+// behind the same interface, with the same on-disk log: one Raft entry is one
+// record batch, the Raft term is the batch's partition leader epoch, and Raft
+// bookkeeping (leader changes) goes in control batches that listeners never
+// see.
+package raft
+
+import (
+	"context"
+	"errors"
+
+	"gregor/internal/metadata"
+)
+
+// Batch is one committed batch of metadata records.
+type Batch = metadata.Batch
+
+// Listener receives committed batches. HandleCommit is called in offset order,
+// one call at a time; it must not call back into the quorum's Append.
+// metadata.Loader is a Listener.
+type Listener interface {
+	HandleCommit(b Batch)
+}
+
+// Quorum is the metadata log as a replicated state machine log.
+type Quorum interface {
+	// Start replays the committed log to the registered listeners before
+	// returning, then takes part in the quorum (the single voter becomes
+	// leader at once).
+	Start(ctx context.Context) error
+	// Register adds a listener. A listener registered after Start is first
+	// brought up to date with the committed log.
+	Register(l Listener)
+	// Append writes records as one batch. Only the leader may append (else
+	// ErrNotLeader). It returns after the batch is committed and every
+	// listener has handled it, with the batch's last offset.
+	Append(ctx context.Context, records []metadata.Record) (lastOffset int64, err error)
+	// Leader returns the current leader (-1 if unknown) and epoch.
+	Leader() (id int32, epoch int32)
+	// HighWatermark returns the offset after the last committed record.
+	HighWatermark() int64
+	// Close stops the quorum; afterwards Append returns ErrNotLeader.
+	Close() error
+}
+
+var (
+	// ErrNotLeader means this node cannot append: it is not (or no longer)
+	// the quorum's leader. The controller answers NOT_CONTROLLER.
+	ErrNotLeader = errors.New("not the metadata quorum leader")
+	// ErrBatchTooLarge means the records do not fit in one batch (Kafka's
+	// KRaft limit of 8 MiB per batch).
+	ErrBatchTooLarge = errors.New("metadata record batch too large")
+)
+
+// MaxBatchSizeBytes is KRaft's largest metadata batch (KafkaRaftClient's
+// MAX_BATCH_SIZE_BYTES).
+const MaxBatchSizeBytes = 8 << 20

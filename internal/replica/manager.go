@@ -1,0 +1,346 @@
+// Package replica is the driver for the partitions hosted on this broker
+// (Kafka's ReplicaManager): it follows the metadata image to create, lead and
+// delete partitions, routes produce, fetch and list-offsets to them, and lets
+// long-polling fetches wait for appends.
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/config"
+	"gregor/internal/log"
+	"gregor/internal/metadata"
+	"gregor/internal/partition"
+)
+
+// Config is what the replica manager needs from the broker configuration.
+type Config struct {
+	NodeID int32
+	// Static holds server.properties as given: the static layer under topic
+	// and dynamic broker configs.
+	Static map[string]string
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Manager hosts this broker's partitions.
+type Manager struct {
+	cfg   Config
+	logs  *log.Manager
+	image atomic.Pointer[metadata.Image]
+
+	mu         sync.RWMutex
+	partitions map[log.TopicPartition]*partition.Partition
+
+	appended broadcast
+}
+
+// New returns a manager over the opened logs. It hosts nothing until the
+// first metadata image is published.
+func New(cfg Config, logs *log.Manager) *Manager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{cfg: cfg, logs: logs, partitions: make(map[log.TopicPartition]*partition.Partition)}
+	m.image.Store(metadata.EmptyImage())
+	m.appended.init()
+	return m
+}
+
+// Image is the latest metadata image this broker has applied.
+func (m *Manager) Image() *metadata.Image { return m.image.Load() }
+
+// Layers are the configuration layers of a topic in an image, most specific first.
+func (m *Manager) Layers(img *metadata.Image, topic string) config.Layers {
+	return config.Layers{
+		Topic:          img.TopicConfigs(topic),
+		DynamicBroker:  img.BrokerConfigs(m.cfg.NodeID),
+		DynamicDefault: img.ClusterConfigs(),
+		Static:         m.cfg.Static,
+	}
+}
+
+// Publish reconciles the hosted partitions with a new image: it creates the
+// logs of partitions assigned here, applies leadership and configs, and
+// deletes logs whose topic is gone (or was recreated under a new id).
+func (m *Manager) Publish(_ *metadata.Delta, img *metadata.Image) {
+	m.image.Store(img)
+	want := make(map[log.TopicPartition]bool)
+	for _, t := range img.Topics.ByName {
+		cfg, err := config.ResolveTopic(m.Layers(img, t.Name))
+		if err != nil {
+			m.cfg.Logger.Error("resolve topic config", "topic", t.Name, "err", err)
+			continue
+		}
+		for id, p := range t.Partitions {
+			if !contains(p.Replicas, m.cfg.NodeID) {
+				continue
+			}
+			tp := log.TopicPartition{Topic: t.Name, Partition: id}
+			want[tp] = true
+			if err := m.host(tp, t.ID, cfg, p); err != nil {
+				m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
+			}
+		}
+	}
+	m.mu.Lock()
+	var gone []log.TopicPartition
+	for tp := range m.partitions {
+		if !want[tp] {
+			gone = append(gone, tp)
+			delete(m.partitions, tp)
+		}
+	}
+	m.mu.Unlock()
+	for _, tp := range gone {
+		m.deleteLog(tp)
+	}
+	// Waiting fetches re-check: partitions may have appeared or vanished.
+	m.appended.notify()
+}
+
+// RemoveStrayLogs deletes logs on disk that the current image does not
+// assign to this broker: topics deleted while it was down. It must run only
+// once the metadata log has been replayed in full: an image from the middle
+// of the replay lacks topics that are created later in the log.
+func (m *Manager) RemoveStrayLogs() {
+	for tp := range m.logs.All() {
+		if _, ok := m.Hosted(tp); !ok {
+			m.cfg.Logger.Info("removing stray log", "partition", tp.String())
+			m.deleteLog(tp)
+		}
+	}
+}
+
+func (m *Manager) deleteLog(tp log.TopicPartition) {
+	if _, ok := m.logs.Get(tp); !ok {
+		return
+	}
+	if err := m.logs.Delete(tp); err != nil {
+		m.cfg.Logger.Error("delete partition log", "partition", tp.String(), "err", err)
+		return
+	}
+	m.cfg.Logger.Info("deleted partition log", "partition", tp.String())
+}
+
+func (m *Manager) host(tp log.TopicPartition, topicID [16]byte, cfg config.Topic, p *metadata.Partition) error {
+	m.mu.RLock()
+	part, ok := m.partitions[tp]
+	m.mu.RUnlock()
+	if ok && part.TopicID != topicID {
+		// Same name, new topic: the old log must go before the new one is made.
+		m.mu.Lock()
+		delete(m.partitions, tp)
+		m.mu.Unlock()
+		if err := m.logs.Delete(tp); err != nil {
+			return fmt.Errorf("delete log of replaced topic: %w", err)
+		}
+		ok = false
+	}
+	if !ok {
+		if id, found := m.logs.TopicID(tp); found && id != topicID {
+			if err := m.logs.Delete(tp); err != nil {
+				return fmt.Errorf("delete stale log: %w", err)
+			}
+		}
+		l, err := m.logs.GetOrCreate(tp, topicID, partition.LogConfig(cfg))
+		if err != nil {
+			return fmt.Errorf("open log: %w", err)
+		}
+		part = partition.New(tp, topicID, m.cfg.NodeID, l, cfg)
+		m.mu.Lock()
+		m.partitions[tp] = part
+		m.mu.Unlock()
+	} else if !reflect.DeepEqual(part.Config(), cfg) {
+		part.UpdateConfig(cfg)
+	}
+	part.Update(p.Leader, p.LeaderEpoch, p.Replicas, p.ISR)
+	return nil
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Leader returns the partition if this broker leads it, or Kafka's error:
+// UNKNOWN_TOPIC_OR_PARTITION when the image has no such partition,
+// NOT_LEADER_OR_FOLLOWER when another broker (or none) leads it.
+func (m *Manager) Leader(topic string, p int32) (*partition.Partition, error) {
+	img := m.Image()
+	t, ok := img.Topics.ByName[topic]
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if _, ok := t.Partitions[p]; !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	m.mu.RLock()
+	part, ok := m.partitions[log.TopicPartition{Topic: topic, Partition: p}]
+	m.mu.RUnlock()
+	if !ok || !part.IsLeader() {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return part, nil
+}
+
+// Hosted returns the partition if this broker has a replica of it.
+func (m *Manager) Hosted(tp log.TopicPartition) (*partition.Partition, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.partitions[tp]
+	return p, ok
+}
+
+// ProduceResult is one partition's answer to a produce.
+type ProduceResult struct {
+	Info           log.AppendInfo
+	LogStartOffset int64
+	Err            error
+}
+
+// Append appends a produce request's records to a partition this broker leads.
+func (m *Manager) Append(topic string, p int32, acks int16, records []byte) ProduceResult {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return ProduceResult{Err: err, LogStartOffset: -1}
+	}
+	info, err := part.AppendAsLeader(records, acks, m.cfg.Now().UnixMilli())
+	res := ProduceResult{Info: info, LogStartOffset: part.Log().LogStartOffset(), Err: err}
+	if err == nil {
+		m.appended.notify()
+	}
+	return res
+}
+
+// FetchResult is one partition's answer to a fetch.
+type FetchResult struct {
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          []byte
+	Err              error
+}
+
+// Read reads from a partition this broker leads, bounded by the high
+// watermark (or the last stable offset for read_committed).
+func (m *Manager) Read(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch bool) FetchResult {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+	}
+	l := part.Log()
+	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset()}
+	if err := part.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		res.Err = err
+		return res
+	}
+	bound := res.HighWatermark
+	if readCommitted {
+		bound = res.LastStableOffset
+	}
+	// An offset between the bound and the log end is valid but has nothing
+	// to return yet; only offsets outside the log are out of range.
+	if offset > bound && offset <= l.LogEndOffset() {
+		return res
+	}
+	info, err := l.Read(offset, maxBytes, bound, minOneBatch)
+	if err != nil {
+		if errors.Is(err, log.ErrOffsetOutOfRange) {
+			err = kerr.OffsetOutOfRange
+		}
+		res.Err = err
+		return res
+	}
+	res.Records = info.Records
+	return res
+}
+
+// Appended returns a channel closed at the next append anywhere on this
+// broker (or metadata change); long-polling fetches wait on it.
+func (m *Manager) Appended() <-chan struct{} { return m.appended.wait() }
+
+// broadcast wakes every waiter at once: each waiter holds the current
+// channel, and notify closes it and installs a fresh one.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) init() { b.ch = make(chan struct{}) }
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcast) notify() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// ListOffset answers one partition of a ListOffsets request: the special
+// timestamps -1 (latest: the high watermark, or the last stable offset for
+// read_committed), -2 (earliest), -3 (max timestamp) and -4 (earliest local,
+// the same as earliest without tiered storage); otherwise the first offset
+// whose timestamp is at or after ts. Found is false when no record matches.
+func (m *Manager) ListOffset(topic string, p int32, currentLeaderEpoch int32, ts int64, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, found bool, err error) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return -1, -1, -1, false, err
+	}
+	if err := part.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		return -1, -1, -1, false, err
+	}
+	l := part.Log()
+	epoch := part.LeaderEpoch()
+	switch ts {
+	case ListLatest:
+		if readCommitted {
+			return part.LastStableOffset(), -1, epoch, true, nil
+		}
+		return part.HighWatermark(), -1, epoch, true, nil
+	case ListEarliest, ListEarliestLocal:
+		return l.LogStartOffset(), -1, epoch, true, nil
+	case ListMaxTimestamp:
+		ts, off := l.MaxTimestamp()
+		if off < 0 {
+			return -1, -1, -1, false, nil
+		}
+		return off, ts, epoch, true, nil
+	}
+	if ts < 0 {
+		return -1, -1, -1, false, kerr.InvalidRequest
+	}
+	off, recordTs, ok := l.OffsetForTimestamp(ts)
+	if !ok || off >= part.HighWatermark() {
+		return -1, -1, -1, false, nil
+	}
+	return off, recordTs, epoch, true, nil
+}
+
+// The special timestamps of ListOffsets.
+const (
+	ListLatest        = -1
+	ListEarliest      = -2
+	ListMaxTimestamp  = -3
+	ListEarliestLocal = -4
+)

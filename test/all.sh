@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: vet, unit and in-process tests, a short run of every
+# fuzz target, then the suites that start real gregor processes and drive
+# them with third-party clients (sarama, kcat/librdkafka, kafka-python,
+# confluent-kafka). Needs kcat, python3-kafka and python3-confluent-kafka
+# (.ci/run installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+go test -count=1 -timeout 15m ./...
+
+echo "== fuzz (${FUZZTIME:=10s} each)"
+for pkg in $(go list ./...); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for fn in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+		echo "-- $pkg $fn"
+		go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg"
+	done
+done
+
+echo "== end-to-end suites (real processes, third-party clients)"
+go test -count=1 -tags e2e -timeout 20m ./test/...

@@ -1,0 +1,181 @@
+//go:build e2e
+
+// Package test holds the end-to-end suites: real gregor processes on real
+// sockets and files, driven by franz-go and third-party clients.
+package test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// gregorBin is the binary built once for the whole package by TestMain.
+var gregorBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gregor-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gregorBin = filepath.Join(dir, "gregor")
+	build := exec.Command("go", "build", "-o", gregorBin, "gregor/cmd/gregor")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build gregor:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// broker is one gregor process started by a test.
+type broker struct {
+	t       *testing.T
+	dataDir string
+	port    int
+	args    []string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+// startBroker starts gregor on a free port with a fresh data dir.
+func startBroker(t *testing.T, extra ...string) *broker {
+	t.Helper()
+	b := &broker{t: t, dataDir: t.TempDir(), port: freePort(t), args: extra}
+	b.start()
+	t.Cleanup(func() { b.stop() })
+	return b
+}
+
+func (b *broker) addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+func (b *broker) start() {
+	b.t.Helper()
+	ctrlPort := freePort(b.t)
+	args := []string{"server",
+		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, ctrlPort),
+		"--override", fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", ctrlPort),
+		"--override", "log.dirs=" + b.dataDir,
+	}
+	for _, a := range b.args {
+		args = append(args, "--override", a)
+	}
+	b.logPath = filepath.Join(b.t.TempDir(), "gregor.log")
+	logFile, err := os.Create(b.logPath)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.cmd = exec.Command(gregorBin, args...)
+	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	b.exited = make(chan struct{})
+	go func() {
+		b.cmd.Wait()
+		logFile.Close()
+		close(b.exited)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", b.addr(), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-b.exited:
+			b.t.Fatalf("gregor exited during start-up:\n%s", b.log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("gregor did not listen on %s within 30s:\n%s", b.addr(), b.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit (status 0).
+func (b *broker) stop() {
+	b.t.Helper()
+	if b.cmd == nil {
+		return
+	}
+	select {
+	case <-b.exited:
+	default:
+		b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-b.exited:
+		case <-time.After(60 * time.Second):
+			b.cmd.Process.Kill()
+			<-b.exited
+			b.t.Errorf("gregor did not stop within 60s of SIGTERM:\n%s", b.log())
+		}
+	}
+	if code := b.cmd.ProcessState.ExitCode(); code != 0 && !b.killed() {
+		b.t.Errorf("gregor exited with %d:\n%s", code, b.log())
+	}
+	b.cmd = nil
+}
+
+func (b *broker) killed() bool {
+	ws, ok := b.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// kill9 kills the process without any chance to flush.
+func (b *broker) kill9() {
+	b.t.Helper()
+	b.cmd.Process.Kill()
+	<-b.exited
+	b.cmd = nil
+}
+
+// restart stops (or has been killed) and starts again on the same data dir and port.
+func (b *broker) restart() {
+	b.t.Helper()
+	b.stop()
+	b.start()
+}
+
+func (b *broker) log() string {
+	data, _ := os.ReadFile(b.logPath)
+	s := string(data)
+	if len(s) > 8000 {
+		s = "...\n" + s[len(s)-8000:]
+	}
+	return s
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// run runs an external command with a deadline and returns its output.
+func run(t *testing.T, timeout time.Duration, stdin string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
