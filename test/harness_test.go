@@ -43,7 +43,8 @@ type broker struct {
 	t       *testing.T
 	dataDir string
 	port    int
-	args    []string
+	args    []string // --override key=value settings
+	flags   []string // other process flags, e.g. --log-level debug
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
@@ -52,7 +53,14 @@ type broker struct {
 // startBroker starts gregor on a free port with a fresh data dir.
 func startBroker(t *testing.T, extra ...string) *broker {
 	t.Helper()
-	b := &broker{t: t, dataDir: t.TempDir(), port: freePort(t), args: extra}
+	return startBrokerFlags(t, nil, extra...)
+}
+
+// startBrokerFlags is startBroker with extra process flags (not overrides),
+// such as "--log-level", "debug".
+func startBrokerFlags(t *testing.T, flags []string, extra ...string) *broker {
+	t.Helper()
+	b := &broker{t: t, dataDir: t.TempDir(), port: freePort(t), args: extra, flags: flags}
 	b.start()
 	t.Cleanup(func() { b.stop() })
 	return b
@@ -71,6 +79,7 @@ func (b *broker) start() {
 	for _, a := range b.args {
 		args = append(args, "--override", a)
 	}
+	args = append(args, b.flags...)
 	b.logPath = filepath.Join(b.t.TempDir(), "gregor.log")
 	logFile, err := os.Create(b.logPath)
 	if err != nil {

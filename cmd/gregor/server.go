@@ -23,16 +23,22 @@ func newServerCommand() *cobra.Command {
 		logLevel   string
 	)
 	cmd := &cobra.Command{
-		Use:   "server",
+		Use:   "server [server.properties]",
 		Short: "Run a broker and/or controller (with no flags: a complete single-node cluster on 127.0.0.1:9092)",
 		Long: `Run a Gregor node. With no flags it is a complete single-node cluster:
 broker and controller in one process (process.roles=broker,controller),
 PLAINTEXT on 127.0.0.1:9092, the controller listener on 127.0.0.1:9093,
 data in ./gregor-data. --config reads a Kafka server.properties file;
 --override key=value (repeatable) sets one key on top of it, as
-kafka-server-start.sh does.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+kafka-server-start.sh does (which also takes the file as its argument).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if configFile != "" && configFile != args[0] {
+					return fmt.Errorf("two config files given: %s and --config %s", args[0], configFile)
+				}
+				configFile = args[0]
+			}
 			props := map[string]string{}
 			if configFile != "" {
 				f, err := os.Open(configFile)

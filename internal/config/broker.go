@@ -264,6 +264,7 @@ func Load(props map[string]string) (*Broker, []Warning, error) {
 	if err := loadIdentity(b, v); err != nil {
 		return nil, warnings, err
 	}
+	v = implicitControllerListener(b, v)
 	w, err := loadListeners(b, v)
 	warnings = append(warnings, w...)
 	if err != nil {
@@ -277,6 +278,37 @@ func Load(props map[string]string) (*Broker, []Warning, error) {
 		return nil, warnings, err
 	}
 	return b, warnings, nil
+}
+
+// implicitControllerListener keeps Gregor's zero-config single node working
+// when only listeners is overridden (e.g. --override
+// listeners=PLAINTEXT://127.0.0.1:29092): a combined node that names no
+// controller listener and no quorum gets a CONTROLLER listener on an
+// ephemeral loopback port, voting for itself alone. Kafka would refuse such
+// a file; Gregor's defaults already supply the controller side, so an
+// override of the client listeners alone should not take it away. Anything
+// the user set about the controller disables this.
+func implicitControllerListener(b *Broker, v values) values {
+	if !v.set("listeners") || v.set("controller.listener.names") || v.set("controller.quorum.voters") ||
+		v.set("controller.quorum.bootstrap.servers") || !b.HasRole("controller") {
+		return v
+	}
+	listeners, err := ParseListeners(v.str("listeners"))
+	if err != nil {
+		return v // loadListeners reports it
+	}
+	for _, l := range listeners {
+		if strings.EqualFold(l.Name, "CONTROLLER") {
+			return v
+		}
+	}
+	out := make(values, len(v)+2)
+	for k, val := range v {
+		out[k] = val
+	}
+	out["listeners"] = v.str("listeners") + ",CONTROLLER://127.0.0.1:0"
+	out["controller.quorum.voters"] = fmt.Sprintf("%d@127.0.0.1:0", b.NodeID)
+	return out
 }
 
 func loadIdentity(b *Broker, v values) error {

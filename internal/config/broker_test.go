@@ -459,3 +459,23 @@ func TestBrokerDefsConsistent(t *testing.T) {
 		t.Errorf("ssl.keystore.password must be a sensitive PASSWORD")
 	}
 }
+
+func TestImplicitControllerListener(t *testing.T) {
+	b, _, err := Load(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:29092"})
+	if err != nil {
+		t.Fatalf("overriding only listeners must keep a working single node: %v", err)
+	}
+	if len(b.Listeners) != 2 || b.Listeners[1].Name != "CONTROLLER" || b.Listeners[1].Port != 0 {
+		t.Fatalf("listeners: %+v", b.Listeners)
+	}
+	if len(b.ControllerQuorumVoters) != 1 || b.ControllerQuorumVoters[0].ID != 1 {
+		t.Fatalf("voters: %+v", b.ControllerQuorumVoters)
+	}
+	if len(b.AdvertisedListeners) != 1 || b.AdvertisedListeners[0].Port != 29092 {
+		t.Fatalf("advertised: %+v", b.AdvertisedListeners)
+	}
+	// Anything said about the controller turns the convenience off.
+	if _, _, err := Load(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:29092", "controller.listener.names": "CONTROLLER"}); err == nil {
+		t.Fatal("an explicit controller.listener.names without its listener must be refused, as Kafka does")
+	}
+}

@@ -95,7 +95,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	quorum, err := raft.NewSingleVoter(raft.SingleVoterConfig{
 		Dir:    filepath.Join(metaDir, MetadataTopicDir),
 		NodeID: s.cfg.NodeID,
-		Logger: s.logger.With("component", "raft"),
+		Logger: s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("open metadata log: %w", err)
@@ -113,7 +113,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		DeleteTopicEnable:        s.cfg.DeleteTopicEnable,
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		ValidateBrokerConfig:     config.ValidateBrokerDynamic,
-		Logger:                   s.logger.With("component", "controller"),
+		Logger:                   s.logger,
 	}, quorum)
 	if err := quorum.Start(runCtx); err != nil {
 		return fmt.Errorf("start metadata quorum: %w", err)
@@ -130,7 +130,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			QueuedMaxRequests:        s.cfg.QueuedMaxRequests,
 			SocketSendBufferBytes:    s.cfg.SocketSendBufferBytes,
 			SocketReceiveBufferBytes: s.cfg.SocketReceiveBufferBytes,
-			Logger:                   s.logger.With("component", "network"),
+			Logger:                   s.logger,
 		}
 		for _, l := range ls {
 			c.Listeners = append(c.Listeners, network.ListenerConfig{
@@ -161,6 +161,15 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	if err := s.ctrlNet.Start(); err != nil {
 		return fmt.Errorf("start controller listener: %w", err)
 	}
+	// A voter entry for this node on port 0 (the implicit controller
+	// listener) names the port the controller listener got.
+	for i, v := range s.cfg.ControllerQuorumVoters {
+		if v.ID == s.cfg.NodeID && v.Port == 0 && len(controllerListeners) > 0 {
+			if a, ok := s.ctrlNet.Addr(controllerListeners[0].Name).(*net.TCPAddr); ok {
+				s.cfg.ControllerQuorumVoters[i].Port = a.Port
+			}
+		}
+	}
 	s.brokerNet = network.NewServer(netCfg(brokerListeners), handlers.NewBroker(deps))
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
@@ -169,12 +178,6 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	// advertised with the port it got, as Kafka does.
 	if err := s.controller.Bootstrap(ctx, s.registration()); err != nil {
 		return fmt.Errorf("register broker: %w", err)
-	}
-	for _, l := range brokerListeners {
-		s.logger.Info("listening", "listener", l.Name, "addr", s.brokerNet.Addr(l.Name))
-	}
-	for _, l := range controllerListeners {
-		s.logger.Info("listening", "listener", l.Name, "addr", s.ctrlNet.Addr(l.Name))
 	}
 	return nil
 }
