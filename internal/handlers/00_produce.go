@@ -58,8 +58,8 @@ func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Respon
 			} else {
 				rp.BaseOffset = res.Info.FirstOffset
 				rp.LogAppendTime = res.Info.LogAppendTime
+				rp.LogStartOffset = res.LogStartOffset
 			}
-			rp.LogStartOffset = res.LogStartOffset
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -36,15 +36,15 @@ func (h *Handlers) apiVersions(_ context.Context, req *network.Request) (kmsg.Re
 		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: apiVersionsMin, MaxVersion: apiVersionsMax}}
 		return resp, nil
 	}
+	if r.Version >= 3 && (!softwareNamePattern.MatchString(r.ClientSoftwareName) || !softwareNamePattern.MatchString(r.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code // and no keys, as Kafka
+		return resp, nil
+	}
 	for _, a := range h.apis {
 		if a == nil {
 			continue
 		}
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
-	}
-	if r.Version >= 3 && (!softwareNamePattern.MatchString(r.ClientSoftwareName) || !softwareNamePattern.MatchString(r.ClientSoftwareVersion)) {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
 	}
 	if h.d.Replica != nil {
 		img := h.d.Replica.Image()

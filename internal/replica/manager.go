@@ -264,8 +264,8 @@ func (m *Manager) Read(topic string, p int32, currentLeaderEpoch int32, offset i
 		if errors.Is(err, log.ErrOffsetOutOfRange) {
 			err = kerr.OffsetOutOfRange
 		}
-		res.Err = err
-		return res
+		// As Kafka: a failed read reports no offsets.
+		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 	}
 	res.Records = info.Records
 	return res

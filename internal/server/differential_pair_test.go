@@ -10,7 +10,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+
 	"hash/crc32"
+	"io"
+	"net"
 	"reflect"
 	"testing"
 	"time"
@@ -43,6 +46,10 @@ func (s side) String() string {
 type pair struct {
 	pin     *kversion.Versions
 	clients [2]*kgo.Client
+	// raw are plain connections for Produce, which kgo cannot carry
+	// unchanged: it overwrites a raw ProduceRequest's acks with the
+	// client's own setting (and kgo knows no acks but -1, 0 and 1).
+	raw [2]*rawConn
 	// ids holds each side's topic ids by name (Metadata v10+).
 	ids [2]map[string][16]byte
 }
@@ -67,7 +74,7 @@ func startPair(t *testing.T, limit *kversion.Versions) (*pair, [2]*kmsg.ApiVersi
 	var advertised [2]*kmsg.ApiVersionsResponse
 	for s, addr := range addrs {
 		cl := newPairClient(t, addr)
-		resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctxT(t), cl)
+		resp, err := apiVersionsRequest("gregor-differential").RequestWith(ctxT(t), cl)
 		if err != nil {
 			t.Fatalf("%v ApiVersions: %v", side(s), err)
 		}
@@ -96,6 +103,7 @@ func startPair(t *testing.T, limit *kversion.Versions) (*pair, [2]*kmsg.ApiVersi
 	p := &pair{pin: pin}
 	for s, addr := range addrs {
 		p.clients[s] = newPairClient(t, addr, kgo.MaxVersions(pin))
+		p.raw[s] = dialRaw(t, addr)
 		p.ids[s] = make(map[string][16]byte)
 	}
 	return p, advertised
@@ -154,6 +162,84 @@ func both[R kmsg.Response](t *testing.T, p *pair, build func(side) kmsg.Request)
 	return out[onGregor], out[onKfake]
 }
 
+// produceBoth sends a Produce built for each side over the raw
+// connections, at the pinned version. With acks 0 no answer comes and both
+// results are nil.
+func produceBoth(t *testing.T, p *pair, build func(side) *kmsg.ProduceRequest) (gregor, fake *kmsg.ProduceResponse) {
+	t.Helper()
+	var out [2]*kmsg.ProduceResponse
+	for s, c := range p.raw {
+		req := build(side(s))
+		req.Version = p.version(req.Key())
+		resp, err := c.roundTrip(req, req.Acks != 0)
+		if err != nil {
+			t.Fatalf("%v Produce: %v", side(s), err)
+		}
+		if resp != nil {
+			out[s] = resp.(*kmsg.ProduceResponse)
+		}
+	}
+	return out[onGregor], out[onKfake]
+}
+
+// rawConn speaks the Kafka framing over one TCP connection, one request at
+// a time, sending each request exactly as built.
+type rawConn struct {
+	conn        net.Conn
+	correlation int32
+	format      *kmsg.RequestFormatter
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &rawConn{conn: conn, format: kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-differential"))}
+}
+
+// roundTrip writes req and, when an answer is expected, reads and decodes
+// it.
+func (c *rawConn) roundTrip(req kmsg.Request, answered bool) (kmsg.Response, error) {
+	c.correlation++
+	if err := c.conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return nil, fmt.Errorf("set deadline: %w", err)
+	}
+	if _, err := c.conn.Write(c.format.AppendRequest(nil, req, c.correlation)); err != nil {
+		return nil, fmt.Errorf("write %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	if !answered {
+		return nil, nil
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+		return nil, fmt.Errorf("read %s answer size: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c.conn, body); err != nil {
+		return nil, fmt.Errorf("read %s answer: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	if len(body) < 4 || int32(binary.BigEndian.Uint32(body)) != c.correlation {
+		return nil, fmt.Errorf("%s answer does not carry correlation id %d", kmsg.NameForKey(req.Key()), c.correlation)
+	}
+	body = body[4:]
+	if req.IsFlexible() && req.Key() != 18 { // response header v1: tagged fields (ApiVersions keeps v0)
+		n, w := binary.Uvarint(body)
+		if w <= 0 || n != 0 {
+			return nil, fmt.Errorf("%s answer header carries %d tagged fields", kmsg.NameForKey(req.Key()), n)
+		}
+		body = body[w:]
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decode %s answer: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
 // same fails the test when Gregor's view of an answer differs from kfake's.
 // Views hold only what Kafka's semantics fix, already normalized.
 func same(t *testing.T, what string, gregor, fake any) {
@@ -161,6 +247,23 @@ func same(t *testing.T, what string, gregor, fake any) {
 	if !reflect.DeepEqual(gregor, fake) {
 		t.Errorf("%s:\n gregor: %+v\n kfake:  %+v", what, gregor, fake)
 	}
+}
+
+// kafkaSays fails the test when Gregor's view differs from Kafka's answer,
+// written out by the test from Kafka's documented behaviour. It guards
+// against Gregor and kfake sharing a mistake.
+func kafkaSays(t *testing.T, what string, gregor, kafka any) {
+	t.Helper()
+	if !reflect.DeepEqual(gregor, kafka) {
+		t.Errorf("%s:\n gregor: %+v\n kafka:  %+v", what, gregor, kafka)
+	}
+}
+
+// agree holds Gregor to kfake and to Kafka's answer.
+func agree(t *testing.T, what string, gregor, fake, kafka any) {
+	t.Helper()
+	same(t, what, gregor, fake)
+	kafkaSays(t, what, gregor, kafka)
 }
 
 // asKafka is used where kfake is known to answer differently from Apache
@@ -291,6 +394,3 @@ func decodeBatches(t *testing.T, data []byte) []fetchedBatch {
 	}
 	return out
 }
-
-// describe formats a value for a failure message.
-func describe(v any) string { return fmt.Sprintf("%+v", v) }
