@@ -143,6 +143,8 @@ func saramaRoundTrip(t *testing.T, b *broker, codec string, acks sarama.Required
 	}
 	sent = append(sent, last)
 
+	checkStoredCodec(t, b, topic, 1, codec)
+
 	// ListOffsets.
 	for p := int32(0); p < partitions; p++ {
 		want := int64(perPartition)

@@ -1,7 +1,11 @@
 package handlers
 
-// Produce (key 0), v3-11 (v3 is Kafka 4.0's floor; v12 belongs with the
-// transaction protocol of KIP-890 and v13 with topic ids). Each partition's
+// Produce (key 0), v0-11. Like Kafka 4.0 the range starts at v0 although
+// v0-2 are refused with UNSUPPORTED_VERSION on every partition
+// (KAFKA-18659: librdkafka before 2.11.1 turns compression off against a
+// broker whose Produce range does not start at 0); v12 belongs with the
+// transaction protocol of KIP-890 and v13 with topic ids. Requests of one
+// connection are appended in the order they were sent. Each partition's
 // records are validated and appended by its leader (replica -> partition ->
 // log). acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every
 // partition. With acks=0 nothing is answered; if any partition failed, the
@@ -19,7 +23,10 @@ import (
 	"gregor/internal/record"
 )
 
-var produceAPI = api{key: 0, min: 3, max: 11, handle: (*Handlers).produce}
+var produceAPI = api{key: 0, min: 0, max: 11, handle: (*Handlers).produce}
+
+// produceMinUsable is the lowest Produce version actually served (KIP-896).
+const produceMinUsable = 3
 
 func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
@@ -33,6 +40,12 @@ func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Respon
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			if r.Version < produceMinUsable {
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+				failed++
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if !validAcks {
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 				failed++

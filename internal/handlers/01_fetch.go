@@ -10,7 +10,8 @@ package handlers
 // appends. v13+ names topics by id (UNKNOWN_TOPIC_ID). Fetch sessions
 // (KIP-227) are declined consistently: every response carries session id 0,
 // so clients send full fetches; a request naming a session gets
-// FETCH_SESSION_ID_NOT_FOUND. Fetches from replicas (replica id >= 0) are not
+// FETCH_SESSION_ID_NOT_FOUND. A fetch does not hold up later requests of its
+// connection while it waits (network.Request.Dispatched). Fetches from replicas (replica id >= 0) are not
 // served until replication exists: NOT_LEADER_OR_FOLLOWER.
 
 import (
@@ -27,6 +28,9 @@ var fetchAPI = api{key: 1, min: 4, max: 16, handle: (*Handlers).fetch}
 
 func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.FetchRequest)
+	// A fetch changes nothing, and may wait: later requests of the
+	// connection need not queue behind it.
+	req.Dispatched()
 	if r.SessionID != 0 {
 		resp := r.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code

@@ -184,7 +184,15 @@ func (c *conn) readLoop() {
 		c.queue = append(c.queue, p)
 		c.mu.Unlock()
 		s.handlers.Add(1)
+		req.dispatched = make(chan struct{})
 		go c.process(req, p)
+		// In-order dispatch: the next request is read and started only
+		// once this one has returned or called Dispatched.
+		select {
+		case <-req.dispatched:
+		case <-c.stopCh:
+			return
+		}
 	}
 }
 
@@ -270,6 +278,7 @@ func (c *conn) logReadError(err error) {
 func (c *conn) process(req *Request, p *pending) {
 	defer c.srv.handlers.Done()
 	frame, ok := c.handle(req)
+	req.Dispatched()
 	<-c.srv.queued
 	c.mu.Lock()
 	p.done, p.frame, p.fail = true, frame, !ok

@@ -28,6 +28,8 @@ const ioTimeout = 5 * time.Second
 type testHandler struct {
 	versions map[int16][2]int16
 	fn       func(ctx context.Context, req *Request) (kmsg.Response, error)
+	// sequential: fn never calls Dispatched, like a produce handler.
+	sequential bool
 	// apiVersionsSeen counts ApiVersions requests by version (-1: unsupported).
 	apiVersionsSeen sync.Map
 }
@@ -45,6 +47,12 @@ func (h *testHandler) Handle(ctx context.Context, req *Request) (kmsg.Response, 
 	if req.Header.APIKey == apiVersionsKey {
 		return h.apiVersions(req), nil
 	}
+	if h.sequential {
+		return h.fn(ctx, req)
+	}
+	// Most tests exercise the pipeline: the handler lets the next request
+	// of its connection start at once, as a fetch does.
+	req.Dispatched()
 	if h.fn != nil {
 		return h.fn(ctx, req)
 	}

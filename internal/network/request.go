@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,10 +48,31 @@ type Request struct {
 	// an ApiVersionsRequest v0, and the handler answers with a v0 response
 	// carrying UNSUPPORTED_VERSION and the supported ranges.
 	UnsupportedVersion bool
+
+	// dispatched is closed when the request no longer holds up the next
+	// request of its connection (see Dispatched).
+	dispatched     chan struct{}
+	dispatchedOnce sync.Once
 }
 
-// Handler processes decoded requests. It is called concurrently, also for
-// requests of the same connection.
+// Dispatched lets the connection start its next request while this one is
+// still being handled. Requests of a connection are dispatched in order, as
+// Kafka processes them: the next request's Handle starts only once the
+// previous one has returned or called Dispatched. A handler whose effects
+// must not race with later requests of the same connection (produce appends)
+// simply never calls it; one that waits without effects (a long-polling
+// fetch) calls it first, so later requests are not stuck behind the wait.
+// Responses leave in request order either way.
+func (r *Request) Dispatched() {
+	if r.dispatched == nil {
+		return
+	}
+	r.dispatchedOnce.Do(func() { close(r.dispatched) })
+}
+
+// Handler processes decoded requests. It is called concurrently for
+// requests of different connections; within a connection, a request starts
+// only after the previous one returned or called Request.Dispatched.
 type Handler interface {
 	// VersionRange reports the versions served for an API key; ok=false for
 	// keys not served.

@@ -58,6 +58,44 @@ func TestResponsesLeaveInRequestOrder(t *testing.T) {
 	}
 }
 
+// A handler that does not call Dispatched sees the requests of a connection
+// one at a time, in the order they were sent, however they are pipelined:
+// produce appends of one connection land in order, as in Kafka.
+func TestRequestsDispatchInOrderUntilDispatched(t *testing.T) {
+	var running atomic.Int32
+	var mu sync.Mutex
+	var order []int32
+	h := &testHandler{sequential: true, fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		if n := running.Add(1); n != 1 {
+			t.Errorf("%d requests of one connection ran at once", n)
+		}
+		defer running.Add(-1)
+		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+		mu.Lock()
+		order = append(order, req.Header.CorrelationID)
+		mu.Unlock()
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	const n = 100
+	go func() {
+		for i := 0; i < n; i++ {
+			c.send(metadataReq(12))
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c.recv(metadataResp(12))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, corr := range order {
+		if corr != int32(i) {
+			t.Fatalf("request %d handled in position %d", corr, i)
+		}
+	}
+}
+
 func TestNilResponseSendsNothing(t *testing.T) {
 	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
 		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
