@@ -53,9 +53,14 @@ type conn struct {
 	inflight chan struct{}
 
 	stopping  atomic.Bool   // reader must stop reading new requests
+	failed    atomic.Bool   // a request failed: the connection closes, later requests are not handled
 	stopCh    chan struct{} // closed with stopping
 	stopOnce  sync.Once
 	closeOnce sync.Once
+
+	// lastDispatched is the dispatch signal of the last request read
+	// (reader goroutine only).
+	lastDispatched <-chan struct{}
 
 	// lastActivity is the time (UnixNano) of the last byte read or response
 	// written, for connections.max.idle.ms.
@@ -184,15 +189,14 @@ func (c *conn) readLoop() {
 		c.queue = append(c.queue, p)
 		c.mu.Unlock()
 		s.handlers.Add(1)
+		// In-order dispatch: each request starts only once the one before
+		// it has returned or called Dispatched. Reading goes on meanwhile
+		// (bounded by the in-flight slots), so the next frame is off the
+		// socket when its turn comes.
 		req.dispatched = make(chan struct{})
-		go c.process(req, p)
-		// In-order dispatch: the next request is read and started only
-		// once this one has returned or called Dispatched.
-		select {
-		case <-req.dispatched:
-		case <-c.stopCh:
-			return
-		}
+		prev := c.lastDispatched
+		c.lastDispatched = req.dispatched
+		go c.process(req, p, prev)
 	}
 }
 
@@ -275,9 +279,21 @@ func (c *conn) logReadError(err error) {
 
 // process handles one request and records its response in its place.
 // Owned by Server.handlers.
-func (c *conn) process(req *Request, p *pending) {
+func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	defer c.srv.handlers.Done()
-	frame, ok := c.handle(req)
+	if prev != nil {
+		<-prev // closed by the previous request's process at the latest
+	}
+	var frame []byte
+	ok := false
+	// After a failed request the connection is closing: requests read
+	// behind it are dropped unhandled, as Kafka drops them with the channel.
+	if !c.failed.Load() {
+		frame, ok = c.handle(req)
+	}
+	if !ok {
+		c.failed.Store(true)
+	}
 	req.Dispatched()
 	<-c.srv.queued
 	c.mu.Lock()

@@ -375,6 +375,34 @@ func TestHandlerFailureClosesOnlyThatConnection(t *testing.T) {
 	}
 }
 
+// Requests pipelined behind a failed one are dropped with the connection,
+// never handled: a failed acks=0 produce must not let the produces queued
+// behind it append.
+func TestRequestsBehindAFailureAreNotHandled(t *testing.T) {
+	var handled atomic.Int32
+	h := &testHandler{sequential: true, fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		handled.Add(1)
+		if id := req.Header.ClientID; id != nil && *id == "error" {
+			return nil, errors.New("handler error")
+		}
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	// One write, so all six requests are on the wire before the close.
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("error"))
+	frames := f.AppendRequest(nil, metadataReq(12), 0)
+	f = kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	for i := int32(1); i <= 5; i++ {
+		frames = f.AppendRequest(frames, metadataReq(12), i)
+	}
+	c.sendRaw(frames)
+	c.expectClosed()
+	if n := handled.Load(); n != 1 {
+		t.Fatalf("%d requests handled, want only the failing one", n)
+	}
+}
+
 func TestStartErrors(t *testing.T) {
 	s := NewServer(Config{Listeners: []ListenerConfig{{Name: "SASL_SSL", Host: "127.0.0.1"}}}, &testHandler{})
 	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "SASL_SSL") {
