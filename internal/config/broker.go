@@ -79,6 +79,7 @@ type Broker struct {
 	LogCleanerThreads                       int      // log.cleaner.threads
 	LogCleanerDedupeBufferSize              int64    // log.cleaner.dedupe.buffer.size
 	LogCleanerIOBufferSize                  int32    // log.cleaner.io.buffer.size
+	LogCleanerIOBufferLoadFactor            float64  // log.cleaner.io.buffer.load.factor
 	LogCleanerBackoffMs                     int64    // log.cleaner.backoff.ms
 	LogCleanerMinCleanableRatio             float64  // log.cleaner.min.cleanable.ratio
 	LogCleanerDeleteRetentionMs             int64    // log.cleaner.delete.retention.ms
@@ -411,6 +412,7 @@ func loadLogs(b *Broker, v values) error {
 	b.LogCleanerThreads = v.int("log.cleaner.threads")
 	b.LogCleanerDedupeBufferSize = v.i64("log.cleaner.dedupe.buffer.size")
 	b.LogCleanerIOBufferSize = v.i32("log.cleaner.io.buffer.size")
+	b.LogCleanerIOBufferLoadFactor = v.f64("log.cleaner.io.buffer.load.factor")
 	b.LogCleanerBackoffMs = v.i64("log.cleaner.backoff.ms")
 	b.LogCleanerMinCleanableRatio = v.f64("log.cleaner.min.cleanable.ratio")
 	b.LogCleanerDeleteRetentionMs = v.i64("log.cleaner.delete.retention.ms")

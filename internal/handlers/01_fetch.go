@@ -11,8 +11,11 @@ package handlers
 // (KIP-227) are declined consistently: every response carries session id 0,
 // so clients send full fetches; a request naming a session gets
 // FETCH_SESSION_ID_NOT_FOUND. A fetch does not hold up later requests of its
-// connection while it waits (network.Request.Dispatched). Fetches from replicas (replica id >= 0) are not
-// served until replication exists: NOT_LEADER_OR_FOLLOWER.
+// connection while it waits (network.Request.Dispatched). Fetches from
+// replicas (replica id >= 0) are not served until replication exists:
+// NOT_LEADER_OR_FOLLOWER. Record batches are not copied: they stay in their
+// segment files and the connection writer sends them with sendfile
+// (01_fetch_zerocopy.go).
 
 import (
 	"context"
@@ -21,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/log"
 	"gregor/internal/network"
 )
 
@@ -56,6 +60,8 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		if wait <= 0 {
 			return resp, nil
 		}
+		// The records read so far are read again after the wait.
+		resp.Release()
 		timer := time.NewTimer(wait)
 		select {
 		case <-wake:
@@ -72,9 +78,10 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 }
 
 // readFetch reads every requested partition once and reports the bytes read
-// and whether any partition failed.
-func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, int, bool) {
-	resp := r.ResponseKind().(*kmsg.FetchResponse)
+// and whether any partition failed. The records stay in their segment files
+// (zero-copy); the caller releases the response if it does not return it.
+func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchResponse, int, bool) {
+	resp := &fetchResponse{FetchResponse: r.ResponseKind().(*kmsg.FetchResponse)}
 	img := h.d.Replica.Image()
 	readCommitted := r.IsolationLevel == 1
 	maxBytes := int(r.MaxBytes)
@@ -84,6 +91,7 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 	total := 0
 	hasError := false
 	for _, t := range r.Topics {
+		var ranges []log.FileRange
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name := t.Topic
@@ -113,12 +121,15 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 				if limit < 0 {
 					limit = 0
 				}
-				res := h.d.Replica.Read(name, p.Partition, p.CurrentLeaderEpoch, p.FetchOffset, int32(limit), readCommitted, total == 0)
+				res := h.d.Replica.ReadFileRange(name, p.Partition, p.CurrentLeaderEpoch, p.FetchOffset, int32(limit), readCommitted, total == 0)
 				rp.ErrorCode = errorCode(res.Err)
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
-				if res.Records != nil {
-					rp.RecordBatches = res.Records
-					total += len(res.Records)
+				if res.File.Size > 0 {
+					if ranges == nil {
+						ranges = make([]log.FileRange, len(t.Partitions))
+					}
+					ranges[len(rt.Partitions)] = res.File
+					total += int(res.File.Size)
 				}
 				if readCommitted && rp.ErrorCode == 0 {
 					rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
@@ -130,6 +141,7 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+		resp.ranges = append(resp.ranges, ranges)
 	}
 	return resp, total, hasError
 }

@@ -36,9 +36,11 @@ func (h *Handlers) describeLogDirs(_ context.Context, req *network.Request) (kms
 	for _, d := range h.d.Logs.DescribeDirs() {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path
-		rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.UsableBytes
 		if d.Err != nil {
+			// As Kafka: an offline dir is its error alone (sizes stay -1).
 			rd.ErrorCode = kerr.KafkaStorageError.Code
+		} else {
+			rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.UsableBytes
 		}
 		byTopic := make(map[string]*kmsg.DescribeLogDirsResponseDirTopic)
 		for _, p := range d.Partitions {

@@ -22,6 +22,9 @@ func errorCode(err error) int16 {
 	if errors.Is(err, log.ErrOffsetOutOfRange) {
 		return kerr.OffsetOutOfRange.Code
 	}
+	if errors.Is(err, log.ErrKafkaStorage) {
+		return kerr.KafkaStorageError.Code
+	}
 	if code := record.KafkaErrorCode(err); code != kerr.UnknownServerError.Code {
 		return code
 	}

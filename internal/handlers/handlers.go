@@ -50,7 +50,7 @@ var brokerAPIs = []*api{
 	&produceAPI, &fetchAPI, &listOffsetsAPI, &metadataAPI, &apiVersionsAPI,
 	&createTopicsAPI, &deleteTopicsAPI, &describeConfigsAPI, &alterConfigsAPI,
 	&describeLogDirsAPI, &createPartitionsAPI, &incrementalAlterConfigsAPI,
-	&describeClusterAPI,
+	&describeClusterAPI, &deleteRecordsAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

@@ -32,6 +32,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.Vali
 	if l.closed {
 		return AppendInfo{}, ErrClosed
 	}
+	if err := l.OfflineError(); err != nil {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+	}
 	_, leo := l.snapshot()
 	opts.PartitionLeaderEpoch = leaderEpoch
 	res, err := record.ValidateAndAssign(records, leo, opts)
@@ -110,6 +113,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if l.closed {
 		return info, ErrClosed
 	}
+	if err := l.OfflineError(); err != nil {
+		return info, err
+	}
 	if _, leo := l.snapshot(); info.FirstOffset < leo {
 		return info, fmt.Errorf("append to %s: %w: first offset %d is below the log end offset %d",
 			l.dir, ErrUnexpectedAppendOffset, info.FirstOffset, leo)
@@ -132,14 +138,14 @@ func (l *Log) appendLocked(b []byte, info *AppendInfo) error {
 	active := segs[len(segs)-1]
 	if active.shouldRoll(cfg, time.Now(), len(b), info.MaxTimestamp, info.LastOffset) {
 		if err := l.rollLocked(info.FirstOffset); err != nil {
-			return err
+			return l.failAppendLocked(err)
 		}
 		segs, _ = l.snapshot()
 		active = segs[len(segs)-1]
 	}
 	newSize, err := active.append(b, info.LastOffset, info.MaxTimestamp, info.OffsetOfMaxTimestamp)
 	if err != nil {
-		return fmt.Errorf("append to %s: %w", l.dir, err)
+		return l.failAppendLocked(fmt.Errorf("append to %s: %w", l.dir, err))
 	}
 	l.stateMu.Lock()
 	active.size.Store(newSize)

@@ -45,6 +45,22 @@ type Config struct {
 	FlushIntervalMs       int64 // flush.ms
 	Preallocate           bool  // preallocate
 	FileDeleteDelayMs     int64 // file.delete.delay.ms
+	// DeleteEnabled is cleanup.policy containing "delete": retention by time
+	// and size applies. The zero Config has it off, so a log opened without
+	// topic settings never loses data to retention.
+	DeleteEnabled  bool
+	RetentionMs    int64 // retention.ms; negative: no time limit
+	RetentionBytes int64 // retention.bytes; negative: no size limit
+
+	// Compaction (the log cleaner, cleaner*.go). These fields matter only
+	// when Compact is set; zero means zero, except MaxCompactionLagMs whose
+	// zero (never valid in Kafka) means no limit. DefaultConfig holds
+	// Kafka's defaults.
+	Compact                bool    // cleanup.policy contains "compact"
+	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones outlive their first clean
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
 }
 
 // DefaultConfig returns Kafka's topic-level defaults.
@@ -59,14 +75,22 @@ func DefaultConfig() Config {
 		FlushIntervalMs:       math.MaxInt64,
 		Preallocate:           false,
 		FileDeleteDelayMs:     60000,
+		DeleteEnabled:         true,
+		RetentionMs:           7 * 24 * 60 * 60 * 1000,
+		RetentionBytes:        -1,
+
+		DeleteRetentionMs:      24 * 60 * 60 * 1000,
+		MaxCompactionLagMs:     math.MaxInt64,
+		MinCleanableDirtyRatio: 0.5,
 	}
 }
 
 // withDefaults replaces zero (unset) fields by Kafka's defaults.
 func (c Config) withDefaults() Config { return c.withDefaultsFrom(DefaultConfig()) }
 
-// withDefaultsFrom replaces zero (unset) fields by those of d. Jitter and
-// Preallocate are legitimately zero, so they are kept.
+// withDefaultsFrom replaces zero (unset) fields by those of d. Jitter,
+// Preallocate and the retention settings are legitimately zero, so they are
+// kept.
 func (c Config) withDefaultsFrom(d Config) Config {
 	if c.SegmentBytes <= 0 {
 		c.SegmentBytes = d.SegmentBytes
@@ -91,6 +115,9 @@ func (c Config) withDefaultsFrom(d Config) Config {
 	}
 	if c.FileDeleteDelayMs <= 0 {
 		c.FileDeleteDelayMs = d.FileDeleteDelayMs
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = math.MaxInt64
 	}
 	return c
 }

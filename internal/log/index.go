@@ -20,91 +20,109 @@ var errCorruptIndex = errors.New("corrupt index")
 // maximum index size while the segment is active, memory-mapped, and trimmed
 // to its entries when the segment becomes inactive or is closed.
 //
+// An index holds no file descriptor: the file is opened only to map, resize
+// or trim it (as Kafka does). An existing index is mapped lazily, on first
+// use (Kafka's LazyIndex), and an inactive segment's index may be unmapped
+// again when idle (see index_lazy.go), so that many partitions do not mean
+// many open maps.
+//
 // Concurrency: one writer (the log's append lock) appends; readers search
 // concurrently. entries is published after the entry bytes are written, so a
-// reader never sees a half-written entry. Remapping (resize, close) takes mu
-// exclusively, because a reader touching an unmapped region would crash the
-// process; searches hold mu shared.
+// reader never sees a half-written entry. Mapping and remapping (lazy load,
+// resize, unmap, close) take mu exclusively, because a reader touching an
+// unmapped region would crash the process; searches hold mu shared.
 type mmapIndex struct {
 	path       string
 	baseOffset int64
 	entrySize  int
 
-	mu      sync.RWMutex
-	file    *os.File
-	mmap    []byte
-	entries atomic.Int64
-	// maxEntries is the capacity of the current mapping.
+	mu     sync.RWMutex
+	mmap   []byte
+	mapped bool // mmap reflects the file (nil for a zero-length file)
+	closed bool
+	// fileSize is the file's length, known without opening it.
+	fileSize int64
+	entries  atomic.Int64
+	// maxEntries is the capacity of the current mapping, or of the file
+	// while it is not mapped.
 	maxEntries int
 	// maxIndexSize is segment.index.bytes, the size used when (re)activated.
 	maxIndexSize int
+	// lastUse is when a reader last searched the index (UnixNano), for the
+	// idle unmapping of inactive segments' indexes.
+	lastUse atomic.Int64
 }
 
 // open opens or creates an index file. A new file is preallocated to
-// maxIndexSize; an existing one is mapped at its current length, whose entries
-// are all taken as valid (a cleanly closed index was trimmed to them).
+// maxIndexSize and mapped; an existing one is only measured: its entries are
+// all taken as valid (a cleanly closed index was trimmed to them) and it is
+// mapped on first use.
 func (x *mmapIndex) open(path string, baseOffset int64, entrySize, maxIndexSize int) error {
+	x.path, x.baseOffset, x.entrySize, x.maxIndexSize = path, baseOffset, entrySize, maxIndexSize
 	// An existing empty file is a trimmed index without entries, not a new one.
-	newlyCreated := false
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		newlyCreated = true
-	} else if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrExist) {
+		st, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("open index: %w", err)
+		}
+		x.fileSize = st.Size()
+		x.maxEntries = int(st.Size()) / entrySize
+		x.entries.Store(int64(x.maxEntries))
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("stat index %s: %w", path, err)
+	defer f.Close()
+	size := roundDown(maxIndexSize, entrySize)
+	if err := f.Truncate(int64(size)); err != nil {
+		return fmt.Errorf("preallocate index %s: %w", path, err)
 	}
-	x.path, x.baseOffset, x.entrySize, x.file, x.maxIndexSize = path, baseOffset, entrySize, f, maxIndexSize
-	size := int(st.Size())
-	if newlyCreated {
-		size = roundDown(maxIndexSize, entrySize)
-		if err := f.Truncate(int64(size)); err != nil {
-			f.Close()
-			return fmt.Errorf("preallocate index %s: %w", path, err)
-		}
-	}
-	if err := x.mapLocked(size); err != nil {
-		f.Close()
-		return err
-	}
-	if !newlyCreated {
-		x.entries.Store(int64(size / entrySize))
-	}
-	return nil
+	x.fileSize = int64(size)
+	return x.mapFileLocked(f)
 }
 
 func roundDown(n, factor int) int { return factor * (n / factor) }
 
-// mapLocked maps the first size bytes of the file. A zero-size index has no
-// mapping (mmap rejects zero length).
-func (x *mmapIndex) mapLocked(size int) error {
-	x.mmap = nil
-	x.maxEntries = 0
-	if size == 0 {
+// mapLocked maps the whole file. The caller holds mu exclusively.
+func (x *mmapIndex) mapLocked() error {
+	if x.fileSize == 0 {
+		x.mmap, x.maxEntries, x.mapped = nil, 0, true // nothing to map or open
 		return nil
 	}
-	m, err := unix.Mmap(int(x.file.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("mmap index %s: %w", x.path, err)
+		return fmt.Errorf("open index: %w", err)
 	}
-	x.mmap = m
-	x.maxEntries = size / x.entrySize
+	defer f.Close()
+	return x.mapFileLocked(f)
+}
+
+// mapFileLocked maps the first fileSize bytes of f; the mapping outlives the
+// descriptor. A zero-size index has no mapping (mmap rejects zero length).
+func (x *mmapIndex) mapFileLocked(f *os.File) error {
+	x.mmap, x.maxEntries, x.mapped = nil, 0, false
+	if x.fileSize > 0 {
+		m, err := unix.Mmap(int(f.Fd()), 0, int(x.fileSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("mmap index %s: %w", x.path, err)
+		}
+		x.mmap = m
+	}
+	x.maxEntries = int(x.fileSize) / x.entrySize
+	x.mapped = true
 	return nil
 }
 
+// unmapLocked releases the mapping; the file keeps its length and entries.
 func (x *mmapIndex) unmapLocked() error {
+	x.mapped = false
 	if x.mmap == nil {
 		return nil
 	}
 	err := unix.Munmap(x.mmap)
 	x.mmap = nil
-	x.maxEntries = 0
 	if err != nil {
 		return fmt.Errorf("munmap index %s: %w", x.path, err)
 	}
@@ -117,19 +135,24 @@ func (x *mmapIndex) resize(newSize int) error {
 	newSize = roundDown(newSize, x.entrySize)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.file == nil {
+	if x.closed {
 		return fmt.Errorf("resize index %s: %w", x.path, ErrClosed)
 	}
-	if x.mmap != nil && len(x.mmap) == newSize {
-		return nil
+	if x.fileSize == int64(newSize) {
+		if x.mapped {
+			return nil
+		}
+		// Same length, not mapped yet (lazy): the caller will write to it.
+		return x.mapLocked()
 	}
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
-	if err := x.file.Truncate(int64(newSize)); err != nil {
+	if err := os.Truncate(x.path, int64(newSize)); err != nil {
 		return fmt.Errorf("resize index %s: %w", x.path, err)
 	}
-	if err := x.mapLocked(newSize); err != nil {
+	x.fileSize = int64(newSize)
+	if err := x.mapLocked(); err != nil {
 		return err
 	}
 	if n := x.entries.Load(); n > int64(x.maxEntries) {
@@ -142,7 +165,14 @@ func (x *mmapIndex) resize(newSize int) error {
 // segment becomes inactive or closes, so that a reopened index knows its
 // entry count from its length.
 func (x *mmapIndex) trimToValidSize() error {
-	return x.resize(int(x.entries.Load()) * x.entrySize)
+	size := int(x.entries.Load()) * x.entrySize
+	x.mu.RLock()
+	trimmed := !x.mapped && x.fileSize == int64(size)
+	x.mu.RUnlock()
+	if trimmed {
+		return nil // a lazy index that was never mapped stays so
+	}
+	return x.resize(size)
 }
 
 // isFull reports whether no entry can be appended.
@@ -155,7 +185,8 @@ func (x *mmapIndex) truncateEntries(n int) {
 	}
 }
 
-// flush writes dirty index pages to disk.
+// flush writes dirty index pages to disk. An index that is not mapped has
+// nothing of ours to write: it is unmapped only once flushed.
 func (x *mmapIndex) flush() error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -168,21 +199,26 @@ func (x *mmapIndex) flush() error {
 	return nil
 }
 
-// close trims the file to its entries and releases the mapping and handle.
+// close trims the file to its entries and releases the mapping.
 func (x *mmapIndex) close() error {
+	x.mu.RLock()
+	closed := x.closed
+	x.mu.RUnlock()
+	if closed {
+		return nil
+	}
 	err := x.trimToValidSize()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.file == nil {
-		return err
-	}
-	err = errors.Join(err, x.unmapLocked(), x.file.Close())
-	x.file = nil
+	err = errors.Join(err, x.unmapLocked())
+	x.closed = true
 	return err
 }
 
 // rename moves the index file (used for .deleted and .swap suffixes).
 func (x *mmapIndex) rename(path string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if err := os.Rename(x.path, path); err != nil {
 		return fmt.Errorf("rename index: %w", err)
 	}
@@ -233,9 +269,9 @@ func (x *offsetIndex) position(slot int) int64 {
 
 // lastOffset is the offset of the last entry, or the base offset if empty.
 func (x *offsetIndex) lastOffset() int64 {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
-	n := int(x.entries.Load())
+	n := x.count()
 	if n == 0 {
 		return x.baseOffset
 	}
@@ -245,9 +281,9 @@ func (x *offsetIndex) lastOffset() int64 {
 // lookup returns the position to start scanning from for offset target: the
 // position of the largest entry <= target, or 0.
 func (x *offsetIndex) lookup(target int64) (offset, position int64) {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
-	n := int(x.entries.Load())
+	n := x.count()
 	slot := x.binarySearch(n, target-x.baseOffset, x.relOffset)
 	if slot < 0 {
 		return x.baseOffset, 0
@@ -267,7 +303,7 @@ const maxRelativeOffset = 1<<31 - 1
 // mapping cannot change underneath.
 func (x *offsetIndex) append(offset, position int64) error {
 	n := int(x.entries.Load())
-	if n >= x.maxEntries {
+	if n >= x.maxEntries || n >= len(x.mmap)/offsetIndexEntrySize {
 		return fmt.Errorf("append to full offset index %s", x.path)
 	}
 	if n > 0 && offset <= x.baseOffset+x.relOffset(n-1) {
@@ -276,17 +312,20 @@ func (x *offsetIndex) append(offset, position int64) error {
 	if !x.canAppendOffset(offset) {
 		return fmt.Errorf("offset index %s: offset %d overflows base %d", x.path, offset, x.baseOffset)
 	}
-	e := x.mmap[n*offsetIndexEntrySize:]
-	binary.BigEndian.PutUint32(e, uint32(offset-x.baseOffset))
+	var e [offsetIndexEntrySize]byte
+	binary.BigEndian.PutUint32(e[:], uint32(offset-x.baseOffset))
 	binary.BigEndian.PutUint32(e[4:], uint32(position))
+	if err := x.writeEntry(n, e[:]); err != nil {
+		return err
+	}
 	x.entries.Store(int64(n + 1))
 	return nil
 }
 
 // truncateTo drops the entries for offsets >= offset.
 func (x *offsetIndex) truncateTo(offset int64) {
-	x.mu.RLock()
-	n := int(x.entries.Load())
+	x.rlockMapped()
+	n := x.count()
 	slot := x.binarySearch(n, offset-x.baseOffset, x.relOffset)
 	keep := 0
 	if slot >= 0 {
@@ -304,16 +343,12 @@ func (x *offsetIndex) truncateTo(offset int64) {
 // first, and the last position inside the segment. An index left preallocated
 // by a crash ends in zero entries and fails here.
 func (x *offsetIndex) sanityCheck(segmentSize int64) error {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
-	st, err := x.file.Stat()
-	if err != nil {
-		return fmt.Errorf("stat index %s: %w", x.path, err)
+	if x.fileSize%offsetIndexEntrySize != 0 {
+		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, offsetIndexEntrySize)
 	}
-	if st.Size()%offsetIndexEntrySize != 0 {
-		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, st.Size(), offsetIndexEntrySize)
-	}
-	n := int(x.entries.Load())
+	n := x.count()
 	if n == 0 {
 		return nil
 	}
@@ -356,13 +391,13 @@ func (x *timeIndex) isFull() bool { return x.entries.Load() >= int64(x.maxEntrie
 
 // lastEntry is the last (timestamp, offset), or (-1, base offset) if empty.
 func (x *timeIndex) lastEntry() (ts, offset int64) {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
 	return x.lastEntryLocked()
 }
 
 func (x *timeIndex) lastEntryLocked() (ts, offset int64) {
-	n := int(x.entries.Load())
+	n := x.count()
 	if n == 0 {
 		return noTimestamp, x.baseOffset
 	}
@@ -372,9 +407,9 @@ func (x *timeIndex) lastEntryLocked() (ts, offset int64) {
 // lookup returns the entry with the largest timestamp <= target, or
 // (-1, base offset) if there is none.
 func (x *timeIndex) lookup(target int64) (ts, offset int64) {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
-	n := int(x.entries.Load())
+	n := x.count()
 	slot := x.binarySearch(n, target, x.timestamp)
 	if slot < 0 {
 		return noTimestamp, x.baseOffset
@@ -386,9 +421,9 @@ func (x *timeIndex) lookup(target int64) (ts, offset int64) {
 // skipFullCheck is for the entry written on roll and close, which may use the
 // reserved last slot.
 func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
-	n := int(x.entries.Load())
+	n := x.count()
 	if !skipFullCheck && n >= x.maxEntries-1 {
 		return fmt.Errorf("append to full time index %s", x.path)
 	}
@@ -399,17 +434,20 @@ func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
 	if ts <= lastTs || n >= x.maxEntries {
 		return nil
 	}
-	e := x.mmap[n*timeIndexEntrySize:]
-	binary.BigEndian.PutUint64(e, uint64(ts))
+	var e [timeIndexEntrySize]byte
+	binary.BigEndian.PutUint64(e[:], uint64(ts))
 	binary.BigEndian.PutUint32(e[8:], uint32(offset-x.baseOffset))
+	if err := x.writeEntry(n, e[:]); err != nil {
+		return err
+	}
 	x.entries.Store(int64(n + 1))
 	return nil
 }
 
 // truncateTo drops the entries for offsets >= offset.
 func (x *timeIndex) truncateTo(offset int64) {
-	x.mu.RLock()
-	n := int(x.entries.Load())
+	x.rlockMapped()
+	n := x.count()
 	keep := n
 	for keep > 0 && x.baseOffset+x.relOffset(keep-1) >= offset {
 		keep--
@@ -421,16 +459,12 @@ func (x *timeIndex) truncateTo(offset int64) {
 // sanityCheck is Kafka's TimeIndex.sanityCheck: whole entries, the last
 // timestamp not below the first, the last offset not below the base offset.
 func (x *timeIndex) sanityCheck() error {
-	x.mu.RLock()
+	x.rlockMapped()
 	defer x.mu.RUnlock()
-	st, err := x.file.Stat()
-	if err != nil {
-		return fmt.Errorf("stat index %s: %w", x.path, err)
+	if x.fileSize%timeIndexEntrySize != 0 {
+		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, timeIndexEntrySize)
 	}
-	if st.Size()%timeIndexEntrySize != 0 {
-		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, st.Size(), timeIndexEntrySize)
-	}
-	n := int(x.entries.Load())
+	n := x.count()
 	if n == 0 {
 		return nil
 	}

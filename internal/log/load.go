@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CleanShutdownFileName marks a log.dir whose logs were all flushed and
@@ -37,7 +38,7 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 	}
 	_, err := os.Stat(filepath.Join(filepath.Dir(dir), CleanShutdownFileName))
 	hadCleanShutdown := err == nil
-	l := &Log{dir: dir, logger: logger}
+	l := &Log{dir: dir, logger: logger, health: newDirHealth(filepath.Dir(dir), logger)}
 	l.cfg.Store(&cfg)
 	logStartOffset = max(logStartOffset, 0)
 	recoveryPoint = max(recoveryPoint, 0)
@@ -96,6 +97,12 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		l.recoveryPoint.Store(min(recoveryPoint, leo))
 	}
 	l.flushTarget.Store(l.recoveryPoint.Load())
+	// The sanity checks mapped the old segments' indexes; release the maps
+	// of flushed ones until a reader needs them (lazy indexes).
+	if _, err := l.unmapIdleIndexes(time.Now()); err != nil {
+		closeSegments(segs)
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
 	l.lastFlushMs.Store(active.created.UnixMilli())
 	logger.Debug("loaded log", "dir", dir, "segments", len(segs), "log_start_offset", logStart,
 		"log_end_offset", leo, "clean_shutdown", hadCleanShutdown)
@@ -265,7 +272,7 @@ func (l *Log) recoverSegments(segs []*segment, recoveryPoint int64) ([]*segment,
 			continue
 		}
 		l.logger.Warn("truncated invalid bytes during recovery", "dir", l.dir, "base_offset", segs[i].baseOffset,
-			"bytes", truncated, "reason", reason)
+			"file", segs[i].logPath, "position", segs[i].size.Load(), "bytes", truncated, "reason", reason)
 		for _, s := range segs[i+1:] {
 			l.logger.Warn("deleting segment after recovery truncation", "dir", l.dir, "base_offset", s.baseOffset)
 			if err := s.closeAndDelete(); err != nil {

@@ -24,6 +24,9 @@ import (
 type Log struct {
 	dir    string
 	logger *slog.Logger
+	// health is the log.dir's online state, shared with the other logs in
+	// the same log.dir when a Manager owns them (logdir_failure.go).
+	health *dirHealth
 
 	mu     sync.Mutex
 	cfg    atomic.Pointer[Config]
@@ -31,6 +34,8 @@ type Log struct {
 	// pendingDeletes are segments renamed to .deleted whose files stay open
 	// until file.delete.delay.ms has passed, so that in-flight reads finish.
 	pendingDeletes []pendingDelete
+	// cleanerState tells the log cleaner about truncations (cleaner_swap.go).
+	cleanerState cleanerLogState
 
 	stateMu  sync.RWMutex
 	segments []*segment // by base offset; the last is active; replaced, never mutated
@@ -153,7 +158,7 @@ func (l *Log) Roll() error {
 		return ErrClosed
 	}
 	_, leo := l.snapshot()
-	return l.rollLocked(leo)
+	return l.checkIO(l.rollLocked(leo))
 }
 
 // rollLocked is Kafka's LocalLog.roll: the new segment starts at
@@ -251,6 +256,9 @@ func (l *Log) flushUpTo(offset int64) error {
 	if l.filesClosed {
 		return ErrClosed
 	}
+	if err := l.OfflineError(); err != nil {
+		return err
+	}
 	// A truncation may have moved the end below a flush asked for earlier.
 	segs, leo := l.snapshot()
 	offset = min(offset, leo)
@@ -261,13 +269,13 @@ func (l *Log) flushUpTo(offset int64) error {
 	first := max(floorSegment(segs, rp), 0)
 	for i := first; i < len(segs) && segs[i].baseOffset < offset; i++ {
 		if err := segs[i].flush(); err != nil {
-			return fmt.Errorf("flush %s: %w", l.dir, err)
+			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
 		}
 	}
 	if l.dirNeedsSync.Swap(false) {
 		if err := syncDir(l.dir); err != nil {
 			l.dirNeedsSync.Store(true)
-			return fmt.Errorf("flush %s: %w", l.dir, err)
+			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
 		}
 	}
 	l.recoveryPoint.Store(offset)
@@ -298,7 +306,7 @@ func (l *Log) firstSegmentBase() int64 {
 // manager's flush scheduler calls it.
 func (l *Log) maybeFlushByTime(now time.Time) error {
 	cfg := l.config()
-	if now.UnixMilli()-l.lastFlushMs.Load() < cfg.FlushIntervalMs {
+	if l.OfflineError() != nil || now.UnixMilli()-l.lastFlushMs.Load() < cfg.FlushIntervalMs {
 		return nil
 	}
 	return l.Flush()
@@ -351,6 +359,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.logStartOffset.Load() > newLeo {
 		l.logStartOffset.Store(newLeo)
 	}
+	l.noteTruncation(newLeo)
 	l.logger.Info("truncated log", "dir", l.dir, "offset", offset, "log_end_offset", newLeo, "old_log_end_offset", leo)
 	return nil
 }
@@ -360,6 +369,7 @@ func (l *Log) TruncateTo(offset int64) error {
 func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	segs, _ := l.snapshot()
 	cfg := l.config()
+	l.noteTruncation(offset)
 	l.deleteSegmentsLocked(segs)
 	seg, err := openSegment(l.dir, offset, cfg, rollJitter(cfg))
 	if err != nil {
@@ -397,14 +407,24 @@ func (l *Log) deleteExpiredSegments(now time.Time) {
 
 func (l *Log) deleteExpiredSegmentsLocked(now time.Time) {
 	kept := l.pendingDeletes[:0]
+	var due []*segment
 	for _, p := range l.pendingDeletes {
 		if now.Before(p.deadline) {
 			kept = append(kept, p)
 			continue
 		}
-		if err := p.seg.closeAndDelete(); err != nil {
-			l.logger.Warn("delete segment failed", "dir", l.dir, "base_offset", p.seg.baseOffset, "err", err)
+		due = append(due, p.seg)
+	}
+	if len(due) > 0 {
+		// A background flush may still hold these segments from a snapshot
+		// taken before they were replaced; close them once it is done.
+		l.flushMu.Lock()
+		for _, s := range due {
+			if err := s.closeAndDelete(); err != nil {
+				l.logger.Warn("delete segment failed", "dir", l.dir, "base_offset", s.baseOffset, "err", err)
+			}
 		}
+		l.flushMu.Unlock()
 	}
 	clear(l.pendingDeletes[len(kept):])
 	l.pendingDeletes = kept
@@ -420,6 +440,9 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.bg.Wait()
+	if l.OfflineError() != nil {
+		return l.releaseFilesLocked()
+	}
 	err := l.Flush()
 	l.flushMu.Lock()
 	l.filesClosed = true

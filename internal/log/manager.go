@@ -34,7 +34,13 @@ type ManagerConfig struct {
 	// FileDeleteDelayMs is how long a deleted partition's directory stays
 	// (renamed *-delete) before removal; zero means the topic default.
 	FileDeleteDelayMs int64
-	Logger            *slog.Logger
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms, how often
+	// retention deletes old segments (retention.go); zero means 300000.
+	RetentionCheckIntervalMs int64
+	Logger                   *slog.Logger
+	// Cleaner is the log cleaner's settings (cleaner_manager.go); the zero
+	// value runs none.
+	Cleaner CleanerConfig
 }
 
 // Manager owns every partition log in the broker's log.dirs (Kafka's
@@ -51,7 +57,15 @@ type Manager struct {
 	doomed []doomedDir // directories renamed *-delete, removed after the delay
 	closed bool
 
+	// offlinePartitions are the partitions found in a log.dir that failed
+	// to load, by that directory (guarded by mu).
+	offlinePartitions map[TopicPartition]string
+
 	checkpointMu sync.Mutex // serializes checkpoint file writes
+
+	// cleaner compacts logs with cleanup.policy=compact; nil when
+	// log.cleaner.enable is off.
+	cleaner *logCleaner
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -59,12 +73,25 @@ type Manager struct {
 
 type logDir struct {
 	path string
-	err  error // set when the directory is unusable (Kafka's offline log dir)
+	err  error // set when the directory is unusable at start (Kafka's offline log dir)
+	// health goes offline at the first I/O error of any log in the directory.
+	health *dirHealth
+}
+
+// offline is nil for a usable directory, else why it is not.
+func (d *logDir) offline() error {
+	if d.err != nil {
+		return d.err
+	}
+	return d.health.offline()
 }
 
 type managedLog struct {
-	log     *Log
-	dir     *logDir
+	log *Log
+	dir *logDir
+	// claimed is set once the log is opened through GetOrCreate with its
+	// topic's settings; retention leaves a loaded log alone until then.
+	claimed bool
 	topicID [16]byte
 	hasID   bool
 }
@@ -123,6 +150,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.FileDeleteDelayMs <= 0 {
 		cfg.FileDeleteDelayMs = cfg.Default.FileDeleteDelayMs
 	}
+	if cfg.RetentionCheckIntervalMs <= 0 {
+		cfg.RetentionCheckIntervalMs = 300000
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -130,6 +160,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
+		d.health = newDirHealth(d.path, m.logger)
 		m.dirs = append(m.dirs, d)
 		if err := os.MkdirAll(d.path, 0o755); err != nil {
 			d.err = fmt.Errorf("create log dir: %w", err)
@@ -137,13 +168,27 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 			continue
 		}
 		if err := m.loadDir(d); err != nil {
-			m.closeLogs()
-			return nil, err
+			if !isIOError(err) {
+				m.closeLogs()
+				return nil, err
+			}
+			// As Kafka's loadLogs: an I/O error takes this directory
+			// offline; the others are served.
+			m.loadFailed(d, err)
+			continue
 		}
 		healthy++
 	}
 	if healthy == 0 {
 		return nil, fmt.Errorf("log manager: no usable log dir among %v", cfg.Dirs)
+	}
+	if cfg.Cleaner.Enable {
+		lc, err := newLogCleaner(m, cfg.Cleaner)
+		if err != nil {
+			m.closeLogs()
+			return nil, fmt.Errorf("log manager: %w", err)
+		}
+		m.cleaner = lc
 	}
 	return m, nil
 }
@@ -195,6 +240,7 @@ func (m *Manager) loadDir(d *logDir) error {
 		if err != nil {
 			return fmt.Errorf("load %s: %w", tp, err)
 		}
+		l.health = d.health
 		ml := &managedLog{log: l, dir: d}
 		if id, err := readPartitionMetadata(path); err == nil {
 			ml.topicID, ml.hasID = id, true
@@ -237,12 +283,20 @@ func (m *Manager) Start(ctx context.Context) {
 		defer m.wg.Done()
 		m.run(ctx, tick)
 	}()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.runRetention(ctx)
+	}()
+	if m.cleaner != nil {
+		m.cleaner.start(ctx, &m.wg)
+	}
 }
 
 func (m *Manager) run(ctx context.Context, tick time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	lastRecoveryCheckpoint, lastStartCheckpoint := time.Now(), time.Now()
+	lastRecoveryCheckpoint, lastStartCheckpoint, lastIndexSweep := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -263,6 +317,10 @@ func (m *Manager) run(ctx context.Context, tick time.Duration) {
 				m.logError("write log start offset checkpoints", m.checkpointLogStartOffsets())
 			}
 			m.removeDoomedDirs(now)
+			if now.Sub(lastIndexSweep) >= indexSweepInterval {
+				lastIndexSweep = now
+				m.unmapIdleIndexes(now)
+			}
 		}
 	}
 }
@@ -318,7 +376,7 @@ func (m *Manager) writeCheckpoints(file string, offset func(*Log) (int64, bool))
 	m.mu.Lock()
 	perDir := make(map[*logDir]map[TopicPartition]int64, len(m.dirs))
 	for _, d := range m.dirs {
-		if d.err == nil {
+		if d.offline() == nil {
 			perDir[d] = map[TopicPartition]int64{}
 		}
 	}
@@ -331,6 +389,9 @@ func (m *Manager) writeCheckpoints(file string, offset func(*Log) (int64, bool))
 	var errs []error
 	for d, offsets := range perDir {
 		if err := writeCheckpoint(filepath.Join(d.path, file), offsets); err != nil {
+			if isIOError(err) {
+				d.health.fail(err) // Kafka: a checkpoint that cannot be written takes the dir offline
+			}
 			errs = append(errs, err)
 		}
 	}
@@ -360,18 +421,32 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 			}
 			ml.topicID, ml.hasID = topicID, true
 		}
+		if !ml.claimed {
+			// A log loaded at start had the broker defaults until now.
+			ml.log.UpdateConfig(cfg)
+			ml.claimed = true
+		}
 		return ml.log, nil
+	}
+	if dir, ok := m.offlinePartitions[tp]; ok {
+		// Its data is in a log.dir that failed to load: an empty log
+		// elsewhere would hide it (Kafka refuses likewise).
+		return nil, fmt.Errorf("create %s: %w: its log is in offline dir %s", tp, ErrKafkaStorage, dir)
 	}
 	d := m.nextDirLocked()
 	if d == nil {
-		return nil, fmt.Errorf("create %s: no usable log dir", tp)
+		return nil, fmt.Errorf("create %s: %w: no usable log dir", tp, ErrKafkaStorage)
 	}
 	path := filepath.Join(d.path, tp.String())
 	l, err := Open(path, cfg, 0, 0, m.logger.With("partition", tp.String()))
 	if err != nil {
+		if isIOError(err) {
+			d.health.fail(err)
+		}
 		return nil, fmt.Errorf("create %s: %w", tp, err)
 	}
-	ml := &managedLog{log: l, dir: d}
+	l.health = d.health
+	ml := &managedLog{log: l, dir: d, claimed: true}
 	if hasID {
 		if err := writePartitionMetadata(path, topicID); err != nil {
 			l.Close()
@@ -391,13 +466,22 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 // nextDirLocked picks the usable log.dir holding the fewest partitions
 // (Kafka's LogManager.nextLogDirs).
 func (m *Manager) nextDirLocked() *logDir {
+	online := 0
+	for _, d := range m.dirs {
+		if d.offline() == nil {
+			online++
+		}
+	}
+	// Counting is O(partitions) per create; with one choice it is not needed.
 	counts := map[*logDir]int{}
-	for _, ml := range m.logs {
-		counts[ml.dir]++
+	if online > 1 {
+		for _, ml := range m.logs {
+			counts[ml.dir]++
+		}
 	}
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.offline() != nil {
 			continue
 		}
 		if best == nil || counts[d] < counts[best] {
@@ -444,6 +528,7 @@ func (m *Manager) All() map[TopicPartition]*Log {
 // "<topic>-<partition>.<uuid>-delete" (Kafka's naming); the background task
 // removes it after the file delete delay.
 func (m *Manager) Delete(tp TopicPartition) error {
+	m.cleaner.abort(tp) // before mu: the cleaner takes its lock, then mu
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ml, ok := m.logs[tp]
@@ -476,8 +561,13 @@ func (m *Manager) DescribeDirs() []DirDescription {
 	defer m.mu.Unlock()
 	out := make([]DirDescription, 0, len(m.dirs))
 	for _, d := range m.dirs {
-		desc := DirDescription{Path: d.path, Err: d.err}
-		if d.err == nil {
+		desc := DirDescription{Path: d.path, Err: d.offline()}
+		if desc.Err != nil {
+			// Kafka describes an offline dir by its error alone.
+			out = append(out, desc)
+			continue
+		}
+		if desc.Err == nil {
 			var st unix.Statfs_t
 			if err := unix.Statfs(d.path, &st); err != nil {
 				desc.Err = fmt.Errorf("statfs %s: %w", d.path, err)
@@ -519,7 +609,7 @@ func (m *Manager) Close() error {
 	dirErrs := m.closeLogs()
 	errs := []error{m.checkpointRecoveryPoints(), m.checkpointLogStartOffsets()}
 	for _, d := range m.dirs {
-		if d.err != nil || dirErrs[d] != nil {
+		if d.offline() != nil || dirErrs[d] != nil {
 			errs = append(errs, dirErrs[d])
 			continue
 		}

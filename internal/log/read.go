@@ -33,6 +33,9 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	if maxBytes < 0 {
 		return empty, fmt.Errorf("read %s: invalid max bytes %d", l.dir, maxBytes)
 	}
+	if err := l.OfflineError(); err != nil {
+		return empty, err
+	}
 	segs, leo := l.snapshot()
 	logStart := l.logStartOffset.Load()
 	if offset < logStart || offset > leo {

@@ -46,6 +46,10 @@ type segment struct {
 
 	size atomic.Int64 // bytes of complete batches
 
+	// fileRefs keeps logFile open while zero-copy sends of its bytes are
+	// pending (sendfile.go).
+	fileRefs fileRefs
+
 	// Appender state, guarded by the log's append lock.
 	indexIntervalBytes       int64
 	bytesSinceLastIndexEntry int64
@@ -274,8 +278,10 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 	maxTs, maxTsOffset := noTimestamp, s.baseOffset
 	var validBytes, lastIndexEntry int64
 	prevLast := s.baseOffset - 1
-	// Recovery reads every byte; read ahead further than a lookup does.
-	sc := &batchScanner{f: s.logFile, end: fileSize, buf: make([]byte, 1<<20)}
+	// Recovery reads every byte; read ahead further than a lookup does, but
+	// no further than the file (10,000 nearly empty active segments must not
+	// cost 10,000 MiB of buffers at start-up).
+	sc := &batchScanner{f: s.logFile, end: fileSize, buf: make([]byte, min(1<<20, max(fileSize, 4096)))}
 	var invalid error
 	for sc.next() {
 		b, err := sc.batch()
@@ -448,7 +454,7 @@ func (s *segment) close() error {
 		ts, off := s.maxTimestampAndOffset()
 		errs = append(errs, s.timeIdx.maybeAppend(ts, off, true))
 	}
-	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.trimLogFile(), s.logFile.Close())
+	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.trimLogFile(), s.closeLogFile())
 	return errors.Join(errs...)
 }
 

@@ -69,6 +69,7 @@ type conn struct {
 	mu         sync.Mutex
 	queue      []*pending // responses in request order; head is written next
 	readerDone bool       // no more entries will be queued
+	writerGone bool       // the writer exited: finished responses are released, not queued
 	wake       chan struct{}
 	writerDone chan struct{}
 }
@@ -77,7 +78,10 @@ type conn struct {
 type pending struct {
 	done  bool   // guarded by conn.mu: the request finished
 	frame []byte // the encoded response; nil sends nothing
-	fail  bool   // close the connection when the writer reaches this place
+	holes []Hole // file ranges spliced into frame (a FileResponse)
+	// release gives back the file ranges once written or dropped; may be nil.
+	release func()
+	fail    bool // close the connection when the writer reaches this place
 }
 
 func newConn(s *Server, nc net.Conn, listener string) *conn {
@@ -284,12 +288,13 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	if prev != nil {
 		<-prev // closed by the previous request's process at the latest
 	}
-	var frame []byte
+	var frame Frame
+	var release func()
 	ok := false
 	// After a failed request the connection is closing: requests read
 	// behind it are dropped unhandled, as Kafka drops them with the channel.
 	if !c.failed.Load() {
-		frame, ok = c.handle(req)
+		frame, release, ok = c.handle(req)
 	}
 	if !ok {
 		c.failed.Store(true)
@@ -297,8 +302,12 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	req.Dispatched()
 	<-c.srv.queued
 	c.mu.Lock()
-	p.done, p.frame, p.fail = true, frame, !ok
+	p.done, p.frame, p.holes, p.release, p.fail = true, frame.Buf, frame.Holes, release, !ok
+	gone := c.writerGone
 	c.mu.Unlock()
+	if gone && release != nil {
+		release()
+	}
 	c.signal()
 	if !ok {
 		c.stopReading()
@@ -306,39 +315,56 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 }
 
 // handle calls the handler and encodes its response. ok=false closes the
-// connection once the responses before this one are written.
-func (c *conn) handle(req *Request) (frame []byte, ok bool) {
+// connection once the responses before this one are written. release, when
+// not nil, gives back the file ranges of a FileResponse.
+func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 	h := req.Header
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("closing connection: request handler panicked", "api_key", h.APIKey,
 				"api_version", h.APIVersion, "correlation_id", h.CorrelationID,
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			frame, ok = nil, false
+			if release != nil {
+				release()
+			}
+			frame, release, ok = Frame{}, nil, false
 		}
 	}()
 	resp, err := c.srv.handler.Handle(c.ctx, req)
+	fileResp, isFileResp := resp.(FileResponse)
+	if isFileResp {
+		release = fileResp.Release
+	}
+	fail := func() (Frame, func(), bool) {
+		if release != nil {
+			release()
+		}
+		return Frame{}, nil, false
+	}
 	if err != nil {
 		if c.ctx.Err() == nil {
 			c.log.Warn("closing connection: request failed", "api_key", h.APIKey,
 				"api_version", h.APIVersion, "correlation_id", h.CorrelationID, "err", err)
 		}
-		return nil, false
+		return fail()
 	}
 	if resp == nil {
-		return nil, true
+		return Frame{}, nil, true
 	}
 	if resp.Key() != h.APIKey {
 		c.log.Error("closing connection: handler answered with the wrong response type",
 			"api_key", h.APIKey, "response_key", resp.Key())
-		return nil, false
+		return fail()
 	}
 	version := h.APIVersion
 	if req.UnsupportedVersion {
 		version = 0
 	}
 	resp.SetVersion(version)
-	return encodeResponse(h.CorrelationID, resp), true
+	if isFileResp {
+		return encodeFileResponse(h.CorrelationID, fileResp), release, true
+	}
+	return Frame{Buf: encodeResponse(h.CorrelationID, resp)}, nil, true
 }
 
 // writeLoop writes finished responses in request order, batching those that
@@ -346,6 +372,7 @@ func (c *conn) handle(req *Request) (frame []byte, ok bool) {
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer close(c.writerDone)
+	defer c.releaseUnwritten()
 	for {
 		c.mu.Lock()
 		var ready []*pending
@@ -357,21 +384,31 @@ func (c *conn) writeLoop() {
 		finished := c.readerDone && len(c.queue) == 0
 		c.mu.Unlock()
 
-		for _, p := range ready {
+		for i, p := range ready {
 			if p.fail {
 				// Kafka closes the channel; send what was answered before.
 				_ = c.flush()
 				c.abort()
+				releaseAll(ready[i:])
 				return
 			}
 			if p.frame != nil {
 				_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.ConnectionsMaxIdle))
-				if _, err := c.bw.Write(p.frame); err != nil {
+				var err error
+				if len(p.holes) > 0 {
+					err = c.writeFrame(Frame{Buf: p.frame, Holes: p.holes})
+				} else {
+					_, err = c.bw.Write(p.frame)
+				}
+				if err != nil {
 					c.writeFailed(err)
+					releaseAll(ready[i:])
 					return
 				}
 				c.touch()
 			}
+			// Buffered bytes of a range were copied; sendfile is done.
+			releaseAll(ready[i : i+1])
 			<-c.inflight
 		}
 		if len(ready) > 0 {
@@ -425,4 +462,31 @@ func apiVersionOf(frame []byte) int16 {
 		return -1
 	}
 	return int16(binary.BigEndian.Uint16(frame[2:]))
+}
+
+// releaseAll gives back the file ranges of responses that were written or
+// will not be.
+func releaseAll(ps []*pending) {
+	for _, p := range ps {
+		if p.release != nil {
+			p.release()
+			p.release = nil
+		}
+	}
+}
+
+// releaseUnwritten runs when the writer exits: the file ranges of responses
+// that were finished but never written are given back, and responses that
+// finish later release their own (writerGone).
+func (c *conn) releaseUnwritten() {
+	c.mu.Lock()
+	c.writerGone = true
+	var unwritten []*pending
+	for _, p := range c.queue {
+		if p != nil && p.done {
+			unwritten = append(unwritten, p)
+		}
+	}
+	c.mu.Unlock()
+	releaseAll(unwritten)
 }

@@ -80,7 +80,9 @@ type Handler interface {
 	// Handle returns the response to send (its version is set to the request
 	// version by the server), or nil to send nothing (produce acks=0).
 	// A non-nil error closes the connection (after logging). ctx is cancelled
-	// when the connection closes or the server is shut down hard.
+	// when the connection closes or the server is shut down hard. A response
+	// that implements FileResponse is sent with its file ranges and released
+	// once written or dropped, also when Handle returns it with an error.
 	Handle(ctx context.Context, req *Request) (kmsg.Response, error)
 }
 

@@ -8,7 +8,9 @@
 // of one connection are processed concurrently. The writer sends responses
 // strictly in request order, as the Kafka protocol requires (clients match
 // responses by order, the correlation id is only a check). When the slots run
-// out the reader stops reading and TCP pushes back on the client.
+// out the reader stops reading and TCP pushes back on the client. A response
+// may leave file ranges out of its encoding (FileResponse, for Fetch's record
+// batches); the writer sends those with sendfile (sendfile.go).
 //
 // Requests that cannot be decoded (unknown API key, unserved version, bad
 // body) or frames larger than socket.request.max.bytes close the connection,

@@ -153,6 +153,15 @@ func LogConfig(t config.Topic) log.Config {
 		FlushIntervalMs:       t.FlushMs,
 		Preallocate:           t.Preallocate,
 		FileDeleteDelayMs:     t.FileDeleteDelayMs,
+		DeleteEnabled:         t.Delete(),
+		RetentionMs:           t.RetentionMs,
+		RetentionBytes:        t.RetentionBytes,
+
+		Compact:                t.Compact(),
+		DeleteRetentionMs:      t.DeleteRetentionMs,
+		MinCompactionLagMs:     t.MinCompactionLagMs,
+		MaxCompactionLagMs:     t.MaxCompactionLagMs,
+		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
 	}
 }
 

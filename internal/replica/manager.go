@@ -41,6 +41,9 @@ type Manager struct {
 	partitions map[log.TopicPartition]*partition.Partition
 
 	appended broadcast
+	// reconciled is set once an image has been reconciled in full; later
+	// images are applied by their deltas. Publish's caller serializes it.
+	reconciled bool
 }
 
 // New returns a manager over the opened logs. It hosts nothing until the
@@ -71,10 +74,11 @@ func (m *Manager) Layers(img *metadata.Image, topic string) config.Layers {
 	}
 }
 
-// Publish reconciles the hosted partitions with a new image: it creates the
-// logs of partitions assigned here, applies leadership and configs, and
-// deletes logs whose topic is gone (or was recreated under a new id).
-func (m *Manager) Publish(_ *metadata.Delta, img *metadata.Image) {
+// reconcileAll reconciles every hosted partition with an image: it creates
+// the logs of partitions assigned here, applies leadership and configs, and
+// deletes logs whose topic is gone (or was recreated under a new id). It
+// costs O(partitions); Publish uses it only when it must (publish.go).
+func (m *Manager) reconcileAll(img *metadata.Image) {
 	m.image.Store(img)
 	want := make(map[log.TopicPartition]bool)
 	for _, t := range img.Topics.ByName {
@@ -193,10 +197,36 @@ func (m *Manager) Leader(topic string, p int32) (*partition.Partition, error) {
 	m.mu.RLock()
 	part, ok := m.partitions[log.TopicPartition{Topic: topic, Partition: p}]
 	m.mu.RUnlock()
+	if ok && part.Log().OfflineError() != nil {
+		// Kafka's HostedPartition.Offline: the log's directory failed.
+		return nil, kerr.KafkaStorageError
+	}
 	if !ok || !part.IsLeader() {
 		return nil, kerr.NotLeaderForPartition
 	}
 	return part, nil
+}
+
+// DeleteRecords raises a partition's log start offset to offset (-1: the
+// high watermark) and returns the new low watermark (Kafka's
+// Partition.deleteRecordsOnLeader). With one replica the low watermark is
+// the leader's log start offset, so the answer needs no waiting.
+func (m *Manager) DeleteRecords(topic string, p int32, offset int64) (lowWatermark int64, err error) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return -1, err
+	}
+	if !part.Config().Delete() {
+		return -1, kerr.PolicyViolation
+	}
+	lw, err := part.Log().DeleteRecordsBefore(offset)
+	if errors.Is(err, log.ErrOffsetOutOfRange) {
+		return -1, kerr.OffsetOutOfRange
+	}
+	if err != nil {
+		return -1, fmt.Errorf("delete records of %s-%d: %w", topic, p, err)
+	}
+	return lw, nil
 }
 
 // Hosted returns the partition if this broker has a replica of it.
@@ -234,12 +264,26 @@ type FetchResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          []byte
-	Err              error
+	// File holds the records instead of Records after ReadFileRange: a
+	// range of a segment file for a zero-copy send, which the caller
+	// releases (File.Release) once sent.
+	File log.FileRange
+	Err  error
 }
 
 // Read reads from a partition this broker leads, bounded by the high
 // watermark (or the last stable offset for read_committed).
 func (m *Manager) Read(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch bool) FetchResult {
+	return m.read(topic, p, currentLeaderEpoch, offset, maxBytes, readCommitted, minOneBatch, false)
+}
+
+// ReadFileRange is Read with the records left in their segment file
+// (FetchResult.File), for fetch responses sent with sendfile.
+func (m *Manager) ReadFileRange(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch bool) FetchResult {
+	return m.read(topic, p, currentLeaderEpoch, offset, maxBytes, readCommitted, minOneBatch, true)
+}
+
+func (m *Manager) read(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch, zeroCopy bool) FetchResult {
 	part, err := m.Leader(topic, p)
 	if err != nil {
 		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
@@ -259,7 +303,12 @@ func (m *Manager) Read(topic string, p int32, currentLeaderEpoch int32, offset i
 	if offset > bound && offset <= l.LogEndOffset() {
 		return res
 	}
-	info, err := l.Read(offset, maxBytes, bound, minOneBatch)
+	var info log.ReadInfo
+	if zeroCopy {
+		res.File, err = l.ReadFileRange(offset, maxBytes, bound, minOneBatch)
+	} else {
+		info, err = l.Read(offset, maxBytes, bound, minOneBatch)
+	}
 	if err != nil {
 		if errors.Is(err, log.ErrOffsetOutOfRange) {
 			err = kerr.OffsetOutOfRange
@@ -276,7 +325,7 @@ func (m *Manager) Read(topic string, p int32, currentLeaderEpoch int32, offset i
 func (m *Manager) Appended() <-chan struct{} { return m.appended.wait() }
 
 // broadcast wakes every waiter at once: each waiter holds the current
-// channel, and notify closes it and installs a fresh one.
+// channel, and notify closes it; the next waiter makes a fresh one.
 type broadcast struct {
 	mu sync.Mutex
 	ch chan struct{}
@@ -287,13 +336,20 @@ func (b *broadcast) init() { b.ch = make(chan struct{}) }
 func (b *broadcast) wait() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
 	return b.ch
 }
 
+// notify wakes the waiters. The next channel is made by the next waiter, so
+// appends nobody waits for allocate nothing.
 func (b *broadcast) notify() {
 	b.mu.Lock()
-	close(b.ch)
-	b.ch = make(chan struct{})
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
 	b.mu.Unlock()
 }
 

@@ -82,7 +82,16 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		FlushOffsetCheckpointIntervalMs:      s.cfg.LogFlushOffsetCheckpointIntervalMs,
 		FlushStartOffsetCheckpointIntervalMs: s.cfg.LogFlushStartOffsetCheckpointIntervalMs,
 		FileDeleteDelayMs:                    s.cfg.LogDeleteDelayMs,
+		RetentionCheckIntervalMs:             s.cfg.LogRetentionCheckIntervalMs,
 		Logger:                               s.logger.With("component", "log"),
+		Cleaner: log.CleanerConfig{
+			Enable:             s.cfg.LogCleanerEnable,
+			Threads:            s.cfg.LogCleanerThreads,
+			DedupeBufferSize:   s.cfg.LogCleanerDedupeBufferSize,
+			IOBufferSize:       int64(s.cfg.LogCleanerIOBufferSize),
+			IOBufferLoadFactor: s.cfg.LogCleanerIOBufferLoadFactor,
+			BackoffMs:          s.cfg.LogCleanerBackoffMs,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("open log dirs: %w", err)

@@ -1,0 +1,159 @@
+package log
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestLazyIndexMaps checks that a reopened log maps only its active
+// segment's indexes, maps an old segment's indexes when a read needs them,
+// and unmaps them again once idle; reads stay correct throughout.
+func TestLazyIndexMaps(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 8 << 10
+	cfg.IndexIntervalBytes = 512
+	l, dir := openTestLog(t, cfg)
+	batches := fillLog(t, l, 60, 5, 100, 1_700_000_000_000)
+	segs := len(segmentFiles(t, dir, logFileSuffix))
+	if segs < 4 {
+		t.Fatalf("want several segments, have %d", segs)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	markClean(t, dir)
+
+	l, err := Open(dir, cfg, 0, 0, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.MappedIndexes(); got != 2 {
+		t.Fatalf("after open %d index maps, want 2 (the active segment's)", got)
+	}
+
+	// A read in the middle of the first segment searches its offset index.
+	res, err := l.Read(10, math.MaxInt32, math.MaxInt64, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FirstBatchOffset != 10 || string(res.Records[:len(batches[2])]) != string(batches[2]) {
+		t.Fatalf("read at 10 returned batch %d", res.FirstBatchOffset)
+	}
+	if got := l.MappedIndexes(); got != 3 {
+		t.Fatalf("after a read of an old segment %d index maps, want 3", got)
+	}
+	// A timestamp search maps time indexes of the segments it visits.
+	if off, _, ok := l.OffsetForTimestamp(1_700_000_000_000 + 12); !ok || off != 12 {
+		t.Fatalf("offset for timestamp: %d %v", off, ok)
+	}
+
+	// Recently used maps stay; idle ones go; the active segment's stay.
+	if n, err := l.unmapIdleIndexes(time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("unmapped %d recently used maps (err %v)", n, err)
+	}
+	n, err := l.unmapIdleIndexes(time.Now())
+	if err != nil || n == 0 {
+		t.Fatalf("unmapped %d idle maps (err %v)", n, err)
+	}
+	if got := l.MappedIndexes(); got != 2 {
+		t.Fatalf("after the idle sweep %d index maps, want 2", got)
+	}
+
+	// Everything still reads back, remapping as needed, and appends go on.
+	off := int64(0)
+	for i, b := range batches {
+		res, err := l.Read(off, int32(len(b)), math.MaxInt64, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res.Records) != string(b) {
+			t.Fatalf("batch %d differs after remapping", i)
+		}
+		off += 5
+	}
+	fillLog(t, l, 5, 5, 100, 1_700_000_100_000)
+	if got, want := l.LogEndOffset(), int64(65*5); got != want {
+		t.Fatalf("log end offset %d, want %d", got, want)
+	}
+}
+
+// TestLazyIndexKeepsUnflushedMaps checks that the idle sweep unmaps only
+// segments below the recovery point (their index pages are on disk) and
+// never the active segment's.
+func TestLazyIndexKeepsUnflushedMaps(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 8 << 10
+	l, _ := openTestLog(t, cfg)
+	defer l.Close()
+	fillLog(t, l, 40, 5, 100, 1_700_000_000_000)
+	segs, _ := l.snapshot()
+	// Wait for the background flush of rolled segments, then roll no more.
+	deadline := time.Now().Add(10 * time.Second)
+	for l.RecoveryPoint() < segs[len(segs)-1].baseOffset {
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery point stuck at %d", l.RecoveryPoint())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := l.MappedIndexes()
+	if before != 2*len(segs) {
+		t.Fatalf("%d maps for %d segments written in this process", before, len(segs))
+	}
+	if _, err := l.unmapIdleIndexes(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Every segment but the active one ends below the recovery point.
+	if got := l.MappedIndexes(); got != 2 {
+		t.Fatalf("%d maps after the sweep, want 2", got)
+	}
+}
+
+// TestLazyIndexRecoveryAfterCrash reopens a copy of a log taken while it was
+// open (preallocated, untrimmed indexes: a crash): recovery rebuilds the
+// active segment's index through a mapping made on demand.
+func TestLazyIndexRecoveryAfterCrash(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentIndexBytes = 64 << 10
+	cfg.IndexIntervalBytes = 512
+	l, dir := openTestLog(t, cfg)
+	batches := fillLog(t, l, 50, 5, 100, 1_700_000_000_000)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := filepath.Join(t.TempDir(), "logs", "topic-0")
+	if err := os.MkdirAll(crashed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
+		for _, src := range segmentFiles(t, dir, suffix) {
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(crashed, filepath.Base(src)), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(crashed, cfg, 0, 0, testLogger())
+	if err != nil {
+		t.Fatalf("open after crash: %v", err)
+	}
+	defer r.Close()
+	off := int64(0)
+	for i, b := range batches {
+		res, err := r.Read(off, int32(len(b)), math.MaxInt64, true)
+		if err != nil || string(res.Records) != string(b) {
+			t.Fatalf("batch %d after recovery: %v", i, err)
+		}
+		off += 5
+	}
+	fillLog(t, r, 20, 5, 100, 1_700_000_100_000)
+}
