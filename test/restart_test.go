@@ -164,8 +164,11 @@ func TestRestartKill9(t *testing.T) {
 	const partitions, minAcksPerCodec = 3, 1500
 	b := startBrokerFlags(t, debugFlags)
 	setup := newKgo(t, b)
+	// Small segments (Kafka's minimum) and large-ish records: segments roll
+	// every few hundred acks, so kills also land around rolls.
+	smallSegments := map[string]*string{"segment.bytes": strp("1048576")}
 	for _, codec := range codecs {
-		createTopic(t, setup, topicName("crash", codec), partitions, nil)
+		createTopic(t, setup, topicName("crash", codec), partitions, smallSegments)
 	}
 	setup.Close()
 
@@ -242,7 +245,7 @@ func produceUntilKilled(t *testing.T, b *broker, round, minAcks int) []ack {
 		go func() {
 			defer wg.Done()
 			for seq := 0; ctx.Err() == nil; seq++ {
-				value := fmt.Sprintf("r%d-%s-%07d-%s", round, codec, seq, strings.Repeat("y", 40))
+				value := fmt.Sprintf("r%d-%s-%07d-%s", round, codec, seq, strings.Repeat("y", 400))
 				inflight.Add(1)
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}, func(r *kgo.Record, err error) {
 					defer inflight.Done()
