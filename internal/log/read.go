@@ -30,82 +30,22 @@ type ReadInfo struct {
 //     consumer can always make progress.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
 	empty := ReadInfo{FirstBatchOffset: -1}
-	if maxBytes < 0 {
-		return empty, fmt.Errorf("read %s: invalid max bytes %d", l.dir, maxBytes)
-	}
-	if err := l.OfflineError(); err != nil {
+	r, err := l.ReadFileRange(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil {
 		return empty, err
 	}
-	segs, leo := l.snapshot()
-	logStart := l.logStartOffset.Load()
-	if offset < logStart || offset > leo {
-		return empty, fmt.Errorf("read %s at %d (log start %d, log end %d): %w", l.dir, offset, logStart, leo, ErrOffsetOutOfRange)
-	}
-	if offset == leo || offset >= maxOffset {
+	defer r.Release()
+	if r.Size == 0 {
 		return empty, nil
 	}
-	for i := max(floorSegment(segs, offset), 0); i < len(segs); i++ {
-		seg := segs[i]
-		limit := seg.size.Load()
-		first, found, err := seg.translateOffset(offset, limit)
-		if err != nil {
-			return empty, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
-		}
-		if !found {
-			continue
-		}
-		return l.readFrom(seg, first, limit, maxBytes, maxOffset, minOneBatch)
+	buf, err := r.ReadAll()
+	if err != nil {
+		return empty, err
 	}
-	return empty, nil
-}
-
-// readFrom reads whole batches from first on, within limit, maxBytes and
-// maxOffset.
-func (l *Log) readFrom(seg *segment, first batchPosition, limit int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
-	empty := ReadInfo{FirstBatchOffset: -1}
-	if first.hdr.LastOffset() >= maxOffset {
-		return empty, nil
-	}
-	budget := int64(maxBytes)
-	if minOneBatch && first.size > budget {
-		budget = first.size
-	}
-	n := min(limit-first.pos, budget)
-	if n < first.size {
-		return empty, nil
-	}
-	buf := make([]byte, n)
-	got, err := seg.logFile.ReadAt(buf, first.pos)
-	if int64(got) < first.size {
-		// The segment shrank under us (a concurrent truncation).
-		return empty, fmt.Errorf("read %s at position %d: %w", seg.logPath, first.pos, errors.Join(err, errShortRead))
-	}
-	buf = buf[:got]
-	end := wholeBatchesBelow(buf, maxOffset)
-	if end == 0 {
-		return empty, nil
-	}
-	return ReadInfo{Records: buf[:end:end], FirstBatchOffset: first.hdr.BaseOffset}, nil
+	return ReadInfo{Records: buf, FirstBatchOffset: r.FirstBatchOffset}, nil
 }
 
 var errShortRead = errors.New("short read")
-
-// wholeBatchesBelow returns the length of the longest prefix of b made of
-// whole batches whose offsets are all below maxOffset.
-func wholeBatchesBelow(b []byte, maxOffset int64) int {
-	end := 0
-	for len(b)-end >= record.HeaderSize {
-		h, err := record.ParseHeader(b[end:])
-		if err != nil || h.Length < minBatchSize-record.LogOverhead {
-			break
-		}
-		if end+h.Size() > len(b) || h.LastOffset() >= maxOffset {
-			break
-		}
-		end += h.Size()
-	}
-	return end
-}
 
 // OffsetForTimestamp finds the first record whose timestamp is >= ts (Kafka's
 // ListOffsets by timestamp): the first segment whose largest timestamp
