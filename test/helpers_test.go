@@ -34,8 +34,9 @@ func kgoCodec(t *testing.T, name string) kgo.CompressionCodec {
 	return kgo.NoCompression()
 }
 
-// newKgo returns a franz-go client for b that is closed with the test. The
-// broker has no idempotent producer yet, so idempotent writes are off.
+// newKgo returns a franz-go client for b that is closed with the test.
+// Idempotent writes are off so that these suites drive the plain produce
+// path; idempotence_test.go drives the idempotent one.
 func newKgo(t *testing.T, b *broker, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{

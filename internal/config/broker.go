@@ -145,6 +145,7 @@ type Broker struct {
 	TransactionRemoveExpiredIntervalMs   int64    // transaction.remove.expired.transaction.cleanup.interval.ms
 	TransactionPartitionVerification     bool     // transaction.partition.verification.enable
 	ProducerIDExpirationMs               int64    // producer.id.expiration.ms
+	ProducerIDExpirationCheckIntervalMs  int64    // producer.id.expiration.check.interval.ms
 
 	BrokerRack                string   // broker.rack
 	AuthorizerClassName       string   // authorizer.class.name
@@ -492,6 +493,7 @@ func loadTunables(b *Broker, v values) {
 	b.TransactionRemoveExpiredIntervalMs = v.i64("transaction.remove.expired.transaction.cleanup.interval.ms")
 	b.TransactionPartitionVerification = v.boolean("transaction.partition.verification.enable")
 	b.ProducerIDExpirationMs = v.i64("producer.id.expiration.ms")
+	b.ProducerIDExpirationCheckIntervalMs = v.i64("producer.id.expiration.check.interval.ms")
 
 	b.BrokerRack = v.str("broker.rack")
 	b.AuthorizerClassName = v.str("authorizer.class.name")

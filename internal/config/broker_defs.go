@@ -380,6 +380,8 @@ var brokerDefList = []Def{
 		"Verify that a partition was added to the transaction before a transactional write."),
 	bdef("producer.id.expiration.ms", Int, ptr("86400000"), atLeast(1), ClusterWide,
 		"A producer id without writes for this long is forgotten by the partition leader."),
+	bdef("producer.id.expiration.check.interval.ms", Int, ptr("600000"), atLeast(1), ReadOnly,
+		"How often partition leaders remove producer ids that have expired."),
 	bdef("share.coordinator.state.topic.replication.factor", Short, ptr("3"), atLeast(1), ReadOnly,
 		"Replication factor of __share_group_state."),
 	bdef("share.coordinator.state.topic.min.isr", Short, ptr("2"), atLeast(1), ReadOnly,

@@ -7,7 +7,12 @@ package handlers
 // transaction protocol of KIP-890 and v13 with topic ids. Requests of one
 // connection are appended in the order they were sent. Each partition's
 // records are validated and appended by its leader (replica -> partition ->
-// log). acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every
+// log). Batches from idempotent producers are checked against the
+// partition's producer state there: a retried batch is answered with its
+// original base offset and no error, a sequence gap with
+// OUT_OF_ORDER_SEQUENCE_NUMBER, an older producer epoch with
+// INVALID_PRODUCER_EPOCH, a transactional batch (no transactions yet) with
+// INVALID_TXN_STATE. acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every
 // partition. With acks=0 nothing is answered; if any partition failed, the
 // connection is closed, which is how Kafka tells an acks=0 producer that
 // something went wrong.

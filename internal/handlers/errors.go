@@ -25,6 +25,14 @@ func errorCode(err error) int16 {
 	if errors.Is(err, log.ErrKafkaStorage) {
 		return kerr.KafkaStorageError.Code
 	}
+	switch {
+	case errors.Is(err, log.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, log.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, log.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	}
 	if code := record.KafkaErrorCode(err); code != kerr.UnknownServerError.Code {
 		return code
 	}

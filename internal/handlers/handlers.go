@@ -13,6 +13,7 @@ import (
 
 	"gregor/internal/config"
 	"gregor/internal/controller"
+	"gregor/internal/coordinator/producerid"
 	"gregor/internal/log"
 	"gregor/internal/network"
 	"gregor/internal/replica"
@@ -26,7 +27,9 @@ type Deps struct {
 	Replica    *replica.Manager
 	Controller *controller.Controller
 	Logs       *log.Manager
-	Logger     *slog.Logger
+	// ProducerIDs hands out producer ids for InitProducerId.
+	ProducerIDs *producerid.Manager
+	Logger      *slog.Logger
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -50,7 +53,7 @@ var brokerAPIs = []*api{
 	&produceAPI, &fetchAPI, &listOffsetsAPI, &metadataAPI, &apiVersionsAPI,
 	&createTopicsAPI, &deleteTopicsAPI, &describeConfigsAPI, &alterConfigsAPI,
 	&describeLogDirsAPI, &createPartitionsAPI, &incrementalAlterConfigsAPI,
-	&describeClusterAPI, &deleteRecordsAPI,
+	&describeClusterAPI, &deleteRecordsAPI, &initProducerIDAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

@@ -20,12 +20,22 @@ type AppendInfo struct {
 	Bytes         int
 	// RecordErrors names rejected records when validation fails on them.
 	RecordErrors []record.RecordError
+	// Duplicate reports an idempotent producer's retry of a batch already in
+	// the log: nothing was written, the offsets are the original batch's.
+	Duplicate bool
 }
 
 // AppendAsLeader validates a producer's records and assigns them offsets from
 // the log end offset, under the append lock so that offsets are handed out in
 // write order (Kafka's UnifiedLog.append with origin CLIENT). The records are
 // changed in place unless the validator rebuilt them.
+//
+// A batch with a producer id is then checked against the producer state
+// (producer_state.go): a duplicate of one of the producer's last five
+// batches is not written, and the answer carries the original batch's
+// offsets, with its max timestamp as LogAppendTime, as Kafka answers;
+// a sequence gap is ErrOutOfOrderSequence, an old epoch
+// ErrInvalidProducerEpoch, a transactional batch ErrInvalidTxnState.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.ValidateOptions) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -41,6 +51,28 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.Vali
 	if err != nil {
 		return AppendInfo{RecordErrors: res.RecordErrors, FirstOffset: -1, LastOffset: -1}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
+	// Offsets are assigned; the producer state decides, as in Kafka's
+	// order, before anything is written.
+	h, err := record.ParseHeader(res.Records)
+	if err != nil {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	if h.ProducerID >= 0 {
+		dup, isDup, err := l.producers.checkClientBatch(h, l.dir)
+		if err != nil {
+			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
+		if isDup {
+			return AppendInfo{
+				FirstOffset:          dup.firstOffset(),
+				LastOffset:           dup.lastOffset,
+				MaxTimestamp:         dup.timestamp,
+				OffsetOfMaxTimestamp: dup.lastOffset,
+				LogAppendTime:        dup.timestamp,
+				Duplicate:            true,
+			}, nil
+		}
+	}
 	info := AppendInfo{
 		FirstOffset:          res.FirstOffset,
 		LastOffset:           res.LastOffset,
@@ -53,6 +85,8 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.Vali
 	if err := l.appendLocked(res.Records, &info); err != nil {
 		return info, err
 	}
+	l.producers.update(h)
+	l.producers.lastMapOffset = info.LastOffset + 1
 	return info, nil
 }
 
@@ -123,6 +157,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err := l.appendLocked(records[:valid], &info); err != nil {
 		return info, err
 	}
+	l.updateProducersAsFollower(records[:valid])
+	l.producers.lastMapOffset = info.LastOffset + 1
 	return info, nil
 }
 

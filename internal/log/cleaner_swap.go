@@ -177,6 +177,9 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment, generation int64
 	l.publishLocked(next, leo)
 
 	for _, s := range old {
+		if s.baseOffset != cleaned.baseOffset {
+			l.deleteSegmentSnapshotsLocked([]*segment{s})
+		}
 		l.deleteSegmentsLocked([]*segment{s})
 		if crash(swapStepOldDeleted) {
 			return errSimulatedCrash

@@ -61,6 +61,11 @@ type Config struct {
 	MinCompactionLagMs     int64   // min.compaction.lag.ms
 	MaxCompactionLagMs     int64   // max.compaction.lag.ms
 	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
+
+	// ProducerIDExpirationMs is producer.id.expiration.ms, a broker setting:
+	// producers older than this are left out when the producer state is
+	// loaded from a snapshot (the periodic expiry uses the manager's value).
+	ProducerIDExpirationMs int64
 }
 
 // DefaultConfig returns Kafka's topic-level defaults.
@@ -82,6 +87,8 @@ func DefaultConfig() Config {
 		DeleteRetentionMs:      24 * 60 * 60 * 1000,
 		MaxCompactionLagMs:     math.MaxInt64,
 		MinCleanableDirtyRatio: 0.5,
+
+		ProducerIDExpirationMs: 86400000,
 	}
 }
 
@@ -115,6 +122,9 @@ func (c Config) withDefaultsFrom(d Config) Config {
 	}
 	if c.FileDeleteDelayMs <= 0 {
 		c.FileDeleteDelayMs = d.FileDeleteDelayMs
+	}
+	if c.ProducerIDExpirationMs <= 0 {
+		c.ProducerIDExpirationMs = d.ProducerIDExpirationMs
 	}
 	if c.MaxCompactionLagMs <= 0 {
 		c.MaxCompactionLagMs = math.MaxInt64

@@ -2,8 +2,11 @@
 // partition's log is a directory of segments (%020d.log with its sparse,
 // memory-mapped .index and .timeindex), appended to at the end, read by offset
 // or timestamp, rolled by size, age or full index, and recovered after a crash
-// by rescanning what was not flushed. The Manager owns every log of a broker's
-// log.dirs, their checkpoint files and the background flusher.
+// by rescanning what was not flushed. Each log also keeps its producers'
+// state (epochs and last sequences of idempotent producers, with Kafka's
+// <offset>.snapshot files) and checks producer batches against it. The
+// Manager owns every log of a broker's log.dirs, their checkpoint files and
+// the background flusher, retention and producer expiry.
 //
 // The layering follows Kafka's: Log (UnifiedLog/LocalLog) -> segment
 // (LogSegment) -> offsetIndex/timeIndex. Record batches are stored exactly as

@@ -97,6 +97,10 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		l.recoveryPoint.Store(min(recoveryPoint, leo))
 	}
 	l.flushTarget.Store(l.recoveryPoint.Load())
+	if err := l.loadProducerStateLocked(hadCleanShutdown); err != nil {
+		closeSegments(segs)
+		return nil, fmt.Errorf("open log %s: load producer state: %w", dir, err)
+	}
 	// The sanity checks mapped the old segments' indexes; release the maps
 	// of flushed ones until a reader needs them (lazy indexes).
 	if _, err := l.unmapIdleIndexes(time.Now()); err != nil {

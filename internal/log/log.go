@@ -36,6 +36,8 @@ type Log struct {
 	pendingDeletes []pendingDelete
 	// cleanerState tells the log cleaner about truncations (cleaner_swap.go).
 	cleanerState cleanerLogState
+	// producers is the partition's producer state (producer_state.go).
+	producers *producerStateManager
 
 	stateMu  sync.RWMutex
 	segments []*segment // by base offset; the last is active; replaced, never mutated
@@ -52,6 +54,9 @@ type Log struct {
 	dirNeedsSync atomic.Bool
 	// filesClosed is set, under flushMu, once Close has released the files.
 	filesClosed bool
+	// unsyncedSnapshots are producer snapshots written at roll, fsynced by
+	// the next flush (guarded by flushMu).
+	unsyncedSnapshots []string
 
 	// Flushes of rolled segments run in the background (Kafka schedules
 	// "flush-log" on roll); bg tracks the one goroutine that may run them.
@@ -195,6 +200,19 @@ func (l *Log) rollLocked(expectedNextOffset int64) error {
 	if _, err := os.Stat(segmentFileName(l.dir, newBase, logFileSuffix)); err == nil {
 		return fmt.Errorf("roll %s: segment file for offset %d already exists", l.dir, newBase)
 	}
+	// A producer snapshot at the new base offset, so that recovering the
+	// new segment starts from it (Kafka takes it at roll); it is fsynced by
+	// the background flush of the rolled segment, not under this lock.
+	l.producers.lastMapOffset = newBase
+	snap, err := l.producers.takeSnapshot(false)
+	if err != nil {
+		return fmt.Errorf("roll %s: %w", l.dir, err)
+	}
+	if snap != "" {
+		l.flushMu.Lock()
+		l.unsyncedSnapshots = append(l.unsyncedSnapshots, snap)
+		l.flushMu.Unlock()
+	}
 	seg, err := openSegment(l.dir, newBase, cfg, rollJitter(cfg))
 	if err != nil {
 		return fmt.Errorf("roll %s: %w", l.dir, err)
@@ -259,6 +277,12 @@ func (l *Log) flushUpTo(offset int64) error {
 	if err := l.OfflineError(); err != nil {
 		return err
 	}
+	for _, snap := range l.unsyncedSnapshots {
+		if err := syncFile(snap); err != nil {
+			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
+		}
+	}
+	l.unsyncedSnapshots = l.unsyncedSnapshots[:0]
 	// A truncation may have moved the end below a flush asked for earlier.
 	segs, leo := l.snapshot()
 	offset = min(offset, leo)
@@ -360,6 +384,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.logStartOffset.Store(newLeo)
 	}
 	l.noteTruncation(newLeo)
+	if err := l.rebuildProducerStateLocked(newLeo, false, time.Now()); err != nil {
+		return l.checkIO(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
 	l.logger.Info("truncated log", "dir", l.dir, "offset", offset, "log_end_offset", newLeo, "old_log_end_offset", leo)
 	return nil
 }
@@ -371,6 +398,9 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	cfg := l.config()
 	l.noteTruncation(offset)
 	l.deleteSegmentsLocked(segs)
+	if err := l.producers.truncateFullyAndStartAt(offset); err != nil {
+		l.logger.Warn("deleting producer snapshots failed", "dir", l.dir, "err", err)
+	}
 	seg, err := openSegment(l.dir, offset, cfg, rollJitter(cfg))
 	if err != nil {
 		return fmt.Errorf("truncate %s fully to %d: %w", l.dir, offset, err)
@@ -444,6 +474,13 @@ func (l *Log) Close() error {
 		return l.releaseFilesLocked()
 	}
 	err := l.Flush()
+	if err == nil {
+		// Kafka snapshots the producer state at the log end on close, so
+		// that the next start needs no replay.
+		_, leo := l.snapshot()
+		l.producers.lastMapOffset = leo
+		_, err = l.producers.takeSnapshot(true)
+	}
 	l.flushMu.Lock()
 	l.filesClosed = true
 	l.flushMu.Unlock()

@@ -41,6 +41,12 @@ type ManagerConfig struct {
 	// Cleaner is the log cleaner's settings (cleaner_manager.go); the zero
 	// value runs none.
 	Cleaner CleanerConfig
+	// ProducerIDExpirationMs is producer.id.expiration.ms (zero: 86400000);
+	// ProducerIDExpirationCheckIntervalMs is
+	// producer.id.expiration.check.interval.ms (zero: 600000), how often
+	// expired producers are removed (producer_state_log.go).
+	ProducerIDExpirationMs              int64
+	ProducerIDExpirationCheckIntervalMs int64
 }
 
 // Manager owns every partition log in the broker's log.dirs (Kafka's
@@ -152,6 +158,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	if cfg.RetentionCheckIntervalMs <= 0 {
 		cfg.RetentionCheckIntervalMs = 300000
+	}
+	if cfg.ProducerIDExpirationMs > 0 {
+		cfg.Default.ProducerIDExpirationMs = cfg.ProducerIDExpirationMs
+	}
+	cfg.ProducerIDExpirationMs = cfg.Default.ProducerIDExpirationMs
+	if cfg.ProducerIDExpirationCheckIntervalMs <= 0 {
+		cfg.ProducerIDExpirationCheckIntervalMs = 600000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -288,6 +301,11 @@ func (m *Manager) Start(ctx context.Context) {
 		defer m.wg.Done()
 		m.runRetention(ctx)
 	}()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.runProducerExpiration(ctx)
+	}()
 	if m.cleaner != nil {
 		m.cleaner.start(ctx, &m.wg)
 	}
@@ -311,6 +329,7 @@ func (m *Manager) run(ctx context.Context, tick time.Duration) {
 			if now.Sub(lastRecoveryCheckpoint) >= time.Duration(m.cfg.FlushOffsetCheckpointIntervalMs)*time.Millisecond {
 				lastRecoveryCheckpoint = now
 				m.logError("write recovery point checkpoints", m.checkpointRecoveryPoints())
+				m.logError("delete old producer snapshots", m.deleteProducerSnapshots())
 			}
 			if now.Sub(lastStartCheckpoint) >= time.Duration(m.cfg.FlushStartOffsetCheckpointIntervalMs)*time.Millisecond {
 				lastStartCheckpoint = now

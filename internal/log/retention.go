@@ -75,6 +75,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	if old := l.logStartOffset.Load(); offset > old {
 		l.logStartOffset.Store(offset)
+		l.producers.onLogStartOffsetIncremented(offset)
 		l.logger.Info("incremented log start offset", "dir", l.dir, "log_start_offset", offset,
 			"old_log_start_offset", old, "reason", "client delete records")
 	}
@@ -178,6 +179,8 @@ func (l *Log) deleteOldSegmentsLocked(reason string, deletable func(seg, next *s
 		bases[i] = s.baseOffset
 	}
 	l.deleteSegmentsLocked(doomed)
+	l.deleteSegmentSnapshotsLocked(doomed)
+	l.producers.onLogStartOffsetIncremented(l.logStartOffset.Load())
 	l.logger.Info("deleting segments", "dir", l.dir, "reason", reason, "base_offsets", bases,
 		"log_start_offset", l.logStartOffset.Load(), "old_log_start_offset", old)
 	return len(doomed), nil

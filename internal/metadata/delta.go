@@ -118,6 +118,16 @@ func (d *Delta) Replay(offset int64, r Record) error {
 	case *UnfenceBrokerRecord:
 		err = d.changeBroker(r.ID, r.Epoch, "unfence", func(b *BrokerRegistration) { b.Fenced = false })
 	case *ProducerIdsRecord:
+		// Kafka's ProducerIdControlManager.replay: ids only move forward,
+		// or one could be handed out twice.
+		current := d.base.NextProducerID
+		if d.nextProducerID != nil {
+			current = *d.nextProducerID
+		}
+		if r.NextProducerID <= current {
+			err = fmt.Errorf("producer id block end %d is not above the current %d", r.NextProducerID, current)
+			break
+		}
 		next := r.NextProducerID
 		d.nextProducerID = &next
 	case *NoOpRecord:

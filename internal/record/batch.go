@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // Byte layout of a v2 record batch header (Kafka's DefaultRecordBatch).
@@ -182,4 +183,32 @@ func setMaxTimestamp(batch []byte, logAppendTime bool, ts int64) {
 // UpdateCRC recomputes and stores the batch CRC.
 func UpdateCRC(batch []byte) {
 	binary.BigEndian.PutUint32(batch[crcPos:], ComputeCRC(batch))
+}
+
+// LastSequence is the sequence number of the batch's last record (Kafka's
+// DefaultRecordBatch.lastSequence): the base sequence plus the last offset
+// delta, wrapping past MaxInt32 to 0; NoSequence when the batch has none.
+func (h BatchHeader) LastSequence() int32 {
+	if h.BaseSequence == NoSequence {
+		return NoSequence
+	}
+	return IncrementSequence(h.BaseSequence, h.LastOffsetDelta)
+}
+
+// IncrementSequence adds inc to a producer sequence number, wrapping from
+// MaxInt32 to 0 as Kafka's DefaultRecordBatch.incrementSequence does.
+func IncrementSequence(seq, inc int32) int32 {
+	if seq > math.MaxInt32-inc {
+		return inc - (math.MaxInt32 - seq) - 1
+	}
+	return seq + inc
+}
+
+// DecrementSequence subtracts dec from a producer sequence number, wrapping
+// below 0 to MaxInt32 (Kafka's DefaultRecordBatch.decrementSequence).
+func DecrementSequence(seq, dec int32) int32 {
+	if seq < dec {
+		return math.MaxInt32 - (dec - seq) + 1
+	}
+	return seq - dec
 }

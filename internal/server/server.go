@@ -15,6 +15,7 @@ import (
 
 	"gregor/internal/config"
 	"gregor/internal/controller"
+	"gregor/internal/coordinator/producerid"
 	"gregor/internal/handlers"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
@@ -31,13 +32,14 @@ type Server struct {
 	cfg    *config.Broker
 	logger *slog.Logger
 
-	clusterID  string
-	logs       *log.Manager
-	quorum     *raft.SingleVoter
-	controller *controller.Controller
-	replica    *replica.Manager
-	brokerNet  *network.Server
-	ctrlNet    *network.Server
+	clusterID   string
+	logs        *log.Manager
+	quorum      *raft.SingleVoter
+	controller  *controller.Controller
+	replica     *replica.Manager
+	producerIDs *producerid.Manager
+	brokerNet   *network.Server
+	ctrlNet     *network.Server
 
 	cancel context.CancelFunc
 }
@@ -83,6 +85,8 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		FlushStartOffsetCheckpointIntervalMs: s.cfg.LogFlushStartOffsetCheckpointIntervalMs,
 		FileDeleteDelayMs:                    s.cfg.LogDeleteDelayMs,
 		RetentionCheckIntervalMs:             s.cfg.LogRetentionCheckIntervalMs,
+		ProducerIDExpirationMs:               s.cfg.ProducerIDExpirationMs,
+		ProducerIDExpirationCheckIntervalMs:  s.cfg.ProducerIDExpirationCheckIntervalMs,
 		Logger:                               s.logger.With("component", "log"),
 		Cleaner: log.CleanerConfig{
 			Enable:             s.cfg.LogCleanerEnable,
@@ -131,6 +135,10 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	if err := s.controller.Start(runCtx); err != nil {
 		return fmt.Errorf("start controller: %w", err)
 	}
+	s.producerIDs = producerid.New(producerid.Config{
+		Allocate: s.allocateProducerIDs,
+		Logger:   s.logger.With("component", "producerid"),
+	})
 
 	netCfg := func(ls []config.Listener) network.Config {
 		c := network.Config{
@@ -150,13 +158,14 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		return c
 	}
 	deps := handlers.Deps{
-		NodeID:     s.cfg.NodeID,
-		ClusterID:  clusterID,
-		Broker:     s.cfg,
-		Replica:    s.replica,
-		Controller: s.controller,
-		Logs:       logs,
-		Logger:     s.logger.With("component", "handlers"),
+		NodeID:      s.cfg.NodeID,
+		ClusterID:   clusterID,
+		Broker:      s.cfg,
+		Replica:     s.replica,
+		Controller:  s.controller,
+		Logs:        logs,
+		ProducerIDs: s.producerIDs,
+		Logger:      s.logger.With("component", "handlers"),
 	}
 	var brokerListeners, controllerListeners []config.Listener
 	for _, l := range s.cfg.Listeners {
@@ -188,7 +197,26 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	if err := s.controller.Bootstrap(ctx, s.registration()); err != nil {
 		return fmt.Errorf("register broker: %w", err)
 	}
+	// The first producer id block, once the broker is registered (the
+	// controller checks its epoch). Failing that, InitProducerId asks again.
+	if err := s.producerIDs.Start(ctx); err != nil {
+		s.logger.Warn("no producer id block yet", "err", err)
+	}
 	return nil
+}
+
+// allocateProducerIDs asks the controller for this broker's next block of
+// producer ids, with the broker epoch of its current registration.
+func (s *Server) allocateProducerIDs(ctx context.Context) (producerid.Block, error) {
+	epoch := int64(-1)
+	if reg, ok := s.replica.Image().Brokers[s.cfg.NodeID]; ok {
+		epoch = reg.Epoch
+	}
+	b, err := s.controller.AllocateProducerIDs(ctx, s.cfg.NodeID, epoch)
+	if err != nil {
+		return producerid.Block{}, err
+	}
+	return producerid.Block{FirstID: b.FirstProducerID, Size: b.Size}, nil
 }
 
 // registration describes this broker's advertised endpoints for its
@@ -229,6 +257,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.ctrlNet != nil {
 		errs = append(errs, s.ctrlNet.Shutdown(ctx))
+	}
+	if s.producerIDs != nil {
+		s.producerIDs.Close()
 	}
 	if s.controller != nil {
 		errs = append(errs, s.controller.Close())

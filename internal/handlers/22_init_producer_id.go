@@ -1,0 +1,78 @@
+package handlers
+
+// InitProducerId (key 22), v0-5 (v0 is Kafka 4.0's floor; v2 is flexible;
+// v3 adds the producer id and epoch of KIP-360; v4 and v5 change only
+// transactional answers). Without a transactional id, as Kafka's
+// TransactionCoordinator.handleInitProducerId: a fresh producer id from the
+// broker's block (package producerid) with epoch 0, whatever producer id and
+// epoch the request carries; an idempotent producer bumps its epoch itself
+// (KIP-360). A producer id given without an epoch, or the reverse, is
+// INVALID_REQUEST (Kafka's KafkaApis check). With no id left until the next
+// block arrives the answer is COORDINATOR_LOAD_IN_PROGRESS, which clients
+// retry.
+//
+// With a transactional id: Gregor has no transaction coordinator yet, and
+// FindCoordinator is not advertised, so real clients never send this (they
+// look up the coordinator first). The answer is the one a Kafka broker gives
+// when it does not host the transactional id's coordinator: NOT_COORDINATOR
+// (after Kafka's own checks: an empty id is INVALID_REQUEST, a timeout
+// outside 1..transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT). A client
+// reacts by looking up the coordinator, which fails at once since the broker
+// does not offer FindCoordinator: fast and honest. COORDINATOR_NOT_AVAILABLE
+// (what Kafka answers while __transaction_state cannot be created) would make
+// clients retry until their timeout instead, and an authorization error would
+// name a cause that is not the real one.
+// Errors carry producer id -1 and epoch -1, as Kafka's initTransactionError.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+)
+
+var initProducerIDAPI = api{key: 22, min: 0, max: 5, handle: (*Handlers).initProducerID}
+
+func (h *Handlers) initProducerID(_ context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.InitProducerIDRequest)
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if (r.ProducerID == -1) != (r.ProducerEpoch == -1) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	if r.TransactionalID != nil {
+		switch {
+		case *r.TransactionalID == "":
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		case r.TransactionTimeoutMillis <= 0 || int64(r.TransactionTimeoutMillis) > h.transactionMaxTimeoutMs():
+			resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+		default:
+			resp.ErrorCode = kerr.NotCoordinator.Code
+		}
+		return resp, nil
+	}
+	id, err := h.d.ProducerIDs.Generate()
+	if err != nil {
+		h.d.Logger.Debug("init producer id", "client", req.ClientAddr, "err", err)
+		if !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+			err = kerr.UnknownServerError
+		}
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp, nil
+}
+
+// transactionMaxTimeoutMs is transaction.max.timeout.ms (Kafka's default
+// without a broker config).
+func (h *Handlers) transactionMaxTimeoutMs() int64 {
+	if h.d.Broker != nil && h.d.Broker.TransactionMaxTimeoutMs > 0 {
+		return h.d.Broker.TransactionMaxTimeoutMs
+	}
+	return 900000
+}
