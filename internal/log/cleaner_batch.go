@@ -193,7 +193,7 @@ func appendRetainedBatch(dst, scratch []byte, h record.BatchHeader, recs []recor
 		if !logAppendTime && ts > maxTimestamp {
 			maxTimestamp = ts
 		}
-		body = appendRecord(body, r, ts-baseTimestamp)
+		body = record.AppendRecord(body, r, ts-baseTimestamp)
 	}
 	if codec == record.CodecNone {
 		dst = body
@@ -261,53 +261,4 @@ func writeBatchHeader(batch []byte, h record.BatchHeader, attrs uint16, baseTime
 	be.PutUint32(batch[hdrBaseSequencePos:], uint32(h.BaseSequence))
 	be.PutUint32(batch[hdrRecordsCountPos:], uint32(count))
 	record.UpdateCRC(batch)
-}
-
-// appendRecord encodes r (Kafka's DefaultRecord.writeTo) with its offset
-// delta and the given timestamp delta.
-func appendRecord(dst []byte, r *record.Record, timestampDelta int64) []byte {
-	size := 1 + varintLen(timestampDelta) + varintLen(int64(r.OffsetDelta)) +
-		nullableLen(r.Key) + nullableLen(r.Value) + varintLen(int64(len(r.Headers)))
-	for _, hd := range r.Headers {
-		size += varintLen(int64(len(hd.Key))) + len(hd.Key) + nullableLen(hd.Value)
-	}
-	dst = binary.AppendVarint(dst, int64(size))
-	dst = append(dst, byte(r.Attributes))
-	dst = binary.AppendVarint(dst, timestampDelta)
-	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
-	dst = appendNullable(dst, r.Key)
-	dst = appendNullable(dst, r.Value)
-	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
-	for _, hd := range r.Headers {
-		dst = binary.AppendVarint(dst, int64(len(hd.Key)))
-		dst = append(dst, hd.Key...)
-		dst = appendNullable(dst, hd.Value)
-	}
-	return dst
-}
-
-// varintLen is the length of v as a zigzag varint.
-func varintLen(v int64) int {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
-	}
-	return n
-}
-
-func nullableLen(b []byte) int {
-	if b == nil {
-		return 1
-	}
-	return varintLen(int64(len(b))) + len(b)
-}
-
-func appendNullable(dst, b []byte) []byte {
-	if b == nil {
-		return binary.AppendVarint(dst, -1)
-	}
-	dst = binary.AppendVarint(dst, int64(len(b)))
-	return append(dst, b...)
 }

@@ -53,16 +53,43 @@ func NewBuilder(opts BuilderOptions) *Builder {
 // Append adds a record with the next offset delta. A nil key or value is
 // null; timestamp is the record's CreateTime (or append time).
 func (b *Builder) Append(timestamp int64, key, value []byte, headers []RecordHeader) {
-	hdrSize := 0
-	for _, h := range headers {
-		hdrSize += varintSize(int64(len(h.Key))) + len(h.Key) + bytesSize(h.Value)
-	}
+	hdrSize := headersSize(headers)
 	b.appendRecordStart(timestamp, key, value, len(headers), hdrSize)
+	b.buf = appendHeaders(b.buf, headers)
+}
+
+// AppendRecord encodes one record (Kafka's DefaultRecord.writeTo) with its
+// own attributes and offset delta and the given timestamp delta, for callers
+// that rewrite batches keeping each record's offset (the log cleaner).
+func AppendRecord(dst []byte, r *Record, timestampDelta int64) []byte {
+	hdrSize := headersSize(r.Headers)
+	size := 1 + varintSize(timestampDelta) + varintSize(int64(r.OffsetDelta)) +
+		bytesSize(r.Key) + bytesSize(r.Value) + varintSize(int64(len(r.Headers))) + hdrSize
+	dst = binary.AppendVarint(dst, int64(size))
+	dst = append(dst, byte(r.Attributes))
+	dst = binary.AppendVarint(dst, timestampDelta)
+	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
+	dst = appendBytes(dst, r.Key)
+	dst = appendBytes(dst, r.Value)
+	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
+	return appendHeaders(dst, r.Headers)
+}
+
+func headersSize(headers []RecordHeader) int {
+	n := 0
 	for _, h := range headers {
-		b.buf = binary.AppendVarint(b.buf, int64(len(h.Key)))
-		b.buf = append(b.buf, h.Key...)
-		b.buf = appendBytes(b.buf, h.Value)
+		n += varintSize(int64(len(h.Key))) + len(h.Key) + bytesSize(h.Value)
 	}
+	return n
+}
+
+func appendHeaders(dst []byte, headers []RecordHeader) []byte {
+	for _, h := range headers {
+		dst = binary.AppendVarint(dst, int64(len(h.Key)))
+		dst = append(dst, h.Key...)
+		dst = appendBytes(dst, h.Value)
+	}
+	return dst
 }
 
 // appendRaw adds a record whose header section is already encoded, so
