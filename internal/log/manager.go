@@ -296,19 +296,31 @@ func (m *Manager) Start(ctx context.Context) {
 		defer m.wg.Done()
 		m.run(ctx, tick)
 	}()
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		m.runRetention(ctx)
-	}()
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		m.runProducerExpiration(ctx)
-	}()
+	// Kafka's "kafka-log-retention" and "PeriodicProducerExpirationCheck" tasks.
+	m.every(ctx, m.cfg.RetentionCheckIntervalMs, func(now time.Time) { m.cleanupLogs(now) })
+	m.every(ctx, m.cfg.ProducerIDExpirationCheckIntervalMs, func(now time.Time) { m.removeExpiredProducers(now) })
 	if m.cleaner != nil {
 		m.cleaner.start(ctx, &m.wg)
 	}
+}
+
+// every runs task every intervalMs on a goroutine the manager owns, until
+// ctx ends.
+func (m *Manager) every(ctx context.Context, intervalMs int64, task func(now time.Time)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(time.Duration(intervalMs) * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				task(now)
+			}
+		}
+	}()
 }
 
 func (m *Manager) run(ctx context.Context, tick time.Duration) {

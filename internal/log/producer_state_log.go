@@ -1,7 +1,6 @@
 package log
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -189,22 +188,6 @@ func (l *Log) deleteSegmentSnapshotsLocked(segs []*segment) {
 	for _, s := range segs {
 		if err := l.producers.deleteSnapshot(s.baseOffset); err != nil {
 			l.logger.Warn("deleting producer snapshot failed", "dir", l.dir, "offset", s.baseOffset, "err", err)
-		}
-	}
-}
-
-// runProducerExpiration removes expired producers from every log every
-// producer.id.expiration.check.interval.ms until ctx ends (Kafka's
-// "PeriodicProducerExpirationCheck" task).
-func (m *Manager) runProducerExpiration(ctx context.Context) {
-	t := time.NewTicker(time.Duration(m.cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			m.removeExpiredProducers(now)
 		}
 	}
 }

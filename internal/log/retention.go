@@ -1,7 +1,6 @@
 package log
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -199,22 +198,6 @@ func (s *segment) largestTimestamp() int64 {
 		return math.MaxInt64
 	}
 	return st.ModTime().UnixMilli()
-}
-
-// runRetention applies retention to every log every
-// log.retention.check.interval.ms until ctx ends (Kafka's "kafka-log-retention"
-// task).
-func (m *Manager) runRetention(ctx context.Context) {
-	t := time.NewTicker(time.Duration(m.cfg.RetentionCheckIntervalMs) * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			m.cleanupLogs(now)
-		}
-	}
 }
 
 // cleanupLogs is Kafka's LogManager.cleanupLogs: retention for every log
