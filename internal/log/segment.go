@@ -228,6 +228,19 @@ func (s *segment) translateOffset(offset, limit int64) (batchPosition, bool, err
 		// append); scan from the start instead.
 		start = 0
 	}
+	bp, found, err := s.scanForOffset(offset, start, limit)
+	if start != 0 && (errors.Is(err, errCorruptBatch) || found && bp.pos == start && bp.hdr.BaseOffset > offset) {
+		// The index entry does not point at the batch holding its offset (a
+		// damaged index that passed the sanity checks): the log, not the
+		// index, is the truth, so scan from the segment start.
+		return s.scanForOffset(offset, 0, limit)
+	}
+	return bp, found, err
+}
+
+// scanForOffset scans from position start for the batch holding offset (or
+// the first one after it).
+func (s *segment) scanForOffset(offset, start, limit int64) (batchPosition, bool, error) {
 	sc := newBatchScanner(s.logFile, start, limit)
 	defer sc.release()
 	for sc.next() {
@@ -242,9 +255,18 @@ func (s *segment) translateOffset(offset, limit int64) (batchPosition, bool, err
 }
 
 // readNextOffset is the offset after the segment's last batch, found by
-// scanning from the last index entry (Kafka's readNextOffset).
+// scanning from the last index entry (Kafka's readNextOffset), or from the
+// segment start when that entry does not point at a batch.
 func (s *segment) readNextOffset() (int64, error) {
 	_, start := s.offsetIdx.lookup(s.offsetIdx.lastOffset())
+	next, err := s.scanNextOffset(start)
+	if err != nil && start != 0 && errors.Is(err, errCorruptBatch) {
+		return s.scanNextOffset(0)
+	}
+	return next, err
+}
+
+func (s *segment) scanNextOffset(start int64) (int64, error) {
 	sc := newBatchScanner(s.logFile, start, s.size.Load())
 	defer sc.release()
 	next := s.baseOffset
