@@ -13,6 +13,7 @@ import (
 
 	"gregor/internal/config"
 	"gregor/internal/controller"
+	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
 	"gregor/internal/log"
 	"gregor/internal/network"
@@ -30,6 +31,9 @@ type Deps struct {
 	// ProducerIDs hands out producer ids for InitProducerId.
 	ProducerIDs *producerid.Manager
 	Logger      *slog.Logger
+
+	// Groups runs the group coordinator's shards (__consumer_offsets).
+	Groups *coordinator.Runtime
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -54,6 +58,10 @@ var brokerAPIs = []*api{
 	&createTopicsAPI, &deleteTopicsAPI, &describeConfigsAPI, &alterConfigsAPI,
 	&describeLogDirsAPI, &createPartitionsAPI, &incrementalAlterConfigsAPI,
 	&describeClusterAPI, &deleteRecordsAPI, &initProducerIDAPI,
+	// Consumer groups (classic protocol) and committed offsets.
+	&findCoordinatorAPI, &joinGroupAPI, &syncGroupAPI, &heartbeatAPI, &leaveGroupAPI,
+	&describeGroupsAPI, &listGroupsAPI, &deleteGroupsAPI,
+	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

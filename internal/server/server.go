@@ -15,6 +15,7 @@ import (
 
 	"gregor/internal/config"
 	"gregor/internal/controller"
+	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
 	"gregor/internal/handlers"
 	"gregor/internal/log"
@@ -38,6 +39,7 @@ type Server struct {
 	controller  *controller.Controller
 	replica     *replica.Manager
 	producerIDs *producerid.Manager
+	groups      *coordinator.Runtime
 	brokerNet   *network.Server
 	ctrlNet     *network.Server
 
@@ -116,6 +118,8 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	s.quorum = quorum
 	loader := metadata.NewLoader(clusterID, s.logger.With("component", "metadata"))
 	loader.AddPublisher(s.replica)
+	s.groups = s.newGroupCoordinator()
+	loader.AddPublisher(s.groups)
 	quorum.Register(loader)
 
 	s.controller = controller.New(controller.Config{
@@ -166,6 +170,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		Logs:        logs,
 		ProducerIDs: s.producerIDs,
 		Logger:      s.logger.With("component", "handlers"),
+		Groups:      s.groups,
 	}
 	var brokerListeners, controllerListeners []config.Listener
 	for _, l := range s.cfg.Listeners {
@@ -260,6 +265,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.producerIDs != nil {
 		s.producerIDs.Close()
+	}
+	if s.groups != nil {
+		s.groups.Close()
 	}
 	if s.controller != nil {
 		errs = append(errs, s.controller.Close())

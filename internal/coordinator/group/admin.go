@@ -1,0 +1,106 @@
+package group
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupAuthorizedOperations are READ, DELETE and DESCRIBE on a group, what
+// Kafka reports without an authorizer.
+const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
+
+// DescribeGroup answers one group of a DescribeGroups request. Members'
+// metadata and assignments are shown only once the group is Stable, as in
+// Kafka. Unknown groups are Dead (v6+: GROUP_ID_NOT_FOUND, KIP-1043).
+func (s *Shard) DescribeGroup(version int16, groupID string, includeOps bool) kmsg.DescribeGroupsResponseGroup {
+	rg := kmsg.NewDescribeGroupsResponseGroup()
+	rg.Group = groupID
+	rg.AuthorizedOperations = -2147483648
+	if includeOps {
+		rg.AuthorizedOperations = groupAuthorizedOperations
+	}
+	g := s.groups[groupID]
+	if g == nil || g.state == Dead {
+		rg.State = "Dead"
+		if version >= 6 {
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + groupID + " not found."
+			rg.ErrorMessage = &msg
+		}
+		return rg
+	}
+	rg.State = g.state.String()
+	rg.ProtocolType = g.protocolType
+	if g.state == Stable {
+		rg.Protocol = g.protocolName
+	}
+	for _, id := range g.order {
+		m := g.members[id]
+		rm := kmsg.NewDescribeGroupsResponseGroupMember()
+		rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = id, m.instanceID, m.clientID, m.clientHost
+		rm.ProtocolMetadata, rm.MemberAssignment = []byte{}, []byte{}
+		if g.state == Stable {
+			rm.ProtocolMetadata = m.metadataFor(g.protocolName)
+			if m.assignment != nil {
+				rm.MemberAssignment = m.assignment
+			}
+		}
+		rg.Members = append(rg.Members, rm)
+	}
+	return rg
+}
+
+// ListGroups lists the shard's groups, filtered by state names (v4+,
+// case-insensitive) and group types (v5+; these are all "classic").
+func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
+	var out []kmsg.ListGroupsResponseGroup
+	match := func(want []string, v string) bool {
+		if len(want) == 0 {
+			return true
+		}
+		for _, w := range want {
+			if strings.EqualFold(w, v) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range s.sortedGroupIDs() {
+		g := s.groups[id]
+		if g.state == Dead || !match(states, g.state.String()) || !match(types, "classic") {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, g.protocolType, g.state.String(), "classic"
+		out = append(out, lg)
+	}
+	return out
+}
+
+// DeleteGroup deletes an empty group and its offsets: tombstones for each
+// offset and for the group metadata.
+func (s *Shard) DeleteGroup(now int64, groupID string) (int16, Result) {
+	var r Result
+	g := s.groups[groupID]
+	if g == nil || g.state == Dead {
+		return kerr.GroupIDNotFound.Code, r
+	}
+	if g.state != Empty {
+		return kerr.NonEmptyGroup.Code, r
+	}
+	for topic, ps := range g.offsets {
+		for p := range ps {
+			r.Records = append(r.Records, Record{Key: offsetKey(g.id, topic, p)})
+		}
+	}
+	r.Records = append(r.Records, Record{Key: groupKey(g.id)})
+	r.Apply = func() {
+		g.transition(Dead, now)
+		if s.groups[g.id] == g {
+			delete(s.groups, g.id)
+		}
+	}
+	return 0, r
+}

@@ -1,0 +1,70 @@
+package group
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/coordinator"
+)
+
+// Coordinated adapts a Shard to the coordinator runtime (coordinator.Shard):
+// the runtime's goroutine feeds it time and records, and its Results are
+// written through the runtime's Writer.
+type Coordinated struct {
+	*Shard
+}
+
+var _ coordinator.Shard = Coordinated{}
+
+// Replay implements coordinator.Shard.
+func (c Coordinated) Replay(now time.Time, key, value []byte) error {
+	return c.Shard.Replay(now.UnixMilli(), key, value)
+}
+
+// Tick implements coordinator.Shard.
+func (c Coordinated) Tick(now time.Time, w *coordinator.Writer) {
+	_ = Finish(RuntimeWriter{w}, c.Shard.Tick(now.UnixMilli()), AppendErrorCode)
+}
+
+// NextDeadline implements coordinator.Shard.
+func (c Coordinated) NextDeadline() time.Time {
+	if d := c.Shard.NextDeadline(); d > 0 {
+		return time.UnixMilli(d)
+	}
+	return time.Time{}
+}
+
+// Unload implements coordinator.Shard.
+func (c Coordinated) Unload() { deliver(c.Shard.Unload(kerr.NotCoordinator.Code)) }
+
+// RuntimeWriter writes a Result's records with the runtime's Writer.
+type RuntimeWriter struct{ W *coordinator.Writer }
+
+// Write implements Writer.
+func (w RuntimeWriter) Write(records []Record) error {
+	out := make([]coordinator.Record, len(records))
+	for i, r := range records {
+		out[i] = coordinator.Record{Key: r.Key, Value: r.Value}
+	}
+	return w.W.Write(out)
+}
+
+// AppendErrorCode maps a failed write to __consumer_offsets to the code a
+// group client is told, as Kafka's coordinator does.
+func AppendErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return kerr.UnknownServerError.Code
+	}
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+		return kerr.InvalidCommitOffsetSize.Code
+	}
+	return ke.Code
+}

@@ -1,0 +1,5 @@
+package group
+
+import "gregor/internal/coordinator"
+
+var partitionFor = coordinator.PartitionFor

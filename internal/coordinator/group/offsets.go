@@ -1,0 +1,288 @@
+package group
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (g *group) setOffset(topic string, partition int32, c committed) {
+	ps := g.offsets[topic]
+	if ps == nil {
+		ps = map[int32]committed{}
+		g.offsets[topic] = ps
+	}
+	ps[partition] = c
+}
+
+func (g *group) deleteOffset(topic string, partition int32) {
+	if ps := g.offsets[topic]; ps != nil {
+		delete(ps, partition)
+		if len(ps) == 0 {
+			delete(g.offsets, topic)
+		}
+	}
+}
+
+func commitResponse(req *kmsg.OffsetCommitRequest, code func(topic string, p kmsg.OffsetCommitRequestTopicPartition) int16) *kmsg.OffsetCommitResponse {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.Version = req.Version
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code(t.Topic, p)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// validateCommit is Kafka's ClassicGroup.validateOffsetCommit: commits from
+// outside the group (generation -1, no member id) are accepted while the
+// group is empty; a member's commit must match its generation.
+func (g *group) validateCommit(memberID string, instanceID *string, generation int32) int16 {
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if generation < 0 && g.state == Empty {
+		return 0
+	}
+	if g.state == CompletingRebalance {
+		// The member knows the new generation from its join answer but has
+		// no assignment yet.
+		if code := g.validateMember(memberID, instanceID); code != 0 {
+			return code
+		}
+		return kerr.RebalanceInProgress.Code
+	}
+	if code := g.validateMember(memberID, instanceID); code != 0 {
+		return code
+	}
+	if generation != g.generation {
+		return kerr.IllegalGeneration.Code
+	}
+	return 0
+}
+
+// OffsetCommit handles an OffsetCommit request. The offsets change only
+// once their records are written (Result.Apply).
+func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond Responder) Result {
+	var r Result
+	all := func(code int16) Result {
+		r.reply(respond, commitResponse(req, func(string, kmsg.OffsetCommitRequestTopicPartition) int16 { return code }))
+		return r
+	}
+	if req.Group == "" {
+		return all(kerr.InvalidGroupID.Code)
+	}
+	g := s.groups[req.Group]
+	created := false
+	if g == nil {
+		if req.Generation >= 0 || req.MemberID != "" {
+			return all(kerr.IllegalGeneration.Code)
+		}
+		// A simple consumer's commit creates an empty group holding offsets.
+		g = newGroup(req.Group, now)
+		created = true
+	}
+	if code := g.validateCommit(req.MemberID, req.InstanceID, req.Generation); code != 0 {
+		return all(code)
+	}
+	if m := g.members[req.MemberID]; m != nil && g.state == Stable {
+		m.heartbeatDue = now + int64(m.sessionTimeoutMs)
+	}
+	expire := int64(-1)
+	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis >= 0 {
+		expire = now + req.RetentionTimeMillis
+	}
+	type update struct {
+		topic     string
+		partition int32
+		c         committed
+	}
+	var updates []update
+	resp := commitResponse(req, func(topic string, p kmsg.OffsetCommitRequestTopicPartition) int16 {
+		meta := ""
+		if p.Metadata != nil {
+			meta = *p.Metadata
+		}
+		if len(meta) > s.cfg.OffsetMetadataMaxBytes {
+			return kerr.OffsetMetadataTooLarge.Code
+		}
+		c := committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: meta, commitTs: now, expireTs: expire}
+		if req.Version < 6 {
+			c.leaderEpoch = -1
+		}
+		updates = append(updates, update{topic, p.Partition, c})
+		r.Records = append(r.Records, offsetRecord(g.id, topic, p.Partition, c))
+		return 0
+	})
+	r.Apply = func() {
+		if created && s.groups[g.id] == nil {
+			s.groups[g.id] = g
+		}
+		for _, u := range updates {
+			g.setOffset(u.topic, u.partition, u.c)
+		}
+	}
+	r.reply(respond, resp)
+	r.Failed = func(code int16) []Reply {
+		return []Reply{{To: respond, Resp: commitResponse(req, func(string, kmsg.OffsetCommitRequestTopicPartition) int16 { return code })}}
+	}
+	return r
+}
+
+// FetchOffsets answers one group of an OffsetFetch: topics nil means every
+// committed offset. Partitions without a commit answer offset -1.
+// Commits are written before they become visible here, so nothing is ever
+// pending and require_stable needs no wait (until transactional offset
+// commits exist).
+func (s *Shard) FetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) (code int16, out []kmsg.OffsetFetchResponseGroupTopic) {
+	g := s.groups[groupID]
+	if g != nil && g.state == Dead {
+		g = nil
+	}
+	partition := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+		empty := ""
+		rp.Metadata = &empty
+		if g != nil {
+			if c, ok := g.offsets[topic][p]; ok {
+				meta := c.metadata
+				rp.Offset, rp.LeaderEpoch, rp.Metadata = c.offset, c.leaderEpoch, &meta
+			}
+		}
+		return rp
+	}
+	if topics == nil {
+		if g == nil {
+			return 0, []kmsg.OffsetFetchResponseGroupTopic{}
+		}
+		names := make([]string, 0, len(g.offsets))
+		for t := range g.offsets {
+			names = append(names, t)
+		}
+		sort.Strings(names)
+		for _, t := range names {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic = t
+			ps := make([]int32, 0, len(g.offsets[t]))
+			for p := range g.offsets[t] {
+				ps = append(ps, p)
+			}
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			for _, p := range ps {
+				rt.Partitions = append(rt.Partitions, partition(t, p))
+			}
+			out = append(out, rt)
+		}
+		return 0, out
+	}
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, partition(t.Topic, p))
+		}
+		out = append(out, rt)
+	}
+	return 0, out
+}
+
+// OffsetDelete handles an OffsetDelete request: offsets of topics the group
+// still consumes cannot be deleted.
+func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, Result) {
+	var r Result
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = req.Version
+	g := s.groups[req.Group]
+	if g == nil || g.state == Dead {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp, r
+	}
+	subscribed := map[string]bool{}
+	if g.state != Empty {
+		topics, ok := g.subscribedTopics()
+		if !ok {
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
+			return resp, r
+		}
+		subscribed = topics
+	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	var deletes []tp
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if subscribed[t.Topic] {
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok {
+				deletes = append(deletes, tp{t.Topic, p.Partition})
+				r.Records = append(r.Records, Record{Key: offsetKey(g.id, t.Topic, p.Partition)})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	r.Apply = func() {
+		for _, d := range deletes {
+			g.deleteOffset(d.topic, d.partition)
+		}
+	}
+	return resp, r
+}
+
+// expireOffsets drops offsets older than offsets.retention.minutes (Kafka's
+// KIP-211 rules): for an empty group, counted from when it became empty (or
+// the commit, if later); for a consumer group, only offsets of topics it no
+// longer subscribes to, counted from the commit. An explicit expiry
+// (OffsetCommit v2-v4 retention) wins. An empty group left with no offsets
+// is deleted.
+func (s *Shard) expireOffsets(now int64, r *Result) {
+	for _, id := range s.sortedGroupIDs() {
+		g := s.groups[id]
+		var subscribed map[string]bool
+		if g.state != Empty {
+			topics, ok := g.subscribedTopics()
+			if !ok || g.state != Stable {
+				continue
+			}
+			subscribed = topics
+		}
+		for topic, ps := range g.offsets {
+			if subscribed[topic] {
+				continue
+			}
+			for p, c := range ps {
+				base := c.commitTs
+				if g.state == Empty {
+					base = max(base, g.stateTimestamp)
+				}
+				expired := now-base >= s.cfg.OffsetsRetentionMs
+				if c.expireTs >= 0 {
+					expired = now >= c.expireTs
+				}
+				if expired {
+					r.Records = append(r.Records, Record{Key: offsetKey(g.id, topic, p)})
+					g.deleteOffset(topic, p)
+				}
+			}
+		}
+		if g.state == Empty && len(g.offsets) == 0 && len(g.pending) == 0 {
+			r.Records = append(r.Records, Record{Key: groupKey(g.id)})
+			g.transition(Dead, now)
+			delete(s.groups, g.id)
+		}
+	}
+}

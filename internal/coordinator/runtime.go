@@ -1,0 +1,328 @@
+// Package coordinator is the runtime shared by Gregor's coordinators: one
+// shard per partition of an internal topic (__consumer_offsets,
+// __transaction_state) that this broker leads. A shard's state is rebuilt by
+// replaying its partition when the shard is loaded; afterwards every change
+// is written through the normal log path (replica.Manager.Append, acks=-1)
+// before it is acknowledged. Each shard is owned by one goroutine that runs
+// its operations one at a time and fires its timers; the shard is unloaded
+// when this broker stops leading the partition.
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/metadata"
+	"gregor/internal/record"
+	"gregor/internal/replica"
+)
+
+// Record is one key/value record of an internal topic; nil Value is a tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Shard is one partition's coordinator state machine.
+type Shard interface {
+	// Replay applies one record while the shard loads.
+	Replay(now time.Time, key, value []byte) error
+	// Tick fires the timers due at now.
+	Tick(now time.Time, w *Writer)
+	// NextDeadline is when Tick is next due; the zero time: never.
+	NextDeadline() time.Time
+	// Unload answers whatever waits on the shard: it is going away.
+	Unload()
+}
+
+// Config configures a Runtime.
+type Config struct {
+	Topic   string
+	NodeID  int32
+	Replica *replica.Manager
+	// NewShard makes the empty state machine of a partition.
+	NewShard func(partition int32) Shard
+	// Codec compresses the batches written (offsets.topic.compression.codec).
+	Codec  record.Codec
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Runtime hosts the loaded shards of one internal topic.
+type Runtime struct {
+	cfg Config
+
+	mu     sync.Mutex
+	shards map[int32]*shard
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type shard struct {
+	partition   int32
+	leaderEpoch int32
+	impl        Shard
+	ops         chan func()
+	stop        chan struct{}
+	done        chan struct{}
+	loaded      chan struct{}
+}
+
+// New returns a runtime with no shards; Publish loads them.
+func New(cfg Config) *Runtime {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runtime{cfg: cfg, shards: map[int32]*shard{}}
+}
+
+// Publish loads a shard for each partition of the topic this broker leads
+// and unloads the others (metadata.Publisher). A new leader epoch reloads.
+// It must come after the replica manager's Publish, which opens the logs.
+func (r *Runtime) Publish(_ *metadata.Delta, img *metadata.Image) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	lead := map[int32]int32{}
+	if t := img.Topics.ByName[r.cfg.Topic]; t != nil {
+		for id, p := range t.Partitions {
+			if p.Leader == r.cfg.NodeID {
+				lead[id] = p.LeaderEpoch
+			}
+		}
+	}
+	for id, s := range r.shards {
+		if epoch, ok := lead[id]; !ok || epoch != s.leaderEpoch {
+			r.unloadLocked(s)
+		}
+	}
+	for id, epoch := range lead {
+		if _, ok := r.shards[id]; !ok {
+			r.loadLocked(id, epoch)
+		}
+	}
+}
+
+func (r *Runtime) loadLocked(partition, epoch int32) {
+	s := &shard{
+		partition: partition, leaderEpoch: epoch, impl: r.cfg.NewShard(partition),
+		ops: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), loaded: make(chan struct{}),
+	}
+	r.shards[partition] = s
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(s.done)
+		r.run(s)
+	}()
+}
+
+func (r *Runtime) unloadLocked(s *shard) {
+	delete(r.shards, s.partition)
+	close(s.stop)
+}
+
+// Close unloads every shard and waits for their goroutines.
+func (r *Runtime) Close() {
+	r.mu.Lock()
+	r.closed = true
+	for _, s := range r.shards {
+		r.unloadLocked(s)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// run is a shard's goroutine: load, then serve operations and timers.
+func (r *Runtime) run(s *shard) {
+	w := &Writer{r: r, partition: s.partition}
+	defer s.impl.Unload()
+	start := time.Now()
+	if err := r.load(s); err != nil {
+		r.cfg.Logger.Error("coordinator load failed", "topic", r.cfg.Topic, "partition", s.partition, "err", err)
+		<-s.stop
+		return
+	}
+	close(s.loaded)
+	r.cfg.Logger.Info("coordinator loaded", "topic", r.cfg.Topic, "partition", s.partition, "took", time.Since(start))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var fire <-chan time.Time
+		if d := s.impl.NextDeadline(); !d.IsZero() {
+			timer.Reset(max(time.Until(d), 0))
+			fire = timer.C
+		}
+		select {
+		case <-s.stop:
+			return
+		case op := <-s.ops:
+			op()
+		case <-fire:
+			s.impl.Tick(r.cfg.Now(), w)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// load replays the partition from its start to the high watermark.
+func (r *Runtime) load(s *shard) error {
+	now := r.cfg.Now()
+	offset := int64(-1)
+	for {
+		select {
+		case <-s.stop:
+			return errors.New("unloaded while loading")
+		default:
+		}
+		if offset < 0 {
+			start, _, _, _, err := r.cfg.Replica.ListOffset(r.cfg.Topic, s.partition, -1, replica.ListEarliest, false)
+			if err != nil {
+				return fmt.Errorf("log start of %s-%d: %w", r.cfg.Topic, s.partition, err)
+			}
+			offset = start
+		}
+		res := r.cfg.Replica.Read(r.cfg.Topic, s.partition, -1, offset, 1<<20, false, true)
+		if res.Err != nil {
+			return fmt.Errorf("read %s-%d at %d: %w", r.cfg.Topic, s.partition, offset, res.Err)
+		}
+		if offset >= res.HighWatermark || len(res.Records) == 0 {
+			return nil
+		}
+		b := res.Records
+		for len(b) >= record.HeaderSize {
+			h, err := record.ParseHeader(b)
+			if err != nil || h.Size() > len(b) {
+				break
+			}
+			batch := b[:h.Size()]
+			b = b[h.Size():]
+			offset = h.NextOffset()
+			if h.IsControl() {
+				continue
+			}
+			_, recs, err := record.ReadRecords(batch)
+			if err != nil {
+				return fmt.Errorf("read batch of %s-%d at %d: %w", r.cfg.Topic, s.partition, h.BaseOffset, err)
+			}
+			for _, rec := range recs {
+				if err := s.impl.Replay(now, rec.Key, rec.Value); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// Do runs fn on a partition's shard goroutine and waits for it. The shard
+// is absent (NOT_COORDINATOR) unless this broker leads the partition, and
+// answers COORDINATOR_LOAD_IN_PROGRESS until loaded.
+func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *Writer)) error {
+	r.mu.Lock()
+	s := r.shards[partition]
+	r.mu.Unlock()
+	if s == nil {
+		return kerr.NotCoordinator
+	}
+	select {
+	case <-s.loaded:
+	default:
+		return kerr.CoordinatorLoadInProgress
+	}
+	done := make(chan struct{})
+	op := func() {
+		defer close(done)
+		fn(s.impl, &Writer{r: r, partition: partition})
+	}
+	select {
+	case s.ops <- op:
+	case <-s.done:
+		return kerr.NotCoordinator
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-done
+	return nil
+}
+
+// Writer appends records to a shard's partition. It is used only on the
+// shard's goroutine, so writes keep the order of the operations.
+type Writer struct {
+	r         *Runtime
+	partition int32
+}
+
+// Write appends records as one batch and waits for it to be committed (acks=-1).
+func (w *Writer) Write(records []Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	now := w.r.cfg.Now().UnixMilli()
+	b := record.NewBuilder(record.BuilderOptions{
+		Codec: w.r.cfg.Codec, ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence,
+	})
+	for _, rec := range records {
+		b.Append(now, rec.Key, rec.Value, nil)
+	}
+	batch, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("build %s-%d batch: %w", w.r.cfg.Topic, w.partition, err)
+	}
+	res := w.r.cfg.Replica.Append(w.r.cfg.Topic, w.partition, -1, batch)
+	if res.Err != nil {
+		return fmt.Errorf("append to %s-%d: %w", w.r.cfg.Topic, w.partition, res.Err)
+	}
+	return nil
+}
+
+// PartitionFor is the partition of a key, as Kafka computes it:
+// Utils.abs(key.hashCode()) % partitions, where hashCode is Java's
+// String.hashCode over UTF-16 code units and Utils.abs maps MinInt32 to 0.
+func PartitionFor(key string, partitions int32) int32 {
+	var h int32
+	for _, r := range key {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	if h == -2147483648 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % partitions
+}
+
+// Partitions lists the partitions with a shard, and whether any is still loading.
+func (r *Runtime) Partitions() (partitions []int32, loading bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, s := range r.shards {
+		select {
+		case <-s.loaded:
+			partitions = append(partitions, id)
+		default:
+			loading = true
+		}
+	}
+	return partitions, loading
+}

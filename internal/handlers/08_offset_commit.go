@@ -1,0 +1,41 @@
+package handlers
+
+// OffsetCommit (key 8), versions 2-9 (Kafka 4.0 removed 0-1, KIP-896):
+// commits from group members (generation checked) and from consumers outside
+// any group (generation -1) while the group is empty. An offset is
+// acknowledged once its record is in __consumer_offsets.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/coordinator/group"
+	"gregor/internal/network"
+)
+
+var offsetCommitAPI = api{key: 8, min: 2, max: 9, handle: (*Handlers).offsetCommit}
+
+func (h *Handlers) offsetCommit(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	respond, wait := awaitReply()
+	code := h.onGroupShard(ctx, r.Group, func(s *group.Shard, w group.Writer) {
+		_ = finish(w, s.OffsetCommit(nowMs(), r, respond))
+	})
+	if code != 0 {
+		resp := kmsg.NewPtrOffsetCommitResponse()
+		resp.Version = r.Version
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	return wait(ctx)
+}

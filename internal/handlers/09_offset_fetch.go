@@ -1,0 +1,75 @@
+package handlers
+
+// OffsetFetch (key 9), versions 1-9 (Kafka 4.0 removed 0): committed offsets
+// of one group, or of several (v8+). Null topics mean all of the group's
+// offsets. require_stable (v7+) never waits: commits become visible only
+// once written, and transactional commits do not exist yet.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/coordinator/group"
+	"gregor/internal/network"
+)
+
+var offsetFetchAPI = api{key: 9, min: 1, max: 9, handle: (*Handlers).offsetFetch}
+
+func (h *Handlers) offsetFetch(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = r.Version
+	fetch := func(id string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group = id
+		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
+			rg.ErrorCode, rg.Topics = s.FetchOffsets(id, topics)
+		})
+		if code != 0 {
+			rg.ErrorCode, rg.Topics = code, nil
+		}
+		return rg
+	}
+	if r.Version >= 8 {
+		for _, g := range r.Groups {
+			resp.Groups = append(resp.Groups, fetch(g.Group, g.Topics))
+		}
+		return resp, nil
+	}
+	var topics []kmsg.OffsetFetchRequestGroupTopic
+	if r.Topics != nil {
+		topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		for _, t := range r.Topics {
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = t.Topic, t.Partitions
+			topics = append(topics, gt)
+		}
+	}
+	rg := fetch(r.Group, topics)
+	resp.ErrorCode = rg.ErrorCode
+	for _, t := range rg.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if rg.ErrorCode != 0 && r.Version < 2 {
+		// v0-1 have no top-level error: each partition carries it.
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, rg.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,85 @@
+package handlers
+
+// FindCoordinator (key 10), versions 0-5. A group's coordinator is the
+// leader of partition abs(hash(group)) % N of __consumer_offsets; the first
+// request creates that topic and answers COORDINATOR_NOT_AVAILABLE until it
+// exists and has a leader. v4+ batches keys. Transaction keys (key type 1)
+// answer INVALID_REQUEST with a message until Gregor has a transaction
+// coordinator: COORDINATOR_NOT_AVAILABLE (Kafka's answer while
+// __transaction_state cannot be created) is retriable, so transactional
+// clients would hang until their timeout instead of failing at once (see
+// 22_init_producer_id.go). Other key types (share groups, v6) are
+// INVALID_REQUEST too.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+)
+
+var findCoordinatorAPI = api{key: 10, min: 0, max: 5, handle: (*Handlers).findCoordinator}
+
+func (h *Handlers) findCoordinator(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.FindCoordinatorRequest)
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	resp.Version = r.Version
+	keys := r.CoordinatorKeys
+	if r.Version < 4 {
+		keys = []string{r.CoordinatorKey}
+	}
+	for _, key := range keys {
+		c := h.coordinatorFor(ctx, r.CoordinatorType, key, req.Listener)
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if r.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
+	}
+	return resp, nil
+}
+
+func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listener string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(e *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode = e.Code
+		msg := e.Message
+		c.ErrorMessage = &msg
+		return c
+	}
+	switch keyType {
+	case 0:
+	case 1:
+		c.ErrorCode = kerr.InvalidRequest.Code
+		msg := "Gregor has no transaction coordinator yet."
+		c.ErrorMessage = &msg
+		return c
+	default:
+		return fail(kerr.InvalidRequest)
+	}
+	img := h.d.Replica.Image()
+	t := img.Topics.ByName[OffsetsTopic]
+	if t == nil {
+		h.ensureOffsetsTopic(ctx)
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	p := t.Partitions[h.groupPartition(key)]
+	if p == nil || p.Leader < 0 {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	b := img.Brokers[p.Leader]
+	if b == nil || b.Fenced {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	for _, ep := range b.Listeners {
+		if ep.Name == listener {
+			c.NodeID, c.Host, c.Port = p.Leader, ep.Host, int32(ep.Port)
+			return c
+		}
+	}
+	return fail(kerr.CoordinatorNotAvailable)
+}

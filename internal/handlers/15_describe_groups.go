@@ -1,0 +1,34 @@
+package handlers
+
+// DescribeGroups (key 15), versions 0-6: state, protocol and members (with
+// metadata and assignment once Stable); v6 answers GROUP_ID_NOT_FOUND for
+// unknown groups (KIP-1043), earlier versions the Dead state.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/coordinator/group"
+	"gregor/internal/network"
+)
+
+var describeGroupsAPI = api{key: 15, min: 0, max: 6, handle: (*Handlers).describeGroups}
+
+func (h *Handlers) describeGroups(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	resp.Version = r.Version
+	for _, id := range r.Groups {
+		var rg kmsg.DescribeGroupsResponseGroup
+		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
+			rg = s.DescribeGroup(r.Version, id, r.IncludeAuthorizedOperations)
+		})
+		if code != 0 {
+			rg = kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, code, -2147483648
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}

@@ -1,0 +1,39 @@
+package server
+
+import (
+	"strconv"
+
+	"gregor/internal/coordinator"
+	"gregor/internal/coordinator/group"
+	"gregor/internal/handlers"
+	"gregor/internal/record"
+)
+
+// newGroupCoordinator makes the group coordinator's runtime: a shard per
+// __consumer_offsets partition this broker leads, loaded as metadata says so.
+func (s *Server) newGroupCoordinator() *coordinator.Runtime {
+	b := s.cfg
+	cfg := group.Config{
+		MinSessionTimeoutMs:     int32(b.GroupMinSessionTimeoutMs),
+		MaxSessionTimeoutMs:     int32(b.GroupMaxSessionTimeoutMs),
+		InitialRebalanceDelayMs: int32(b.GroupInitialRebalanceDelayMs),
+		MaxSize:                 int(b.GroupMaxSize),
+		OffsetMetadataMaxBytes:  int(b.OffsetMetadataMaxBytes),
+		OffsetsRetentionMs:      int64(b.OffsetsRetentionMinutes) * 60000,
+		OffsetsRetentionCheckMs: b.OffsetsRetentionCheckIntervalMs,
+	}
+	// offsets.topic.compression.codec is a codec id (0 none, 1 gzip, 2
+	// snappy, 3 lz4, 4 zstd), as in Kafka.
+	codec := record.CodecNone
+	if v, err := strconv.Atoi(b.Props["offsets.topic.compression.codec"]); err == nil && v >= 0 && v <= 4 {
+		codec = record.Codec(v)
+	}
+	return coordinator.New(coordinator.Config{
+		Topic:    handlers.OffsetsTopic,
+		NodeID:   b.NodeID,
+		Replica:  s.replica,
+		NewShard: func(int32) coordinator.Shard { return group.Coordinated{Shard: group.NewShard(cfg)} },
+		Codec:    codec,
+		Logger:   s.logger.With("component", "group-coordinator"),
+	})
+}
