@@ -105,7 +105,7 @@ func (b *broker) start() {
 		}
 		select {
 		case <-b.exited:
-			b.t.Fatalf("gregor exited during start-up:\n%s", b.log())
+			b.t.Fatalf("gregor exited during start-up (%v):\n%s", b.cmd.ProcessState, b.log())
 		default:
 		}
 		if time.Now().After(deadline) {
