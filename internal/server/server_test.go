@@ -263,24 +263,11 @@ func TestConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgs, err := rc.On("cfg", nil)
-	if err != nil {
-		t.Fatal(err)
+	if c := describedConfig(t, rc, "cfg", "retention.ms"); c.MaybeValue() != "3600000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("retention.ms = %q from %v", c.MaybeValue(), c.Source)
 	}
-	found := false
-	for _, c := range cfgs.Configs {
-		if c.Key == "retention.ms" {
-			found = true
-			if c.MaybeValue() != "3600000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
-				t.Errorf("retention.ms = %q from %v", c.MaybeValue(), c.Source)
-			}
-		}
-		if c.Key == "segment.bytes" && (c.MaybeValue() != "1073741824" || c.Source != kmsg.ConfigSourceDefaultConfig) {
-			t.Errorf("segment.bytes = %q from %v", c.MaybeValue(), c.Source)
-		}
-	}
-	if !found {
-		t.Error("retention.ms not described")
+	if c := describedConfig(t, rc, "cfg", "segment.bytes"); c.MaybeValue() != "1073741824" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("segment.bytes = %q from %v", c.MaybeValue(), c.Source)
 	}
 
 	// Incremental: set, then delete back to the default.
@@ -316,11 +303,8 @@ func TestConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgs, _ = rc.On("cfg", nil)
-	for _, c := range cfgs.Configs {
-		if c.Key == "retention.ms" && c.MaybeValue() != "3600000" {
-			t.Errorf("topic override lost to broker default: %q", c.MaybeValue())
-		}
+	if c := describedConfig(t, rc, "cfg", "retention.ms"); c.MaybeValue() != "3600000" {
+		t.Errorf("topic override lost to broker default: %q", c.MaybeValue())
 	}
 }
 
@@ -330,17 +314,23 @@ func describeOne(t *testing.T, adm *kadm.Client, topic, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgs, err := rc.On(topic, nil)
+	return describedConfig(t, rc, topic, key).MaybeValue()
+}
+
+// describedConfig finds one key of one resource in a DescribeConfigs answer.
+func describedConfig(t *testing.T, rc kadm.ResourceConfigs, resource, key string) *kadm.Config {
+	t.Helper()
+	cfgs, err := rc.On(resource, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cfgs.Configs {
-		if c.Key == key {
-			return c.MaybeValue()
+	for i := range cfgs.Configs {
+		if cfgs.Configs[i].Key == key {
+			return &cfgs.Configs[i]
 		}
 	}
-	t.Fatalf("%s not described", key)
-	return ""
+	t.Fatalf("%s of %s not described", key, resource)
+	return nil
 }
 
 func TestCreatePartitionsAndDelete(t *testing.T) {
