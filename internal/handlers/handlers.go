@@ -62,6 +62,8 @@ var brokerAPIs = []*api{
 	&findCoordinatorAPI, &joinGroupAPI, &syncGroupAPI, &heartbeatAPI, &leaveGroupAPI,
 	&describeGroupsAPI, &listGroupsAPI, &deleteGroupsAPI,
 	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI,
+	// Consumer groups, KIP-848 protocol.
+	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"strings"
 
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/group"
@@ -21,6 +22,15 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 		OffsetMetadataMaxBytes:  int(b.OffsetMetadataMaxBytes),
 		OffsetsRetentionMs:      int64(b.OffsetsRetentionMinutes) * 60000,
 		OffsetsRetentionCheckMs: b.OffsetsRetentionCheckIntervalMs,
+
+		ConsumerSessionTimeoutMs:    int32(b.GroupConsumerSessionTimeoutMs),
+		ConsumerHeartbeatIntervalMs: int32(b.GroupConsumerHeartbeatIntervalMs),
+		ConsumerMaxSize:             b.GroupConsumerMaxSize,
+	}
+	for _, a := range strings.Split(b.Props["group.consumer.assignors"], ",") {
+		if name := group.AssignorName(a); name != "" {
+			cfg.ConsumerAssignors = append(cfg.ConsumerAssignors, name)
+		}
 	}
 	// offsets.topic.compression.codec is a codec id (0 none, 1 gzip, 2
 	// snappy, 3 lz4, 4 zstd), as in Kafka.

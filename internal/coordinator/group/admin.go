@@ -31,6 +31,10 @@ func (s *Shard) DescribeGroup(version int16, groupID string, includeOps bool) km
 		}
 		return rg
 	}
+	if g.consumer != nil && len(g.members) == 0 {
+		g.describeConsumer(&rg)
+		return rg
+	}
 	rg.State = g.state.String()
 	rg.ProtocolType = g.protocolType
 	if g.state == Stable {
@@ -53,7 +57,7 @@ func (s *Shard) DescribeGroup(version int16, groupID string, includeOps bool) km
 }
 
 // ListGroups lists the shard's groups, filtered by state names (v4+,
-// case-insensitive) and group types (v5+; these are all "classic").
+// case-insensitive) and group types (v5+: "classic" or "consumer").
 func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
 	var out []kmsg.ListGroupsResponseGroup
 	match := func(want []string, v string) bool {
@@ -69,11 +73,15 @@ func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGrou
 	}
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
-		if g.state == Dead || !match(states, g.state.String()) || !match(types, "classic") {
+		state, protocolType := g.state.String(), g.protocolType
+		if g.groupType() == "consumer" {
+			state, protocolType = g.consumer.state(), "consumer"
+		}
+		if g.state == Dead || !match(states, state) || !match(types, g.groupType()) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, g.protocolType, g.state.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, protocolType, state, g.groupType()
 		out = append(out, lg)
 	}
 	return out
@@ -87,7 +95,7 @@ func (s *Shard) DeleteGroup(now int64, groupID string) (int16, Result) {
 	if g == nil || g.state == Dead {
 		return kerr.GroupIDNotFound.Code, r
 	}
-	if g.state != Empty {
+	if g.state != Empty || (g.consumer != nil && len(g.consumer.members) > 0) {
 		return kerr.NonEmptyGroup.Code, r
 	}
 	for topic, ps := range g.offsets {
@@ -95,6 +103,7 @@ func (s *Shard) DeleteGroup(now int64, groupID string) (int16, Result) {
 			r.Records = append(r.Records, Record{Key: offsetKey(g.id, topic, p)})
 		}
 	}
+	r.Records = append(r.Records, diffRecords(g.consumerRecords(), nil)...)
 	r.Records = append(r.Records, Record{Key: groupKey(g.id)})
 	r.Apply = func() {
 		g.transition(Dead, now)

@@ -55,6 +55,11 @@ type Config struct {
 	OffsetMetadataMaxBytes  int   // offset.metadata.max.bytes
 	OffsetsRetentionMs      int64 // offsets.retention.minutes, in ms
 	OffsetsRetentionCheckMs int64 // offsets.retention.check.interval.ms
+	// KIP-848 consumer groups.
+	ConsumerSessionTimeoutMs    int32    // group.consumer.session.timeout.ms
+	ConsumerHeartbeatIntervalMs int32    // group.consumer.heartbeat.interval.ms
+	ConsumerMaxSize             int32    // group.consumer.max.size
+	ConsumerAssignors           []string // group.consumer.assignors, as assignor names; the first is the default
 	// NewMemberID makes a member id for a client; nil: client id, "-", and
 	// a random UUID-like suffix, as Kafka does.
 	NewMemberID func(clientID string) string
@@ -180,6 +185,9 @@ type group struct {
 	syncDeadline int64
 
 	offsets map[string]map[int32]committed
+
+	// consumer is set once the group is used with the KIP-848 protocol.
+	consumer *consumerGroup
 }
 
 func newGroup(id string, now int64) *group {
@@ -362,6 +370,12 @@ type Shard struct {
 func NewShard(cfg Config) *Shard {
 	if cfg.NewMemberID == nil {
 		cfg.NewMemberID = defaultMemberID
+	}
+	if cfg.ConsumerSessionTimeoutMs <= 0 {
+		cfg.ConsumerSessionTimeoutMs = 45000
+	}
+	if cfg.ConsumerHeartbeatIntervalMs <= 0 {
+		cfg.ConsumerHeartbeatIntervalMs = 5000
 	}
 	if cfg.MaxSize <= 0 {
 		cfg.MaxSize = int(^uint(0) >> 1)

@@ -47,6 +47,11 @@ func (s *Shard) JoinGroup(now int64, req *kmsg.JoinGroupRequest, clientID, clien
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
+	if g.consumer != nil && len(g.consumer.members) > 0 {
+		// A classic member cannot join a live consumer group (Kafka
+		// without group.consumer.migration.policy).
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
 	if !g.supportsProtocols(req.ProtocolType, protocols) {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}

@@ -44,9 +44,12 @@ func commitResponse(req *kmsg.OffsetCommitRequest, code func(topic string, p kms
 // validateCommit is Kafka's ClassicGroup.validateOffsetCommit: commits from
 // outside the group (generation -1, no member id) are accepted while the
 // group is empty; a member's commit must match its generation.
-func (g *group) validateCommit(memberID string, instanceID *string, generation int32) int16 {
+func (g *group) validateCommit(memberID string, instanceID *string, generation int32, topics []kmsg.OffsetCommitRequestTopic) int16 {
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable.Code
+	}
+	if c := g.consumer; c != nil && len(c.members) > 0 {
+		return c.validateCommit(memberID, generation, topics)
 	}
 	if generation < 0 && g.state == Empty {
 		return 0
@@ -89,7 +92,7 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 		g = newGroup(req.Group, now)
 		created = true
 	}
-	if code := g.validateCommit(req.MemberID, req.InstanceID, req.Generation); code != 0 {
+	if code := g.validateCommit(req.MemberID, req.InstanceID, req.Generation, req.Topics); code != 0 {
 		return all(code)
 	}
 	if m := g.members[req.MemberID]; m != nil && g.state == Stable {
@@ -252,6 +255,10 @@ func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteR
 func (s *Shard) expireOffsets(now int64, r *Result) {
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
+		if g.consumer != nil && len(g.members) == 0 {
+			s.expireConsumerOffsets(now, g, r)
+			continue
+		}
 		var subscribed map[string]bool
 		if g.state != Empty {
 			topics, ok := g.subscribedTopics()

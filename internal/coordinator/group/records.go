@@ -9,7 +9,7 @@ import (
 
 // Key versions of __consumer_offsets records, as Kafka's
 // GroupCoordinatorRecordSerde reads them: 0 and 1 are offset commits, 2 is
-// group metadata; higher ones belong to the KIP-848 protocol.
+// group metadata; 3-8 belong to the KIP-848 protocol (consumer_records.go).
 const (
 	offsetCommitKeyVersion  = 1
 	groupMetadataKeyVersion = 2
@@ -79,7 +79,9 @@ func (s *Shard) Replay(now int64, key, value []byte) error {
 	if len(key) < 2 {
 		return fmt.Errorf("__consumer_offsets record key of %d bytes", len(key))
 	}
-	switch int16(binary.BigEndian.Uint16(key)) {
+	switch typ := int16(binary.BigEndian.Uint16(key)); typ {
+	case cgMetadataType, cgMemberMetadataType, cgTargetAssignmentMetadataType, cgTargetAssignmentMemberType, cgCurrentMemberAssignmentType:
+		return s.replayConsumer(now, typ, key, value)
 	case 0, 1:
 		var k kmsg.OffsetCommitKey
 		if err := k.ReadFrom(key); err != nil {
@@ -173,6 +175,9 @@ func (s *Shard) resetGroup(g *group) {
 
 // maybeDropEmpty forgets a group with no members and no offsets.
 func (s *Shard) maybeDropEmpty(g *group) {
+	if g.consumer != nil {
+		return // a consumer group lives until DeleteGroups
+	}
 	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.generation == 0 {
 		delete(s.groups, g.id)
 	}

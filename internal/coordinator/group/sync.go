@@ -209,6 +209,7 @@ func (s *Shard) Tick(now int64) Result {
 	var r Result
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
+		s.consumerTick(now, g, &r)
 		for pid, due := range g.pending {
 			if now >= due {
 				delete(g.pending, pid)
@@ -266,6 +267,7 @@ func (s *Shard) NextDeadline() int64 {
 		}
 	}
 	for _, g := range s.groups {
+		s.consumerDeadlines(g, consider)
 		for _, due := range g.pending {
 			consider(due)
 		}

@@ -1,0 +1,33 @@
+package handlers
+
+// ConsumerGroupDescribe (key 69), versions 0-1: KIP-848 groups with their
+// epochs, assignor, and each member's current and target assignment.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/coordinator/group"
+	"gregor/internal/network"
+)
+
+var consumerGroupDescribeAPI = api{key: 69, min: 0, max: 1, handle: (*Handlers).consumerGroupDescribe}
+
+func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
+	resp.Version = r.Version
+	for _, id := range r.Groups {
+		var rg kmsg.ConsumerGroupDescribeResponseGroup
+		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
+			rg = s.ConsumerGroupDescribe(r.Version, id, r.IncludeAuthorizedOperations)
+		})
+		if code != 0 {
+			rg = kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, code, -2147483648
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
