@@ -105,11 +105,7 @@ func TestGroup848(t *testing.T) {
 	for _, c := range cs {
 		c.stop()
 	}
-	seen.mu.Lock()
-	if len(seen.dups) > 0 {
-		t.Errorf("records processed twice: %v", seen.dups)
-	}
-	seen.mu.Unlock()
+	seen.checkNoDuplicates(t)
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,16 @@ func (s *seenSet) add(v string) {
 	}
 }
 
+// checkNoDuplicates fails the test if any record was processed twice.
+func (s *seenSet) checkNoDuplicates(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.dups) > 0 {
+		t.Errorf("records processed twice: %v", s.dups)
+	}
+}
+
 func (s *seenSet) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,11 +171,7 @@ func TestGroupBalancers(t *testing.T) {
 			for _, c := range cs {
 				c.stop()
 			}
-			seen.mu.Lock()
-			if len(seen.dups) > 0 {
-				t.Errorf("records processed twice: %v", seen.dups)
-			}
-			seen.mu.Unlock()
+			seen.checkNoDuplicates(t)
 			// Committed offsets cover everything.
 			offs, err := adm.FetchOffsets(context.Background(), group)
 			if err != nil {
