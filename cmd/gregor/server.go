@@ -39,24 +39,9 @@ kafka-server-start.sh does (which also takes the file as its argument).`,
 				}
 				configFile = args[0]
 			}
-			props := map[string]string{}
-			if configFile != "" {
-				f, err := os.Open(configFile)
-				if err != nil {
-					return fmt.Errorf("read config: %w", err)
-				}
-				props, err = config.ParseProperties(f)
-				f.Close()
-				if err != nil {
-					return fmt.Errorf("parse %s: %w", configFile, err)
-				}
-			}
-			for _, o := range overrides {
-				k, v, ok := strings.Cut(o, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("--override %q: want key=value", o)
-				}
-				props[strings.TrimSpace(k)] = v
+			props, err := loadProperties(configFile, overrides)
+			if err != nil {
+				return err
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -95,4 +80,29 @@ kafka-server-start.sh does (which also takes the file as its argument).`,
 	cmd.Flags().StringArrayVar(&overrides, "override", nil, "key=value on top of the config file (repeatable)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
+}
+
+// loadProperties reads a server.properties file (if given) and applies
+// --override key=value entries on top of it.
+func loadProperties(configFile string, overrides []string) (map[string]string, error) {
+	props := map[string]string{}
+	if configFile != "" {
+		f, err := os.Open(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		props, err = config.ParseProperties(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", configFile, err)
+		}
+	}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--override %q: want key=value", o)
+		}
+		props[strings.TrimSpace(k)] = v
+	}
+	return props, nil
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -124,60 +123,11 @@ func sameRack(a, b *string) bool {
 	return *a == *b
 }
 
-// usableBrokers returns the brokers replicas may be placed on (registered
-// and not in controlled shutdown, as Kafka's ClusterDescriber.usableBrokers),
-// unfenced ones first, each group by id.
-func usableBrokers(img *metadata.Image) (unfenced, fenced []int32) {
-	for _, id := range img.SortedBrokerIDs() {
-		b := img.Brokers[id]
-		switch {
-		case b.InControlledShutdown:
-		case b.Fenced:
-			fenced = append(fenced, id)
-		default:
-			unfenced = append(unfenced, id)
-		}
-	}
-	return unfenced, fenced
-}
-
 // isActive reports whether a broker may be in a new ISR (Kafka's
 // ClusterControlManager.isActive: registered, unfenced, not shutting down).
 func isActive(img *metadata.Image, id int32) bool {
 	b := img.Brokers[id]
 	return b != nil && !b.Fenced && !b.InControlledShutdown
-}
-
-// placeReplicas assigns replicas to numPartitions new partitions, starting
-// at partition startPartition, round-robin over the unfenced brokers (then
-// fenced ones if the replication factor needs them), as a stand-in for
-// Kafka's rack-aware StripedReplicaPlacer. Its errors are Kafka's
-// InvalidReplicationFactorException messages.
-func placeReplicas(img *metadata.Image, startPartition, numPartitions int32, replicationFactor int16) ([][]int32, error) {
-	unfenced, fenced := usableBrokers(img)
-	if replicationFactor <= 0 {
-		return nil, fmt.Errorf("Invalid replication factor %d: the replication factor must be positive.", replicationFactor)
-	}
-	if len(unfenced) == 0 {
-		return nil, errors.New("All brokers are currently fenced.")
-	}
-	total := len(unfenced) + len(fenced)
-	if int(replicationFactor) > total {
-		return nil, fmt.Errorf("The target replication factor of %d cannot be reached because only %d broker(s) are registered.", replicationFactor, total)
-	}
-	out := make([][]int32, numPartitions)
-	for i := range out {
-		p := int(startPartition) + i
-		replicas := make([]int32, 0, replicationFactor)
-		for r := 0; r < int(replicationFactor) && r < len(unfenced); r++ {
-			replicas = append(replicas, unfenced[(p+r)%len(unfenced)])
-		}
-		for r := 0; len(replicas) < int(replicationFactor); r++ {
-			replicas = append(replicas, fenced[(p+r)%len(fenced)])
-		}
-		out[i] = replicas
-	}
-	return out, nil
 }
 
 // Kafka's reserved directory ids (DirectoryId).

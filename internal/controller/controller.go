@@ -11,18 +11,26 @@
 // replayed before the next request starts, so every manager sees the effect
 // of all earlier ones.
 //
+// Only the active controller (the quorum leader, activated on its event
+// loop) answers; it also runs the broker lifecycle (Kafka's
+// ClusterControlManager and BrokerHeartbeatManager): registration,
+// heartbeats, fencing on session expiry, controlled shutdown, and the
+// leader/ISR changes they cause.
+//
 // Brokers do not read the controller: they follow the log with a
 // metadata.Loader and get images through metadata.Publisher.
 package controller
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,6 +64,11 @@ type Config struct {
 	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// BrokerSessionTimeout is broker.session.timeout.ms: the active
+	// controller fences an unfenced broker that has not heartbeated for this
+	// long. Zero disables session expiry (brokers registered by Bootstrap
+	// never heartbeat).
+	BrokerSessionTimeout time.Duration
 }
 
 // Controller is the quorum controller of this node.
@@ -64,10 +77,28 @@ type Controller struct {
 	q      raft.Quorum
 	logger *slog.Logger
 	// image holds the controller's replayed state: the quorum hands it every
-	// committed batch (the controller's own and, later, other leaders').
-	image *metadata.Loader
+	// committed batch (the controller's own and other leaders'), through
+	// listener, which also tracks leadership.
+	image    *metadata.Loader
+	listener *stateListener
 
 	events chan func()
+	// leaderChanged wakes the event loop after the quorum reported a new
+	// leader (capacity 1: one pending wake-up covers any number of changes).
+	leaderChanged chan struct{}
+
+	// leaderMu guards the quorum's latest leader report; active is true only
+	// while that report names this node and the event loop has activated
+	// the controller for that epoch.
+	leaderMu    sync.Mutex
+	leaderID    int32
+	leaderEpoch int32
+	active      atomic.Bool
+
+	// Owned by the event loop.
+	activeEpoch int32                    // epoch the controller was activated in, -1 if none
+	sessions    map[int32]*brokerSession // broker heartbeat state (Kafka's BrokerHeartbeatManager)
+	placement   *rand.Rand               // the striped placer's randomness
 
 	mu      sync.Mutex // guards started/stop
 	started bool
@@ -93,14 +124,21 @@ func New(cfg Config, q raft.Quorum) *Controller {
 	}
 	logger := cfg.Logger.With("component", "controller", "node", cfg.NodeID)
 	c := &Controller{
-		cfg:     cfg,
-		q:       q,
-		logger:  logger,
-		image:   metadata.NewLoader(cfg.ClusterID, logger),
-		events:  make(chan func()),
-		stopped: make(chan struct{}),
+		cfg:           cfg,
+		q:             q,
+		logger:        logger,
+		image:         metadata.NewLoader(cfg.ClusterID, logger),
+		events:        make(chan func()),
+		leaderChanged: make(chan struct{}, 1),
+		stopped:       make(chan struct{}),
+		leaderID:      -1,
+		leaderEpoch:   -1,
+		activeEpoch:   -1,
+		sessions:      map[int32]*brokerSession{},
+		placement:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
-	q.Register(c.image)
+	c.listener = newStateListener(c, c.image)
+	q.Register(c.listener)
 	return c
 }
 
@@ -142,13 +180,31 @@ func (c *Controller) Close() error {
 // diagnostics; brokers use their own metadata.Loader).
 func (c *Controller) Image() *metadata.Image { return c.image.Image() }
 
+// run is the event loop: requests, leadership changes and broker session
+// expiry, one at a time. A leadership change is handled before any request
+// that is already waiting, so requests see the activated state.
 func (c *Controller) run(ctx context.Context) {
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
 	for {
+		select {
+		case <-c.leaderChanged:
+			c.handleLeaderChange(ctx)
+		default:
+		}
+		wake.Reset(c.nextWake())
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.leaderChanged:
+			c.handleLeaderChange(ctx)
 		case ev := <-c.events:
 			ev()
+		case <-wake.C:
+			if c.needsActivation() {
+				c.handleLeaderChange(ctx)
+			}
+			c.fenceStaleBrokers(ctx)
 		}
 	}
 }
@@ -203,6 +259,10 @@ func write[R any](c *Controller, ctx context.Context, validateOnly bool,
 	manage func(img *metadata.Image) ([]metadata.Record, R), fail func(*kerr.Error) R) R {
 	var resp R
 	err := c.submit(ctx, func() {
+		if !c.active.Load() {
+			resp = fail(kerr.NotController)
+			return
+		}
 		records, r := manage(c.image.Image())
 		if len(records) > maxRecordsPerUserOp {
 			// Kafka's BoundedList limit: one request is one atomic batch.
@@ -272,7 +332,7 @@ func errBare(err *kerr.Error) apiError { return apiError{err: err} }
 func newTopicID() [16]byte {
 	for {
 		var id [16]byte
-		if _, err := rand.Read(id[:]); err != nil {
+		if _, err := crand.Read(id[:]); err != nil {
 			panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
 		}
 		id[6] = id[6]&0x0f | 0x40

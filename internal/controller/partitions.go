@@ -52,7 +52,7 @@ func (c *Controller) createPartitions(img *metadata.Image, req *kmsg.CreateParti
 		if count[t.Topic] > 1 {
 			continue
 		}
-		recs, e := createTopicPartitions(img, t)
+		recs, e := c.createTopicPartitions(img, t)
 		if e.err == nil {
 			records = append(records, recs...)
 		}
@@ -62,7 +62,7 @@ func (c *Controller) createPartitions(img *metadata.Image, req *kmsg.CreateParti
 	return records, resp
 }
 
-func createTopicPartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, apiError) {
+func (c *Controller) createTopicPartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, apiError) {
 	topic := img.Topics.ByName[t.Topic]
 	if topic == nil {
 		return nil, errBare(kerr.UnknownTopicOrPartition)
@@ -104,7 +104,7 @@ func createTopicPartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestT
 			assignments = append(assignments, a.Replicas)
 		}
 	} else {
-		placed, err := placeReplicas(img, current, additional, int16(replicationFactor))
+		placed, err := c.placeReplicas(img, additional, int16(replicationFactor))
 		if err != nil {
 			return nil, errWith(kerr.InvalidReplicationFactor, "%s", err)
 		}

@@ -198,7 +198,7 @@ func (c *Controller) createTopic(img *metadata.Image, t *kmsg.CreateTopicsReques
 		if replicationFactor == -1 {
 			replicationFactor = c.cfg.DefaultReplicationFactor
 		}
-		placed, err := placeReplicas(img, 0, numPartitions, replicationFactor)
+		placed, err := c.placeReplicas(img, numPartitions, replicationFactor)
 		if err != nil {
 			return nil, errWith(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): %s", replicationFactor, err)
 		}

@@ -48,12 +48,20 @@ func TestCreateTopicsPlacementAndManualAssignment(t *testing.T) {
 	n := startNode(t, metadataDir(t), testConfig(), threeBrokers()...)
 	n.mustCreate(newTopic("spread", 4, 2))
 	top := n.c.Image().Topics.ByName["spread"]
-	want := [][]int32{{1, 2}, {2, 3}, {3, 1}, {1, 2}}
-	for p, replicas := range want {
-		part := top.Partitions[int32(p)]
-		if !slices.Equal(part.Replicas, replicas) || !slices.Equal(part.ISR, replicas) || part.Leader != replicas[0] {
-			t.Fatalf("partition %d = %+v, want replicas %v", p, part, replicas)
+	// Striped placement: the first three partitions have three different
+	// leaders, every partition two different replicas, all in the ISR.
+	leaders := map[int32]bool{}
+	for p := range int32(4) {
+		part := top.Partitions[p]
+		if len(part.Replicas) != 2 || part.Replicas[0] == part.Replicas[1] || !slices.Equal(part.ISR, part.Replicas) || part.Leader != part.Replicas[0] {
+			t.Fatalf("partition %d = %+v", p, part)
 		}
+		if p < 3 {
+			leaders[part.Leader] = true
+		}
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("leaders of the first three partitions: %v", leaders)
 	}
 
 	manual := newTopic("manual", -1, -1)
@@ -321,8 +329,18 @@ func TestCreatePartitions(t *testing.T) {
 	wantErr(t, "missing", resp.Topics[4].ErrorCode, resp.Topics[4].ErrorMessage, kerr.UnknownTopicOrPartition, "<nil>")
 	img := n.c.Image()
 	a := img.Topics.ByName["a"]
-	if a.NumPartitions() != 4 || !slices.Equal(a.Partitions[2].Replicas, []int32{3, 1}) || !slices.Equal(a.Partitions[3].Replicas, []int32{1, 2}) {
-		t.Fatalf("a = %+v %+v", a.Partitions[2], a.Partitions[3])
+	// Placed replicas keep the topic's replication factor, on two different
+	// brokers, and the two new partitions have different leaders.
+	if a.NumPartitions() != 4 {
+		t.Fatalf("a has %d partitions", a.NumPartitions())
+	}
+	for _, p := range []*metadata.Partition{a.Partitions[2], a.Partitions[3]} {
+		if len(p.Replicas) != 2 || p.Replicas[0] == p.Replicas[1] || p.Leader != p.Replicas[0] {
+			t.Fatalf("a = %+v", p)
+		}
+	}
+	if a.Partitions[2].Leader == a.Partitions[3].Leader {
+		t.Fatalf("new partitions of a share leader %d", a.Partitions[2].Leader)
 	}
 	c := img.Topics.ByName["c"]
 	if c.NumPartitions() != 3 || !slices.Equal(c.Partitions[1].Replicas, []int32{3}) || c.Partitions[2].Leader != 2 {

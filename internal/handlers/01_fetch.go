@@ -82,7 +82,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 // (zero-copy); the caller releases the response if it does not return it.
 func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchResponse, int, bool) {
 	resp := &fetchResponse{FetchResponse: r.ResponseKind().(*kmsg.FetchResponse)}
-	img := h.d.Replica.Image()
+	img := h.image()
 	readCommitted := r.IsolationLevel == 1
 	maxBytes := int(r.MaxBytes)
 	if r.Version < 3 || maxBytes <= 0 {

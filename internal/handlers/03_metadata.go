@@ -28,7 +28,7 @@ var metadataAPI = api{key: 3, min: 0, max: 12, handle: (*Handlers).metadata}
 func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	img := h.d.Replica.Image()
+	img := h.image()
 
 	allowCreate := h.d.Broker.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
 	if allowCreate {
@@ -43,7 +43,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 		}
 		if len(create) > 0 {
 			h.autoCreate(ctx, create)
-			img = h.d.Replica.Image()
+			img = h.image()
 		}
 	}
 

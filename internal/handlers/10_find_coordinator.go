@@ -61,7 +61,7 @@ func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listen
 	default:
 		return fail(kerr.InvalidRequest)
 	}
-	img := h.d.Replica.Image()
+	img := h.image()
 	t := img.Topics.ByName[OffsetsTopic]
 	if t == nil {
 		h.ensureOffsetsTopic(ctx)

@@ -47,7 +47,7 @@ func (h *Handlers) apiVersions(_ context.Context, req *network.Request) (kmsg.Re
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
 	}
 	if h.d.Replica != nil {
-		img := h.d.Replica.Image()
+		img := h.image()
 		level := img.Features[metadata.MetadataVersionFeature]
 		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{
 			Name: metadata.MetadataVersionFeature, MinVersion: metadata.MinMetadataVersion, MaxVersion: metadata.LatestMetadataVersion,

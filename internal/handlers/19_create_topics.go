@@ -33,10 +33,12 @@ func (h *Handlers) createTopics(ctx context.Context, req *network.Request) (kmsg
 		}
 		requested[t.Topic] = cfg
 	}
-	img := h.d.Replica.Image()
+	img := h.image()
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
-		if t.ErrorCode != 0 {
+		// A forwarded request comes back with configs already; a
+		// controller-only node has no broker configs to describe.
+		if t.ErrorCode != 0 || len(t.Configs) > 0 || h.d.Replica == nil {
 			continue
 		}
 		layers := h.d.Replica.Layers(img, t.Topic)

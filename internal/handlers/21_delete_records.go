@@ -27,7 +27,7 @@ var deleteRecordsAPI = api{key: 21, min: 0, max: 2, handle: (*Handlers).deleteRe
 func (h *Handlers) deleteRecords(_ context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	img := h.d.Replica.Image()
+	img := h.image()
 	topicIndex := map[string]int{}
 	partIndex := map[string]map[int32]int{}
 	for _, t := range r.Topics {

@@ -26,7 +26,7 @@ var describeConfigsAPI = api{key: 32, min: 1, max: 4, handle: (*Handlers).descri
 func (h *Handlers) describeConfigs(_ context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	img := h.d.Replica.Image()
+	img := h.image()
 	docs := r.Version >= 3 && r.IncludeDocumentation
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()

@@ -50,7 +50,7 @@ func (h *Handlers) describeCluster(_ context.Context, req *network.Request) (kms
 		}
 		return resp, nil
 	}
-	img := h.d.Replica.Image()
+	img := h.image()
 	for id, reg := range img.Brokers {
 		if reg.Fenced {
 			continue

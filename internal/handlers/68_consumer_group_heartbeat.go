@@ -19,7 +19,7 @@ var consumerGroupHeartbeatAPI = api{key: 68, min: 0, max: 1, handle: (*Handlers)
 
 // groupTopics are the cluster's topics as the consumer group assignors see them.
 func (h *Handlers) groupTopics() group.Topics {
-	img := h.d.Replica.Image()
+	img := h.image()
 	out := make(group.Topics, len(img.Topics.ByName))
 	for name, t := range img.Topics.ByName {
 		out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}

@@ -21,7 +21,7 @@ const OffsetsTopic = "__consumer_offsets"
 // offsetsPartitions is how many partitions __consumer_offsets has: its
 // actual count once created, offsets.topic.num.partitions before.
 func (h *Handlers) offsetsPartitions() int32 {
-	if t := h.d.Replica.Image().Topics.ByName[OffsetsTopic]; t != nil && len(t.Partitions) > 0 {
+	if t := h.image().Topics.ByName[OffsetsTopic]; t != nil && len(t.Partitions) > 0 {
 		return int32(len(t.Partitions))
 	}
 	return h.d.Broker.OffsetsTopicNumPartitions
@@ -100,7 +100,7 @@ func clientInfo(req *network.Request) (clientID, clientHost string) {
 // brokers than offsets.topic.replication.factor; Gregor caps the factor at
 // the live brokers so that a single node works with Kafka's default of 3.
 func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
-	img := h.d.Replica.Image()
+	img := h.image()
 	if _, ok := img.Topics.ByName[OffsetsTopic]; ok {
 		return
 	}

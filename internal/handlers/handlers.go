@@ -12,21 +12,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
-	"gregor/internal/controller"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
 	"gregor/internal/log"
+	"gregor/internal/metadata"
 	"gregor/internal/network"
+	"gregor/internal/raft"
 	"gregor/internal/replica"
 )
 
 // Deps are the components the handlers delegate to.
 type Deps struct {
-	NodeID     int32
-	ClusterID  string
-	Broker     *config.Broker
-	Replica    *replica.Manager
-	Controller *controller.Controller
+	NodeID    int32
+	ClusterID string
+	Broker    *config.Broker
+	Replica   *replica.Manager
+	// Image is the metadata image this listener answers from: the broker's
+	// (or, on a controller-only node, the controller's) latest image.
+	Image func() *metadata.Image
+	// Controller runs the admin requests that change metadata: on a broker
+	// listener, a channel to the active controller (the local one or a
+	// remote one, forwarded); on a controller listener, this node's own.
+	Controller ControllerAPI
 	Logs       *log.Manager
 	// ProducerIDs hands out producer ids for InitProducerId.
 	ProducerIDs *producerid.Manager
@@ -34,6 +41,25 @@ type Deps struct {
 
 	// Groups runs the group coordinator's shards (__consumer_offsets).
 	Groups *coordinator.Runtime
+
+	// Quorum is this node's metadata quorum voter (controller listeners;
+	// nil on a one-voter node, which has no peers or observers).
+	Quorum Quorum
+	// Lifecycle is this node's controller, for brokers' registrations and
+	// heartbeats (controller listeners).
+	Lifecycle Lifecycle
+	// Forward sends a request to the active controller and returns its
+	// answer (broker listeners).
+	Forward Forwarder
+}
+
+// ControllerAPI is what handlers ask of the active controller.
+type ControllerAPI interface {
+	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
+	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
+	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
+	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
+	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -64,6 +90,8 @@ var brokerAPIs = []*api{
 	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI,
 	// Consumer groups, KIP-848 protocol.
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
+	// Forwarded to the active controller.
+	&describeQuorumAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's
@@ -73,6 +101,9 @@ var controllerAPIs = []*api{
 	&apiVersionsAPI, &createTopicsAPI, &deleteTopicsAPI, &createPartitionsAPI,
 	&describeConfigsAPI, &alterConfigsAPI, &incrementalAlterConfigsAPI,
 	&describeClusterAPI,
+	// The metadata quorum and the brokers' lifecycle (node to node).
+	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
+	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 }
 
 // NewBroker returns the handlers of a broker listener.
@@ -96,8 +127,13 @@ func newHandlers(d Deps, apis []*api) *Handlers {
 	return h
 }
 
+func (h *Handlers) image() *metadata.Image { return h.d.Image() }
+
 // VersionRange implements network.Handler.
 func (h *Handlers) VersionRange(key int16) (min, max int16, ok bool) {
+	if key == raft.RaftMessagesKey && h.controllerListener && h.d.Quorum != nil {
+		return 0, 0, true
+	}
 	if key < 0 || int(key) >= len(h.apis) || h.apis[key] == nil {
 		return 0, 0, false
 	}
@@ -108,6 +144,9 @@ func (h *Handlers) VersionRange(key int16) (min, max int16, ok bool) {
 // Handle implements network.Handler.
 func (h *Handlers) Handle(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	key := req.Header.APIKey
+	if _, ok := req.Body.(*raft.RaftMessagesRequest); ok {
+		return h.raftMessages(ctx, req)
+	}
 	if key < 0 || int(key) >= len(h.apis) || h.apis[key] == nil {
 		return nil, fmt.Errorf("api key %d not served", key)
 	}

@@ -20,6 +20,17 @@ type Batch struct {
 	Records         []Record
 }
 
+// Snapshot is a metadata snapshot: the records that rebuild the image as of
+// its end offset.
+type Snapshot struct {
+	// EndOffset is the offset after the last record the snapshot includes
+	// (Kafka's snapshot id offset, exclusive); Epoch is the Raft term of
+	// that last record.
+	EndOffset int64
+	Epoch     int32
+	Records   []Record
+}
+
 // Delta is the difference between a base image and the image after some more
 // records (Kafka's MetadataDelta). Replay records into it, then Apply once to
 // get the new image; the Delta then describes what changed, for publishers.
@@ -417,14 +428,12 @@ func (d *Delta) ChangedPartitions() []PartitionChange {
 // ChangedConfigs returns the resources whose configs the delta changed
 // (deleted topics included), sorted by type and name.
 func (d *Delta) ChangedConfigs() []ConfigResource {
-	out := slices.Collect(maps.Keys(d.configs))
-	slices.SortFunc(out, func(a, b ConfigResource) int {
-		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Name, b.Name))
-	})
-	return out
+	return slices.SortedFunc(maps.Keys(d.configs), compareResources)
 }
 
-// ChangedBrokers returns the ids of brokers whose registration changed, sorted.
+// ChangedBrokers returns the ids of brokers whose registration changed,
+// sorted. After a snapshot a broker may also have disappeared: its id is
+// listed and the new image has no registration for it.
 func (d *Delta) ChangedBrokers() []int32 {
 	out := slices.Collect(maps.Keys(d.brokers))
 	slices.Sort(out)

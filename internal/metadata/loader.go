@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,18 +18,19 @@ type Publisher interface {
 
 // Loader builds the metadata image from committed batches and publishes each
 // new image (Kafka's MetadataLoader). It implements the Raft layer's Listener
-// (HandleCommit), so a broker registers one Loader with the quorum and its
-// publishers with the Loader.
+// (HandleCommit, HandleSnapshot, HandleLeaderChange), so a broker registers
+// one Loader with the quorum and its publishers with the Loader.
 type Loader struct {
 	logger *slog.Logger
 
-	// mu serializes HandleCommit with AddPublisher, so a publisher never
-	// misses or repeats an image.
+	// mu serializes HandleCommit and HandleSnapshot with AddPublisher, so
+	// a publisher never misses or repeats an image.
 	mu         sync.Mutex
 	publishers []Publisher
 	errors     atomic.Int64
 
-	image atomic.Pointer[Image]
+	image  atomic.Pointer[Image]
+	leader atomic.Pointer[leaderAndEpoch]
 }
 
 // NewLoader returns a loader whose image starts empty, with the given cluster id.
@@ -39,6 +42,7 @@ func NewLoader(clusterID string, logger *slog.Logger) *Loader {
 	img := EmptyImage()
 	img.ClusterID = clusterID
 	l.image.Store(img)
+	l.leader.Store(&leaderAndEpoch{id: -1, epoch: -1})
 	return l
 }
 
@@ -58,7 +62,9 @@ func (l *Loader) AddPublisher(p Publisher) {
 	defer l.mu.Unlock()
 	l.publishers = append(l.publishers, p)
 	if img := l.image.Load(); !img.IsEmpty() {
-		p.Publish(snapshotDelta(img), img)
+		empty := EmptyImage()
+		empty.ClusterID = img.ClusterID
+		p.Publish(imageDiff(empty, img), img)
 	}
 }
 
@@ -83,33 +89,51 @@ func (l *Loader) HandleCommit(b Batch) {
 	}
 }
 
-// snapshotDelta describes a whole image as changes from the empty image.
-func snapshotDelta(img *Image) *Delta {
+// HandleSnapshot replaces the image with the one the snapshot's records
+// build from empty (Offset = s.EndOffset-1, Epoch = s.Epoch, the cluster id
+// kept) and publishes it with one delta describing old image -> new image
+// (see imageDiff): the node may have missed any number of records, deletions
+// included, so publishers learn what really changed rather than what the
+// snapshot's records say. A record that does not replay is logged, counted
+// and skipped, as in HandleCommit.
+func (l *Loader) HandleSnapshot(s Snapshot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.image.Load()
 	empty := EmptyImage()
-	empty.ClusterID = img.ClusterID
-	d := NewDelta(empty)
-	for name, level := range img.Features {
-		d.features[name] = level
-	}
-	for id, b := range img.Brokers {
-		d.brokers[id] = b
-	}
-	for id, t := range img.Topics.ByID {
-		d.topics[id] = t
-		d.created[id] = true
-		d.names[t.Name] = id
-		parts := map[int32]bool{}
-		for p := range t.Partitions {
-			parts[p] = true
+	empty.ClusterID = old.ClusterID
+	replay := NewDelta(empty)
+	lastOffset := s.EndOffset - 1
+	var errs []error
+	for i, r := range s.Records {
+		if err := replay.Replay(lastOffset, r); err != nil {
+			errs = append(errs, fmt.Errorf("snapshot record %d: %w", i, err))
 		}
-		d.changedParts[id] = parts
 	}
-	for res, m := range img.Configs {
-		d.configs[res] = m
+	if len(errs) > 0 {
+		l.errors.Add(int64(len(errs)))
+		l.logger.Error("metadata snapshot records failed to replay", "endOffset", s.EndOffset, "epoch", s.Epoch, "err", errors.Join(errs...))
 	}
-	nextProducerID := img.NextProducerID
-	d.nextProducerID = &nextProducerID
-	d.offset, d.epoch = img.Offset, img.Epoch
-	d.applied = true
-	return d
+	img := replay.Apply()
+	img.Offset, img.Epoch = lastOffset, s.Epoch
+	l.image.Store(img)
+	delta := imageDiff(old, img)
+	for _, p := range l.publishers {
+		p.Publish(delta, img)
+	}
 }
+
+// HandleLeaderChange records the quorum's leader (-1: unknown) and epoch
+// (Kafka's MetadataLoader keeps it for its publishers' LoaderManifest).
+func (l *Loader) HandleLeaderChange(leader, epoch int32) {
+	l.leader.Store(&leaderAndEpoch{id: leader, epoch: epoch})
+}
+
+// Leader returns the last leader and epoch the quorum reported, (-1, -1)
+// before the first report. Safe from any goroutine.
+func (l *Loader) Leader() (id, epoch int32) {
+	le := l.leader.Load()
+	return le.id, le.epoch
+}
+
+type leaderAndEpoch struct{ id, epoch int32 }

@@ -169,7 +169,8 @@ func (c *conn) readLoop() {
 			return
 		}
 		receivedAt := time.Now()
-		req, err := DecodeRequest(frame, s.handler.VersionRange)
+		extra, _ := s.handler.(ExtraRequests)
+		req, err := decodeRequest(frame, s.handler.VersionRange, extra)
 		if err != nil {
 			<-c.inflight
 			// Kafka's InvalidRequestException: log and close this connection only.

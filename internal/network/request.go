@@ -103,6 +103,17 @@ var (
 // version is flexible, v1 otherwise, v0 for ControlledShutdown v0. The client
 // id is a classic (non-compact) nullable string even in header v2.
 func DecodeRequest(frame []byte, versions func(key int16) (min, max int16, ok bool)) (req *Request, err error) {
+	return decodeRequest(frame, versions, nil)
+}
+
+// ExtraRequests is implemented by a Handler that also serves requests kmsg
+// does not know: Gregor's own node-to-node APIs, such as Raft messages
+// between controllers. NewRequest returns an empty request for a key, or nil.
+type ExtraRequests interface {
+	NewRequest(key int16) kmsg.Request
+}
+
+func decodeRequest(frame []byte, versions func(key int16) (min, max int16, ok bool), extra ExtraRequests) (req *Request, err error) {
 	defer func() {
 		// kmsg readers are bounds-checked, but a decoder of outside bytes
 		// must never take the process down.
@@ -119,6 +130,9 @@ func DecodeRequest(frame []byte, versions func(key int16) (min, max int16, ok bo
 		CorrelationID: int32(binary.BigEndian.Uint32(frame[4:])),
 	}
 	body := kmsg.RequestForKey(h.APIKey)
+	if body == nil && extra != nil {
+		body = extra.NewRequest(h.APIKey)
+	}
 	if body == nil {
 		return nil, fmt.Errorf("%w %d", ErrUnknownAPIKey, h.APIKey)
 	}

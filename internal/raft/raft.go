@@ -22,11 +22,24 @@ import (
 // Batch is one committed batch of metadata records.
 type Batch = metadata.Batch
 
-// Listener receives committed batches. HandleCommit is called in offset order,
-// one call at a time; it must not call back into the quorum's Append.
-// metadata.Loader is a Listener.
+// Snapshot is a metadata snapshot: the records that rebuild the state as of
+// its end offset.
+type Snapshot = metadata.Snapshot
+
+// Listener follows the committed metadata log (Kafka's RaftClient.Listener).
+// Its methods are called one at a time, in log order; they must not call
+// back into the quorum's Append. metadata.Loader is a Listener.
 type Listener interface {
+	// HandleCommit receives a committed data batch.
 	HandleCommit(b Batch)
+	// HandleSnapshot replaces all earlier state with the snapshot's; later
+	// commits continue after s.EndOffset.
+	HandleSnapshot(s Snapshot)
+	// HandleLeaderChange reports a new leader (-1: unknown) and epoch. When
+	// the local node becomes leader it is called only once every entry of
+	// earlier epochs is committed and handed to the listeners, so a
+	// listener that acts as leader sees the whole committed log first.
+	HandleLeaderChange(leader, epoch int32)
 }
 
 // Quorum is the metadata log as a replicated state machine log.

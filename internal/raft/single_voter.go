@@ -141,6 +141,9 @@ func (v *SingleVoter) Start(ctx context.Context) error {
 	v.leader.Store(v.cfg.NodeID)
 	v.leaderEpoch.Store(epoch)
 	v.logger.Info("elected leader of the metadata quorum", "epoch", epoch, "highWatermark", v.highWatermark.Load())
+	for _, l := range v.listeners {
+		l.HandleLeaderChange(v.cfg.NodeID, epoch)
+	}
 	return nil
 }
 

@@ -17,7 +17,12 @@ import (
 // (as kafka-storage.sh format would) and keeps its cluster id afterwards.
 // Directories that disagree on the cluster id or node id refuse to start,
 // as Kafka does: they belong to another cluster or node.
-func ensureFormatted(dirs []string, nodeID int32, logger *slog.Logger) (string, error) {
+//
+// autoFormat allows formatting a new cluster (the zero-config single node);
+// otherwise a node whose directories are all unformatted refuses to start,
+// since nodes of one cluster must share the cluster id that
+// `gregor storage format` writes.
+func ensureFormatted(dirs []string, nodeID int32, autoFormat bool, logger *slog.Logger) (string, error) {
 	clusterID := ""
 	var missing []string
 	seen := map[string]bool{}
@@ -43,6 +48,9 @@ func ensureFormatted(dirs []string, nodeID int32, logger *slog.Logger) (string, 
 		clusterID = mp.ClusterID
 	}
 	if clusterID == "" {
+		if !autoFormat {
+			return "", fmt.Errorf("no meta.properties in %v: format the storage of a multi-node cluster first with `gregor storage format --cluster-id <id> --config <file>` (one id for all nodes, from `gregor storage random-uuid`)", dirs)
+		}
 		clusterID = RandomUUID()
 		logger.Info("formatting a new cluster", "cluster.id", clusterID)
 	}
@@ -56,6 +64,50 @@ func ensureFormatted(dirs []string, nodeID int32, logger *slog.Logger) (string, 
 		}
 	}
 	return clusterID, nil
+}
+
+// Format writes meta.properties with clusterID into every directory, as
+// `kafka-storage.sh format` does. A directory already formatted is an error
+// unless ignoreFormatted, and then it must carry the same ids.
+func Format(dirs []string, nodeID int32, clusterID string, ignoreFormatted bool) ([]string, error) {
+	if err := ValidateClusterID(clusterID); err != nil {
+		return nil, err
+	}
+	var formatted []string
+	for _, dir := range dirs {
+		mp, err := log.ReadMetaProperties(dir)
+		switch {
+		case err == nil:
+			if !ignoreFormatted {
+				return formatted, fmt.Errorf("log directory %s is already formatted (cluster.id=%s); use --ignore-formatted to skip it", dir, mp.ClusterID)
+			}
+			if mp.ClusterID != clusterID || mp.NodeID != nodeID {
+				return formatted, fmt.Errorf("log directory %s is formatted for cluster.id=%s node.id=%d, not cluster.id=%s node.id=%d", dir, mp.ClusterID, mp.NodeID, clusterID, nodeID)
+			}
+			continue
+		case !errors.Is(err, fs.ErrNotExist):
+			return formatted, fmt.Errorf("read meta.properties in %s: %w", dir, err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return formatted, fmt.Errorf("create log dir: %w", err)
+		}
+		mp = log.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: nodeID, DirectoryID: RandomUUID()}
+		if err := log.WriteMetaProperties(dir, mp); err != nil {
+			return formatted, fmt.Errorf("format %s: %w", dir, err)
+		}
+		formatted = append(formatted, dir)
+	}
+	return formatted, nil
+}
+
+// ValidateClusterID checks a cluster id is a Kafka UUID: 16 bytes in
+// URL-safe base64 without padding.
+func ValidateClusterID(id string) error {
+	b, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(b) != 16 {
+		return fmt.Errorf("cluster id %q is not a valid UUID (22 characters of URL-safe base64, as `gregor storage random-uuid` prints)", id)
+	}
+	return nil
 }
 
 // RandomUUID returns a random Kafka UUID in its string form: 16 random

@@ -11,7 +11,11 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
 	"gregor/internal/controller"
@@ -28,36 +32,56 @@ import (
 // MetadataTopicDir is the directory of the metadata log inside metadata.log.dir.
 const MetadataTopicDir = "__cluster_metadata-0"
 
-// Server is one running Gregor node.
+// Server is one running Gregor node: a broker, a controller, or both
+// (process.roles).
 type Server struct {
 	cfg    *config.Broker
 	logger *slog.Logger
 
-	clusterID   string
+	clusterID string
+	quorum    raft.Quorum
+	node      *raft.Node         // a voter of a multi-voter quorum
+	transport *raft.NetTransport // raft messages to the other voters
+
+	// Controller role.
+	controller   *controller.Controller
+	ctrlNet      *network.Server
+	ctrlHandlers *handlers.Handlers
+	// voterAddrs are the controllers' listener addresses by node id.
+	voterAddrs map[int32]string
+
+	// Broker role.
 	logs        *log.Manager
-	quorum      *raft.SingleVoter
-	controller  *controller.Controller
+	loader      *metadata.Loader
 	replica     *replica.Manager
 	producerIDs *producerid.Manager
 	groups      *coordinator.Runtime
 	brokerNet   *network.Server
-	ctrlNet     *network.Server
+	lifecycle   *lifecycle
 
 	cancel context.CancelFunc
 }
 
 // New checks the configuration against what this process can run.
 func New(cfg *config.Broker, logger *slog.Logger) (*Server, error) {
-	if !slices.Contains(cfg.ProcessRoles, "broker") || !slices.Contains(cfg.ProcessRoles, "controller") {
-		return nil, fmt.Errorf("process.roles=%v: this version runs only combined nodes (broker,controller); separate roles arrive with the multi-node KRaft work", cfg.ProcessRoles)
+	if !cfg.HasRole("broker") && !cfg.HasRole("controller") {
+		return nil, fmt.Errorf("process.roles=%v: want broker, controller or both", cfg.ProcessRoles)
 	}
-	if len(cfg.ControllerQuorumVoters) != 1 || cfg.ControllerQuorumVoters[0].ID != cfg.NodeID {
-		return nil, fmt.Errorf("controller.quorum.voters: this version runs a one-voter quorum naming this node (%d@host:port)", cfg.NodeID)
+	if len(cfg.ControllerQuorumVoters) == 0 {
+		return nil, errors.New("controller.quorum.voters is empty: Gregor finds the controllers only through it (controller.quorum.bootstrap.servers alone, KIP-853, is not supported yet)")
 	}
 	return &Server{cfg: cfg, logger: logger}, nil
 }
 
-// Start opens storage, replays the metadata log, and starts serving.
+// singleNode reports a node that is the whole cluster's quorum: combined
+// roles and itself as the only voter (the zero-config node).
+func (s *Server) singleNode() bool {
+	v := s.cfg.ControllerQuorumVoters
+	return s.cfg.HasRole("broker") && s.cfg.HasRole("controller") && len(v) == 1 && v[0].ID == s.cfg.NodeID
+}
+
+// Start opens storage, joins or follows the metadata quorum, and starts
+// serving; a broker returns once it is registered and unfenced.
 // ctx bounds start-up only; Shutdown stops the server.
 func (s *Server) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -70,17 +94,74 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 func (s *Server) start(ctx, runCtx context.Context) error {
+	isBroker, isController := s.cfg.HasRole("broker"), s.cfg.HasRole("controller")
 	metaDir := s.cfg.MetadataLogDir
-	dirs := s.cfg.LogDirs
-	clusterID, err := ensureFormatted(append(slices.Clone(dirs), metaDir), s.cfg.NodeID, s.logger)
+	dirs := []string{metaDir}
+	if isBroker {
+		dirs = append(slices.Clone(s.cfg.LogDirs), metaDir)
+	}
+	clusterID, err := ensureFormatted(dirs, s.cfg.NodeID, s.singleNode(), s.logger)
 	if err != nil {
 		return err
 	}
 	s.clusterID = clusterID
-	s.logger.Info("starting gregor", "node.id", s.cfg.NodeID, "cluster.id", clusterID, "log.dirs", dirs)
+	s.logger.Info("starting gregor", "node.id", s.cfg.NodeID, "process.roles", s.cfg.ProcessRoles, "cluster.id", clusterID, "log.dirs", dirs)
+	s.voterAddrs = map[int32]string{}
+	for _, v := range s.cfg.ControllerQuorumVoters {
+		s.voterAddrs[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(v.Port))
+	}
 
+	if isBroker {
+		if err := s.openBrokerStorage(runCtx); err != nil {
+			return err
+		}
+	}
+	if err := s.openQuorum(clusterID); err != nil {
+		return err
+	}
+	if isBroker {
+		s.quorum.Register(s.loader)
+	}
+	if isController {
+		s.controller = controller.New(controller.Config{
+			NodeID:                   s.cfg.NodeID,
+			ClusterID:                clusterID,
+			DefaultNumPartitions:     s.cfg.NumPartitions,
+			DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
+			DeleteTopicEnable:        s.cfg.DeleteTopicEnable,
+			BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+			ValidateTopicConfig:      config.ValidateTopicConfig,
+			ValidateBrokerConfig:     config.ValidateBrokerDynamic,
+			Logger:                   s.logger,
+		}, s.quorum)
+		// The controller listener comes up before the quorum starts: the
+		// other voters' raft messages arrive there.
+		if err := s.startControllerListener(); err != nil {
+			return err
+		}
+	}
+	if err := s.quorum.Start(ctx); err != nil {
+		return fmt.Errorf("start metadata quorum: %w", err)
+	}
+	if s.transport != nil {
+		s.transport.Start(s.node)
+	}
+	if isController {
+		if err := s.controller.Start(runCtx); err != nil {
+			return fmt.Errorf("start controller: %w", err)
+		}
+	}
+	if isBroker {
+		return s.startBroker(ctx, runCtx)
+	}
+	return nil
+}
+
+// openBrokerStorage opens the log dirs and the components that publish the
+// metadata image into them.
+func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	logs, err := log.NewManager(log.ManagerConfig{
-		Dirs:                                 dirs,
+		Dirs:                                 s.cfg.LogDirs,
 		Default:                              log.DefaultConfig(),
 		FlushSchedulerIntervalMs:             s.cfg.LogFlushSchedulerIntervalMs,
 		FlushOffsetCheckpointIntervalMs:      s.cfg.LogFlushOffsetCheckpointIntervalMs,
@@ -104,104 +185,163 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	}
 	s.logs = logs
 	logs.Start(runCtx)
-
 	s.replica = replica.New(replica.Config{NodeID: s.cfg.NodeID, Static: s.cfg.Props, Logger: s.logger.With("component", "replica")}, logs)
-
-	quorum, err := raft.NewSingleVoter(raft.SingleVoterConfig{
-		Dir:    filepath.Join(metaDir, MetadataTopicDir),
-		NodeID: s.cfg.NodeID,
-		Logger: s.logger,
-	})
-	if err != nil {
-		return fmt.Errorf("open metadata log: %w", err)
-	}
-	s.quorum = quorum
-	loader := metadata.NewLoader(clusterID, s.logger.With("component", "metadata"))
-	loader.AddPublisher(s.replica)
+	s.loader = metadata.NewLoader(s.clusterID, s.logger.With("component", "metadata"))
+	s.loader.AddPublisher(s.replica)
 	s.groups = s.newGroupCoordinator()
-	loader.AddPublisher(s.groups)
-	quorum.Register(loader)
+	s.loader.AddPublisher(s.groups)
+	return nil
+}
 
-	s.controller = controller.New(controller.Config{
-		NodeID:                   s.cfg.NodeID,
-		ClusterID:                clusterID,
-		DefaultNumPartitions:     s.cfg.NumPartitions,
-		DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
-		DeleteTopicEnable:        s.cfg.DeleteTopicEnable,
-		ValidateTopicConfig:      config.ValidateTopicConfig,
-		ValidateBrokerConfig:     config.ValidateBrokerDynamic,
+// openQuorum opens this node's side of the metadata quorum: the one-voter
+// quorum of the single node, a voter of a larger one, or an observer for a
+// broker-only node.
+func (s *Server) openQuorum(clusterID string) error {
+	dir := filepath.Join(s.cfg.MetadataLogDir, MetadataTopicDir)
+	switch {
+	case s.singleNode():
+		q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: dir, NodeID: s.cfg.NodeID, Logger: s.logger})
+		if err != nil {
+			return fmt.Errorf("open metadata log: %w", err)
+		}
+		s.quorum = q
+	case s.cfg.HasRole("controller"):
+		peers := map[int32]string{}
+		voters := make([]int32, 0, len(s.cfg.ControllerQuorumVoters))
+		for _, v := range s.cfg.ControllerQuorumVoters {
+			voters = append(voters, v.ID)
+			if v.ID != s.cfg.NodeID {
+				peers[v.ID] = s.voterAddrs[v.ID]
+			}
+		}
+		s.transport = raft.NewNetTransport(raft.NetTransportConfig{
+			ClusterID:      clusterID,
+			NodeID:         s.cfg.NodeID,
+			Peers:          peers,
+			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+			Logger:         s.logger,
+		})
+		node, err := raft.NewNode(raft.NodeConfig{
+			Dir:                       dir,
+			NodeID:                    s.cfg.NodeID,
+			ClusterID:                 clusterID,
+			Voters:                    voters,
+			Transport:                 s.transport,
+			ElectionTimeout:           time.Duration(s.cfg.QuorumElectionTimeoutMs) * time.Millisecond,
+			SnapshotMaxNewRecordBytes: s.cfg.MetadataSnapshotMaxNewRecordBytes,
+			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
+			Image:                     func() *metadata.Image { return s.controller.Image() },
+			Logger:                    s.logger,
+		})
+		if err != nil {
+			return fmt.Errorf("open metadata log: %w", err)
+		}
+		s.node, s.quorum = node, node
+	default:
+		s.quorum = raft.NewObserver(raft.ObserverConfig{
+			NodeID:         s.cfg.NodeID,
+			ClusterID:      clusterID,
+			Voters:         s.voterAddrs,
+			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+			RetryBackoff:   time.Duration(s.cfg.QuorumRetryBackoffMs) * time.Millisecond,
+			Logger:         s.logger,
+		})
+	}
+	return nil
+}
+
+func (s *Server) netConfig(ls []config.Listener) network.Config {
+	c := network.Config{
+		SocketRequestMaxBytes:    s.cfg.SocketRequestMaxBytes,
+		ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		QueuedMaxRequests:        s.cfg.QueuedMaxRequests,
+		SocketSendBufferBytes:    s.cfg.SocketSendBufferBytes,
+		SocketReceiveBufferBytes: s.cfg.SocketReceiveBufferBytes,
 		Logger:                   s.logger,
-	}, quorum)
-	if err := quorum.Start(runCtx); err != nil {
-		return fmt.Errorf("start metadata quorum: %w", err)
 	}
-	s.replica.RemoveStrayLogs()
-	if err := s.controller.Start(runCtx); err != nil {
-		return fmt.Errorf("start controller: %w", err)
+	for _, l := range ls {
+		c.Listeners = append(c.Listeners, network.ListenerConfig{
+			Name: l.Name, Host: l.Host, Port: l.Port,
+			SecurityProtocol: s.cfg.ListenerSecurityProtocolMap[l.Name],
+		})
 	}
-	s.producerIDs = producerid.New(producerid.Config{
-		Allocate: s.allocateProducerIDs,
-		Logger:   s.logger.With("component", "producerid"),
-	})
+	return c
+}
 
-	netCfg := func(ls []config.Listener) network.Config {
-		c := network.Config{
-			SocketRequestMaxBytes:    s.cfg.SocketRequestMaxBytes,
-			ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-			QueuedMaxRequests:        s.cfg.QueuedMaxRequests,
-			SocketSendBufferBytes:    s.cfg.SocketSendBufferBytes,
-			SocketReceiveBufferBytes: s.cfg.SocketReceiveBufferBytes,
-			Logger:                   s.logger,
-		}
-		for _, l := range ls {
-			c.Listeners = append(c.Listeners, network.ListenerConfig{
-				Name: l.Name, Host: l.Host, Port: l.Port,
-				SecurityProtocol: s.cfg.ListenerSecurityProtocolMap[l.Name],
-			})
-		}
-		return c
-	}
-	deps := handlers.Deps{
-		NodeID:      s.cfg.NodeID,
-		ClusterID:   clusterID,
-		Broker:      s.cfg,
-		Replica:     s.replica,
-		Controller:  s.controller,
-		Logs:        logs,
-		ProducerIDs: s.producerIDs,
-		Logger:      s.logger.With("component", "handlers"),
-		Groups:      s.groups,
-	}
-	var brokerListeners, controllerListeners []config.Listener
+func (s *Server) listeners(controller bool) []config.Listener {
+	var ls []config.Listener
 	for _, l := range s.cfg.Listeners {
-		if slices.Contains(s.cfg.ControllerListenerNames, l.Name) {
-			controllerListeners = append(controllerListeners, l)
-		} else {
-			brokerListeners = append(brokerListeners, l)
+		if slices.Contains(s.cfg.ControllerListenerNames, l.Name) == controller {
+			ls = append(ls, l)
 		}
 	}
-	s.ctrlNet = network.NewServer(netCfg(controllerListeners), handlers.NewController(deps))
+	return ls
+}
+
+func (s *Server) startControllerListener() error {
+	deps := handlers.Deps{
+		NodeID:     s.cfg.NodeID,
+		ClusterID:  s.clusterID,
+		Broker:     s.cfg,
+		Image:      s.controller.Image,
+		Controller: s.controller,
+		Lifecycle:  s.controller,
+		Logger:     s.logger.With("component", "handlers"),
+	}
+	if s.node != nil {
+		deps.Quorum = s.node
+	}
+	s.ctrlHandlers = handlers.NewController(deps)
+	ls := s.listeners(true)
+	s.ctrlNet = network.NewServer(s.netConfig(ls), s.ctrlHandlers)
 	if err := s.ctrlNet.Start(); err != nil {
 		return fmt.Errorf("start controller listener: %w", err)
 	}
 	// A voter entry for this node on port 0 (the implicit controller
 	// listener) names the port the controller listener got.
 	for i, v := range s.cfg.ControllerQuorumVoters {
-		if v.ID == s.cfg.NodeID && v.Port == 0 && len(controllerListeners) > 0 {
-			if a, ok := s.ctrlNet.Addr(controllerListeners[0].Name).(*net.TCPAddr); ok {
+		if v.ID == s.cfg.NodeID && v.Port == 0 && len(ls) > 0 {
+			if a, ok := s.ctrlNet.Addr(ls[0].Name).(*net.TCPAddr); ok {
 				s.cfg.ControllerQuorumVoters[i].Port = a.Port
+				s.voterAddrs[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(a.Port))
 			}
 		}
 	}
-	s.brokerNet = network.NewServer(netCfg(brokerListeners), handlers.NewBroker(deps))
+	return nil
+}
+
+// startBroker starts the broker listeners, registers with the active
+// controller and waits to be unfenced (caught up with the metadata log).
+func (s *Server) startBroker(ctx, runCtx context.Context) error {
+	s.producerIDs = producerid.New(producerid.Config{
+		Allocate: s.allocateProducerIDs,
+		Logger:   s.logger.With("component", "producerid"),
+	})
+	deps := handlers.Deps{
+		NodeID:      s.cfg.NodeID,
+		ClusterID:   s.clusterID,
+		Broker:      s.cfg,
+		Replica:     s.replica,
+		Image:       s.replica.Image,
+		Controller:  handlers.ForwardingController(s.controllerRequest),
+		Forward:     s.controllerRequest,
+		Logs:        s.logs,
+		ProducerIDs: s.producerIDs,
+		Logger:      s.logger.With("component", "handlers"),
+		Groups:      s.groups,
+	}
+	s.brokerNet = network.NewServer(s.netConfig(s.listeners(false)), handlers.NewBroker(deps))
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
-	if err := s.controller.Bootstrap(ctx, s.registration()); err != nil {
-		return fmt.Errorf("register broker: %w", err)
+	s.lifecycle = newLifecycle(s)
+	if err := s.lifecycle.start(ctx, runCtx); err != nil {
+		return err
 	}
+	// Caught up: logs of partitions the image no longer names are strays.
+	s.replica.RemoveStrayLogs()
 	// The first producer id block, once the broker is registered (the
 	// controller checks its epoch). Failing that, InitProducerId asks again.
 	if err := s.producerIDs.Start(ctx); err != nil {
@@ -210,53 +350,47 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	return nil
 }
 
-// allocateProducerIDs asks the controller for this broker's next block of
-// producer ids, with the broker epoch of its current registration.
+// allocateProducerIDs asks the active controller for this broker's next
+// block of producer ids, with the broker epoch of its registration.
 func (s *Server) allocateProducerIDs(ctx context.Context) (producerid.Block, error) {
-	epoch := int64(-1)
-	if reg, ok := s.replica.Image().Brokers[s.cfg.NodeID]; ok {
-		epoch = reg.Epoch
-	}
-	b, err := s.controller.AllocateProducerIDs(ctx, s.cfg.NodeID, epoch)
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = s.cfg.NodeID, s.lifecycle.brokerEpoch()
+	kresp, err := s.controllerRequest(ctx, req)
 	if err != nil {
 		return producerid.Block{}, err
 	}
-	return producerid.Block{FirstID: b.FirstProducerID, Size: b.Size}, nil
-}
-
-// registration describes this broker's advertised endpoints for its
-// RegisterBrokerRecord.
-func (s *Server) registration() controller.BrokerRegistration {
-	reg := controller.BrokerRegistration{NodeID: s.cfg.NodeID, Rack: s.cfg.BrokerRack}
-	for _, l := range s.cfg.AdvertisedListeners {
-		port := l.Port
-		if a, ok := s.brokerNet.Addr(l.Name).(*net.TCPAddr); ok && port == 0 {
-			port = a.Port
-		}
-		reg.Listeners = append(reg.Listeners, controller.Endpoint{
-			Name: l.Name, Host: l.Host, Port: port,
-			SecurityProtocol: s.cfg.ListenerSecurityProtocolMap[l.Name],
-		})
+	resp := kresp.(*kmsg.AllocateProducerIDsResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return producerid.Block{}, fmt.Errorf("allocate producer ids: %w", err)
 	}
-	return reg
+	return producerid.Block{FirstID: resp.ProducerIDStart, Size: resp.ProducerIDLen}, nil
 }
 
 // Addr is the bound address of a listener (useful with port 0).
 func (s *Server) Addr(listener string) net.Addr {
-	if a := s.brokerNet.Addr(listener); a != nil {
-		return a
+	if s.brokerNet != nil {
+		if a := s.brokerNet.Addr(listener); a != nil {
+			return a
+		}
 	}
-	return s.ctrlNet.Addr(listener)
+	if s.ctrlNet != nil {
+		return s.ctrlNet.Addr(listener)
+	}
+	return nil
 }
 
 // ClusterID is the cluster id from meta.properties.
 func (s *Server) ClusterID() string { return s.clusterID }
 
-// Shutdown stops accepting connections, lets in-flight requests finish,
-// stops the controller and quorum, then flushes the logs and writes their
-// checkpoints and the clean-shutdown marker.
+// Shutdown moves the broker's leaderships away (controlled shutdown),
+// stops accepting connections, lets in-flight requests finish, stops the
+// controller and quorum, then flushes the logs and writes their checkpoints
+// and the clean-shutdown marker.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
+	if s.lifecycle != nil {
+		s.lifecycle.shutdown(ctx)
+	}
 	if s.brokerNet != nil {
 		errs = append(errs, s.brokerNet.Shutdown(ctx))
 	}
@@ -274,6 +408,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.quorum != nil {
 		errs = append(errs, s.quorum.Close())
+	}
+	if s.transport != nil {
+		s.transport.Close()
 	}
 	if s.cancel != nil {
 		s.cancel()

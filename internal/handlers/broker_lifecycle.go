@@ -1,0 +1,55 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/controller"
+	"gregor/internal/network"
+	"gregor/internal/raft"
+)
+
+// Lifecycle is what a controller listener asks of this node's controller
+// for brokers: registration, heartbeats, producer id blocks.
+type Lifecycle interface {
+	RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse
+	BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse
+	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (controller.ProducerIDsBlock, error)
+}
+
+var brokerRegistrationAPI = api{key: 62, min: 0, max: 4, handle: (*Handlers).brokerRegistration}
+
+// brokerRegistration registers a broker with the active controller
+// (NOT_CONTROLLER elsewhere; the broker tries the next controller).
+func (h *Handlers) brokerRegistration(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	return h.d.Lifecycle.RegisterBroker(ctx, req.Body.(*kmsg.BrokerRegistrationRequest)), nil
+}
+
+var brokerHeartbeatAPI = api{key: 63, min: 0, max: 1, handle: (*Handlers).brokerHeartbeat}
+
+// brokerHeartbeat keeps a broker's session alive and carries its state
+// changes: caught up (unfence), controlled shutdown.
+func (h *Handlers) brokerHeartbeat(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	return h.d.Lifecycle.BrokerHeartbeat(ctx, req.Body.(*kmsg.BrokerHeartbeatRequest)), nil
+}
+
+var allocateProducerIDsAPI = api{key: 67, min: 0, max: 0, handle: (*Handlers).allocateProducerIDs}
+
+// allocateProducerIDs hands a broker its next block of producer ids.
+func (h *Handlers) allocateProducerIDs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AllocateProducerIDsRequest)
+	resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	b, err := h.d.Lifecycle.AllocateProducerIDs(ctx, r.BrokerID, r.BrokerEpoch)
+	switch {
+	case err == nil:
+		resp.ProducerIDStart, resp.ProducerIDLen = b.FirstProducerID, b.Size
+	case errors.Is(err, raft.ErrNotLeader):
+		resp.ErrorCode = kerr.NotController.Code
+	default:
+		resp.ErrorCode = errorCode(err)
+	}
+	return resp, nil
+}

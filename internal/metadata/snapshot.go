@@ -1,0 +1,137 @@
+package metadata
+
+import (
+	"maps"
+	"slices"
+)
+
+// imageDiff returns an applied delta that describes going from old to next
+// in one step, for publishers: what a snapshot load (or a late publisher's
+// first image, old being empty) changed. Unlike a replayed delta it is
+// computed by comparing the two images, so it reports exactly what differs:
+//
+//   - a topic id of old missing from next is deleted; a topic id of next
+//     missing from old is created with all its partitions. A topic deleted
+//     and recreated under the same name while this node was behind therefore
+//     shows as one delete and one create, and publishers drop the old log.
+//   - partitions of a surviving topic are changed when any field differs.
+//   - config resources, features and brokers are changed when they differ;
+//     a removed feature has level 0, a resource whose configs are all gone
+//     maps to an empty set, a broker absent from next maps to nil.
+//
+// Comparisons treat a nil and an empty list as equal, because records that
+// went through the wire decode empty lists where the writer may have had nil.
+func imageDiff(old, next *Image) *Delta {
+	d := NewDelta(old)
+	d.offset, d.epoch = next.Offset, next.Epoch
+	for name, level := range next.Features {
+		if cur, ok := old.Features[name]; !ok || cur != level {
+			d.features[name] = level
+		}
+	}
+	for name := range old.Features {
+		if _, ok := next.Features[name]; !ok {
+			d.features[name] = 0
+		}
+	}
+	for id, b := range next.Brokers {
+		if !sameRegistration(old.Brokers[id], b) {
+			d.brokers[id] = b
+		}
+	}
+	for id := range old.Brokers {
+		if _, ok := next.Brokers[id]; !ok {
+			d.brokers[id] = nil
+		}
+	}
+	diffTopics(d, old.Topics, next.Topics)
+	for res, m := range next.Configs {
+		if !maps.Equal(old.Configs[res], m) {
+			d.configs[res] = m
+		}
+	}
+	for res := range old.Configs {
+		if _, ok := next.Configs[res]; !ok {
+			d.configs[res] = map[string]string{}
+		}
+	}
+	if next.NextProducerID != old.NextProducerID {
+		nextProducerID := next.NextProducerID
+		d.nextProducerID = &nextProducerID
+	}
+	// The delta describes next; replaying into it would corrupt next.
+	d.applied = true
+	return d
+}
+
+func diffTopics(d *Delta, old, next *TopicsImage) {
+	for id, t := range old.ByID {
+		if n := next.ByID[id]; n == nil || n.Name != t.Name {
+			// Topic ids are never reused, and a topic never changes its
+			// name; an id that did anyway is best shown as gone and new.
+			d.deleted[id] = t
+		}
+	}
+	for id, t := range next.ByID {
+		prev := old.ByID[id]
+		if prev == nil || prev.Name != t.Name {
+			d.topics[id] = t
+			d.created[id] = true
+			d.names[t.Name] = id
+			parts := make(map[int32]bool, len(t.Partitions))
+			for p := range t.Partitions {
+				parts[p] = true
+			}
+			d.changedParts[id] = parts
+			continue
+		}
+		// Partitions are never removed from a topic (Kafka can only add
+		// them), so only new and changed ones need reporting.
+		var parts map[int32]bool
+		for p, cur := range t.Partitions {
+			if !samePartition(prev.Partitions[p], cur) {
+				if parts == nil {
+					parts = map[int32]bool{}
+				}
+				parts[p] = true
+			}
+		}
+		if parts != nil {
+			d.topics[id] = t
+			d.changedParts[id] = parts
+		}
+	}
+}
+
+func samePartition(a, b *Partition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Leader == b.Leader &&
+		a.LeaderEpoch == b.LeaderEpoch &&
+		a.PartitionEpoch == b.PartitionEpoch &&
+		a.LeaderRecoveryState == b.LeaderRecoveryState &&
+		slices.Equal(a.Replicas, b.Replicas) &&
+		slices.Equal(a.ISR, b.ISR) &&
+		slices.Equal(a.RemovingReplicas, b.RemovingReplicas) &&
+		slices.Equal(a.AddingReplicas, b.AddingReplicas) &&
+		slices.Equal(a.Directories, b.Directories) &&
+		slices.Equal(a.EligibleLeaderReplicas, b.EligibleLeaderReplicas) &&
+		slices.Equal(a.LastKnownELR, b.LastKnownELR)
+}
+
+func sameRegistration(a, b *BrokerRegistration) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	sameRack := (a.Rack == nil) == (b.Rack == nil) && (a.Rack == nil || *a.Rack == *b.Rack)
+	return a.ID == b.ID &&
+		a.IncarnationID == b.IncarnationID &&
+		a.Epoch == b.Epoch &&
+		a.Fenced == b.Fenced &&
+		a.InControlledShutdown == b.InControlledShutdown &&
+		sameRack &&
+		slices.Equal(a.Listeners, b.Listeners) &&
+		slices.Equal(a.SupportedFeatures, b.SupportedFeatures) &&
+		slices.Equal(a.LogDirs, b.LogDirs)
+}

@@ -1,0 +1,146 @@
+package network
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client is one connection from this node to another Gregor node's listener,
+// for node-to-node requests: Raft messages between controllers, a broker
+// following the metadata log, broker registration and heartbeats, admin
+// requests forwarded to the active controller.
+//
+// Both ends run the same binary, so the caller picks the request version
+// (no ApiVersions round trip). Requests on one Client go one at a time; a
+// caller that needs concurrency uses several Clients. A failed request
+// closes the connection; the next one dials again.
+type Client struct {
+	addr     string
+	clientID string
+	dial     time.Duration
+
+	mu   sync.Mutex
+	conn net.Conn
+	corr int32
+}
+
+// NewClient returns a client for addr (host:port); it dials on first use.
+func NewClient(addr, clientID string) *Client {
+	return &Client{addr: addr, clientID: clientID, dial: 5 * time.Second}
+}
+
+// Addr is the address the client talks to.
+func (c *Client) Addr() string { return c.addr }
+
+// Request sends req (its version set by the caller) and returns the decoded
+// response. ctx bounds the whole exchange.
+func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		d := net.Dialer{Timeout: c.dial}
+		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", c.addr, err)
+		}
+		c.conn = conn
+	}
+	resp, err := c.roundTrip(ctx, req)
+	if err != nil {
+		c.conn.Close()
+		c.conn = nil
+		return nil, fmt.Errorf("%s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	conn := c.conn
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	} else {
+		conn.SetDeadline(time.Time{})
+	}
+	// A cancelled context unblocks the read or write at once.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	c.corr++
+	corr := c.corr
+	frame := make([]byte, 4, 64)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(len(c.clientID)))
+	frame = append(frame, c.clientID...)
+	if req.IsFlexible() {
+		frame = append(frame, 0) // no header tags
+	}
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	if _, err := conn.Write(frame); err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 1<<30 {
+		return nil, fmt.Errorf("response frame of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		return nil, fmt.Errorf("response correlation id %d, want %d", got, corr)
+	}
+	body = body[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != apiVersionsKey {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, fmt.Errorf("response header tags: %w", err)
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
+	return resp, nil
+}
+
+// ctxErr prefers the context's error to the i/o error it caused.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("timed out: %w", err)
+	}
+	return err
+}
+
+// Close closes the connection; a later Request dials again.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/log"
+	"gregor/internal/metadata"
+)
+
+// fencedHeartbeatInterval is how often a fenced broker heartbeats: it is
+// waiting to be unfenced, which a heartbeat carries (Kafka's lifecycle
+// manager also heartbeats at once while catching up).
+const fencedHeartbeatInterval = 50 * time.Millisecond
+
+// controlledShutdownWait bounds the wait for the controller to move this
+// broker's leaderships away on shutdown.
+const controlledShutdownWait = 10 * time.Second
+
+// lifecycle is the broker's side of its lifecycle with the controller
+// (Kafka's BrokerLifecycleManager): register with a fresh incarnation id,
+// heartbeat with the metadata offset the broker has applied, learn when it
+// is unfenced, and on shutdown ask for a controlled shutdown.
+type lifecycle struct {
+	s           *Server
+	logger      *slog.Logger
+	incarnation [16]byte
+
+	epoch        atomic.Int64 // broker epoch of the current registration; -1 before
+	fenced       atomic.Bool
+	shuttingDown atomic.Bool
+	shutDownOK   chan struct{} // closed when the controller allows the shutdown
+	okOnce       sync.Once
+	unfenced     chan struct{} // closed the first time the broker is unfenced
+	unfenceOnce  sync.Once
+
+	wake chan struct{} // a heartbeat now (shutdown requested)
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newLifecycle(s *Server) *lifecycle {
+	l := &lifecycle{
+		s:          s,
+		logger:     s.logger.With("component", "broker-lifecycle"),
+		shutDownOK: make(chan struct{}),
+		unfenced:   make(chan struct{}),
+		done:       make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+	}
+	rand.Read(l.incarnation[:])
+	l.epoch.Store(-1)
+	l.fenced.Store(true)
+	return l
+}
+
+func (l *lifecycle) brokerEpoch() int64 { return l.epoch.Load() }
+
+// start registers and heartbeats until the controller unfences the broker
+// (it has caught up with the metadata log), bounded by ctx and
+// initial.broker.registration.timeout.ms.
+func (l *lifecycle) start(ctx, runCtx context.Context) error {
+	wait := time.Duration(l.s.cfg.InitialBrokerRegistrationTimeoutMs) * time.Millisecond
+	if wait <= 0 {
+		wait = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := l.register(ctx); err != nil {
+		return err
+	}
+	loopCtx, stop := context.WithCancel(runCtx)
+	l.stop = stop
+	go func() {
+		defer close(l.done)
+		l.run(loopCtx)
+	}()
+	select {
+	case <-l.unfenced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker %d was not unfenced by the controller in time: %w", l.s.cfg.NodeID, ctx.Err())
+	}
+}
+
+// register sends BrokerRegistration until the active controller accepts it.
+func (l *lifecycle) register(ctx context.Context) error {
+	s := l.s
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = 3
+	req.BrokerID, req.ClusterID, req.IncarnationID = s.cfg.NodeID, s.clusterID, l.incarnation
+	req.PreviousBrokerEpoch = -1
+	if s.cfg.BrokerRack != "" {
+		rack := s.cfg.BrokerRack
+		req.Rack = &rack
+	}
+	for _, al := range s.cfg.AdvertisedListeners {
+		port := al.Port
+		if a, ok := s.brokerNet.Addr(al.Name).(*net.TCPAddr); ok && port == 0 {
+			port = a.Port
+		}
+		rl := kmsg.NewBrokerRegistrationRequestListener()
+		rl.Name, rl.Host, rl.Port = al.Name, al.Host, uint16(port)
+		rl.SecurityProtocol = securityProtocolID(s.cfg.ListenerSecurityProtocolMap[al.Name])
+		req.Listeners = append(req.Listeners, rl)
+	}
+	f := kmsg.NewBrokerRegistrationRequestFeature()
+	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, metadata.MinMetadataVersion, metadata.LatestMetadataVersion
+	req.Features = append(req.Features, f)
+	// The log directories' ids (meta.properties directory.id), which
+	// the controller checks are unique across brokers.
+	for _, dir := range s.cfg.LogDirs {
+		mp, err := log.ReadMetaProperties(dir)
+		if err != nil {
+			return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+		}
+		id, err := base64.RawURLEncoding.DecodeString(mp.DirectoryID)
+		if err != nil || len(id) != 16 {
+			return fmt.Errorf("register broker %d: %s/meta.properties: invalid directory.id %q", s.cfg.NodeID, dir, mp.DirectoryID)
+		}
+		req.LogDirs = append(req.LogDirs, [16]byte(id))
+	}
+	kresp, err := s.controllerRequest(ctx, req)
+	if err != nil {
+		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+	}
+	resp := kresp.(*kmsg.BrokerRegistrationResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+	}
+	l.epoch.Store(resp.BrokerEpoch)
+	l.fenced.Store(true)
+	l.logger.Info("registered with the controller", "brokerEpoch", resp.BrokerEpoch)
+	return nil
+}
+
+func securityProtocolID(name string) int16 {
+	switch name {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	default:
+		return 0
+	}
+}
+
+// run heartbeats until ctx ends: quickly while fenced, every
+// broker.heartbeat.interval.ms once unfenced.
+func (l *lifecycle) run(ctx context.Context) {
+	interval := time.Duration(l.s.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
+	for {
+		l.heartbeat(ctx)
+		next := interval
+		if l.fenced.Load() || l.shuttingDown.Load() {
+			next = fencedHeartbeatInterval
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		case <-time.After(next):
+		}
+	}
+}
+
+func (l *lifecycle) heartbeat(ctx context.Context) {
+	s := l.s
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.Version = 1
+	req.BrokerID, req.BrokerEpoch = s.cfg.NodeID, l.epoch.Load()
+	req.CurrentMetadataOffset = s.loader.Image().Offset
+	req.WantShutdown = l.shuttingDown.Load()
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
+	defer cancel()
+	kresp, err := s.controllerRequest(hctx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.logger.Warn("heartbeat failed", "err", err)
+		}
+		return
+	}
+	resp := kresp.(*kmsg.BrokerHeartbeatResponse)
+	switch err := kerr.ErrorForCode(resp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):
+		// The controller lost or replaced the registration (say, it
+		// fenced a broker that was partitioned away): register again.
+		l.logger.Warn("registration no longer valid, registering again", "err", err)
+		if err := l.register(hctx); err != nil {
+			l.logger.Warn("registering again failed", "err", err)
+		}
+		return
+	default:
+		l.logger.Warn("heartbeat refused", "err", err)
+		return
+	}
+	wasFenced := l.fenced.Swap(resp.IsFenced)
+	if wasFenced && !resp.IsFenced {
+		l.logger.Info("unfenced by the controller", "brokerEpoch", req.BrokerEpoch, "metadataOffset", req.CurrentMetadataOffset)
+		l.unfenceOnce.Do(func() { close(l.unfenced) })
+	} else if !wasFenced && resp.IsFenced {
+		l.logger.Warn("fenced by the controller", "brokerEpoch", req.BrokerEpoch)
+	}
+	if req.WantShutdown && resp.ShouldShutdown {
+		l.okOnce.Do(func() { close(l.shutDownOK) })
+	}
+}
+
+// shutdown asks the controller for a controlled shutdown and waits until it
+// has moved this broker's leaderships away (or a bound passes), then stops
+// heartbeating.
+func (l *lifecycle) shutdown(ctx context.Context) {
+	if l.stop == nil {
+		return
+	}
+	if l.epoch.Load() >= 0 && !l.fenced.Load() {
+		l.shuttingDown.Store(true)
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+		wait, cancel := context.WithTimeout(ctx, controlledShutdownWait)
+		select {
+		case <-l.shutDownOK:
+			l.logger.Info("controlled shutdown complete")
+		case <-wait.Done():
+			l.logger.Warn("controlled shutdown not confirmed by the controller in time; shutting down anyway")
+		}
+		cancel()
+	}
+	l.stop()
+	<-l.done
+}
