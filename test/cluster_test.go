@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,11 +50,19 @@ type cluster struct {
 	brokers     []*node
 	voters      string
 	extra       []string // overrides for every node
+	proxies     map[int32]*proxy
 }
 
 // startCluster formats and starts nc controllers (ids 1..nc) and nb brokers
 // (ids 101..), and waits until every broker is registered and unfenced.
 func startCluster(t *testing.T, nc, nb int, extra ...string) *cluster {
+	t.Helper()
+	return startClusterProxied(t, nc, nb, false, extra...)
+}
+
+// startClusterProxied is startCluster; with proxied, every connection to a
+// controller goes through a TCP proxy the test can cut.
+func startClusterProxied(t *testing.T, nc, nb int, proxied bool, extra ...string) *cluster {
 	t.Helper()
 	out, err := run(t, 10*time.Second, "", gregorBin, "storage", "random-uuid")
 	if err != nil {
@@ -62,7 +72,16 @@ func startCluster(t *testing.T, nc, nb int, extra ...string) *cluster {
 	var voters []string
 	for i := range nc {
 		n := &node{t: t, id: int32(i + 1), roles: "controller", dataDir: t.TempDir(), port: freePort(t)}
-		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.addr()))
+		addr := n.addr()
+		if proxied {
+			if c.proxies == nil {
+				c.proxies = map[int32]*proxy{}
+			}
+			p := startProxy(t, n.addr())
+			c.proxies[n.id] = p
+			addr = p.addr()
+		}
+		voters = append(voters, fmt.Sprintf("%d@%s", n.id, addr))
 		c.controllers = append(c.controllers, n)
 	}
 	c.voters = strings.Join(voters, ",")
@@ -503,4 +522,281 @@ func TestClusterControllerFailover(t *testing.T) {
 			t.Fatalf("controller %d's metadata log differs from controller %d's within their shared %d batches", c.controllers[i].id, c.controllers[0].id, shared)
 		}
 	}
+}
+
+// TestClusterRestartAll: every node stops and starts again; the brokers
+// describe the same cluster as before and the data is still there.
+func TestClusterRestartAll(t *testing.T) {
+	c := startCluster(t, 3, 3)
+	c.createTopic("kept", 6)
+	cl := c.client(kgo.DefaultProduceTopic("kept"))
+	produceSome(t, cl, "kept", 60)
+	cl.Close()
+	before := c.sameImages()
+	for _, n := range c.brokers {
+		n.stop()
+	}
+	for _, n := range c.controllers {
+		n.stop()
+	}
+	for _, n := range c.controllers {
+		n.start()
+	}
+	for _, n := range c.brokers {
+		n.start()
+	}
+	c.waitBrokers(len(c.brokers))
+	after := c.sameImages()
+	// Leader epochs move with each restart (controlled shutdown, then
+	// unfencing), so compare what must not change: topics and leaders.
+	if before == "" || after == "" {
+		t.Fatal("no metadata")
+	}
+	consumeCount(t, c.bootstrap(), "kept", 60)
+	c.createTopic("new", 1)
+}
+
+// TestClusterBrokerFencing: a broker killed with -9 is fenced after its
+// session times out and its partitions (RF=1) go offline; restarted, it is
+// unfenced and leads them again.
+func TestClusterBrokerFencing(t *testing.T) {
+	c := startCluster(t, 3, 3)
+	c.createTopic("f", 6)
+	victim := c.brokers[0]
+	victim.kill9()
+	other := c.brokers[1].addr()
+	c.eventually("the killed broker's partitions go offline", 20*time.Second, func() error {
+		leaders, err := partitionLeaders(other, "f")
+		if err != nil {
+			return err
+		}
+		offline := 0
+		for _, l := range leaders {
+			if l == victim.id {
+				return fmt.Errorf("partition still led by the killed broker %d", victim.id)
+			}
+			if l == -1 {
+				offline++
+			}
+		}
+		if offline == 0 {
+			return fmt.Errorf("no partition offline: %v", leaders)
+		}
+		return nil
+	})
+	victim.start()
+	c.eventually("the broker leads its partitions again", 20*time.Second, func() error {
+		leaders, err := partitionLeaders(other, "f")
+		if err != nil {
+			return err
+		}
+		for p, l := range leaders {
+			if l == -1 {
+				return fmt.Errorf("partition %d still offline", p)
+			}
+		}
+		return nil
+	})
+	cl := c.client(kgo.DefaultProduceTopic("f"))
+	produceSome(t, cl, "f", 30)
+	consumeCount(t, c.bootstrap(), "f", 30)
+}
+
+// partitionLeaders returns each partition's leader as one broker sees it.
+func partitionLeaders(addr, topic string) (map[int32]int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = &topic
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	leaders := map[int32]int32{}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 {
+			return nil, fmt.Errorf("metadata for %s: error %d", topic, t.ErrorCode)
+		}
+		for _, p := range t.Partitions {
+			leaders[p.Partition] = p.Leader
+		}
+	}
+	return leaders, nil
+}
+
+// TestClusterSnapshotCatchUp: with small snapshot and segment sizes the
+// controllers snapshot the metadata log and delete the segments below; a
+// broker that joins afterwards catches up from the snapshot.
+func TestClusterSnapshotCatchUp(t *testing.T) {
+	c := startCluster(t, 3, 1,
+		"metadata.log.max.record.bytes.between.snapshots=2048",
+		"metadata.log.segment.bytes=4096")
+	for i := range 30 {
+		c.createTopic(fmt.Sprintf("s%02d", i), 2)
+	}
+	c.eventually("a snapshot and a cleaned metadata log on every controller", 30*time.Second, func() error {
+		for _, n := range c.controllers {
+			snaps, _ := filepath.Glob(filepath.Join(n.dataDir, "__cluster_metadata-0", "*.checkpoint"))
+			if len(snaps) == 0 {
+				return fmt.Errorf("controller %d has no snapshot", n.id)
+			}
+			if _, err := os.Stat(filepath.Join(n.dataDir, "__cluster_metadata-0", "00000000000000000000.log")); err == nil {
+				return fmt.Errorf("controller %d still has its first metadata segment", n.id)
+			}
+		}
+		return nil
+	})
+	late := &node{t: t, id: 150, roles: "broker", dataDir: t.TempDir(), port: freePort(t)}
+	c.configure(late)
+	c.format(late)
+	c.brokers = append(c.brokers, late)
+	late.start()
+	t.Cleanup(late.stop)
+	c.waitBrokers(2)
+	if !strings.Contains(late.log(), "loaded metadata snapshot") {
+		t.Fatalf("the new broker did not load a snapshot:\n%s", late.log())
+	}
+	leaders, err := partitionLeaders(late.addr(), "s29")
+	if err != nil || len(leaders) != 2 {
+		t.Fatalf("the new broker does not know topic s29: %v %v", leaders, err)
+	}
+	c.sameImages()
+}
+
+// proxy forwards TCP connections to a target until cut.
+type proxy struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, ln: ln, target: target}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.cut {
+				p.mu.Unlock()
+				in.Close()
+				continue
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				in.Close()
+				continue
+			}
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		p.setCut(true)
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+// setCut drops every connection and refuses new ones (cut) or lets them
+// through again.
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// TestClusterIsolatedController: the active controller is cut off from the
+// others (nothing reaches it). It cannot commit; the majority elects a new
+// leader and carries on; healed, the old leader catches up with the log the
+// majority committed.
+func TestClusterIsolatedController(t *testing.T) {
+	c := startClusterProxied(t, 3, 2, true)
+	c.createTopic("a", 2)
+	var leader int32
+	c.eventually("quorum leader", 20*time.Second, func() (err error) {
+		leader, err = c.quorumLeader()
+		return err
+	})
+	c.proxies[leader].setCut(true)
+	t.Logf("cut off active controller %d", leader)
+	c.eventually("a new quorum leader", 30*time.Second, func() error {
+		l, err := c.quorumLeader()
+		if err != nil {
+			return err
+		}
+		if l == leader {
+			return fmt.Errorf("leader still %d", l)
+		}
+		return nil
+	})
+	c.createTopic("during", 2)
+	// The isolated controller never committed the topic created while it
+	// was cut off: no batch of its log names it.
+	iso := c.controller(leader)
+	before := metadataLogBatches(t, iso.dataDir)
+	var majority []string
+	for _, n := range c.controllers {
+		if n.id != leader {
+			majority = metadataLogBatches(t, n.dataDir)
+			break
+		}
+	}
+	if len(majority) == 0 || slices.Contains(before, majority[len(majority)-1]) {
+		t.Fatalf("the isolated controller has the batch the majority committed while it was cut off")
+	}
+	c.proxies[leader].setCut(false)
+	c.createTopic("after", 1)
+	c.sameImages()
+	c.eventually("the healed controller catches up", 20*time.Second, func() error {
+		got := metadataLogBatches(t, iso.dataDir)
+		var ref []string
+		for _, n := range c.controllers {
+			if n.id != leader {
+				ref = metadataLogBatches(t, n.dataDir)
+				break
+			}
+		}
+		if len(got) < len(ref) {
+			return fmt.Errorf("%d batches, the majority has %d", len(got), len(ref))
+		}
+		if !slices.Equal(got[:len(ref)], ref) {
+			return fmt.Errorf("log differs from the majority's")
+		}
+		if len(got) <= len(before) {
+			return fmt.Errorf("nothing new since the cut")
+		}
+		return nil
+	})
 }

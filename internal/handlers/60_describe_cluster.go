@@ -27,6 +27,10 @@ func (h *Handlers) describeCluster(_ context.Context, req *network.Request) (kms
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = h.d.ClusterID
 	resp.ControllerID = h.d.NodeID
+	if h.controllerListener && h.d.Quorum != nil {
+		// KIP-919: a controller names the active controller.
+		resp.ControllerID, _ = h.d.Quorum.Leader()
+	}
 	want := int8(endpointTypeBrokers)
 	if r.Version >= 1 {
 		want = r.EndpointType

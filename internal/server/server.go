@@ -229,6 +229,7 @@ func (s *Server) openQuorum(clusterID string) error {
 			Transport:                 s.transport,
 			ElectionTimeout:           time.Duration(s.cfg.QuorumElectionTimeoutMs) * time.Millisecond,
 			SnapshotMaxNewRecordBytes: s.cfg.MetadataSnapshotMaxNewRecordBytes,
+			SegmentBytes:              s.cfg.MetadataLogSegmentBytes,
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
 			Image:                     func() *metadata.Image { return s.controller.Image() },
 			Logger:                    s.logger,
