@@ -31,6 +31,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 	img := h.image()
 
 	allowCreate := h.d.Broker.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
+	var created map[string]bool
 	if allowCreate {
 		var create []string
 		for _, t := range r.Topics {
@@ -42,7 +43,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 			}
 		}
 		if len(create) > 0 {
-			h.autoCreate(ctx, create)
+			created = h.autoCreate(ctx, create)
 			img = h.image()
 		}
 	}
@@ -102,6 +103,11 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = t.Topic
 		rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if created[*t.Topic] {
+			// Created at the controller, not yet in this broker's image:
+			// Kafka's answer for a topic being auto-created.
+			rt.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		if allowCreate && controller.ValidateTopicName(*t.Topic) != nil {
 			rt.ErrorCode = kerr.InvalidTopicException.Code
 		}
@@ -110,8 +116,11 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 	return resp, nil
 }
 
-func (h *Handlers) autoCreate(ctx context.Context, names []string) {
+// autoCreate creates topics and returns those that now exist (created or
+// already there), which this broker's image may not show yet.
+func (h *Handlers) autoCreate(ctx context.Context, names []string) map[string]bool {
 	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = createTopicsAPI.max
 	req.TimeoutMillis = 30000
 	for _, name := range names {
 		t := kmsg.NewCreateTopicsRequestTopic()
@@ -119,11 +128,15 @@ func (h *Handlers) autoCreate(ctx context.Context, names []string) {
 		req.Topics = append(req.Topics, t)
 	}
 	resp := h.d.Controller.CreateTopics(ctx, req)
+	exist := map[string]bool{}
 	for _, t := range resp.Topics {
 		if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
 			h.d.Logger.Warn("auto-create topic failed", "topic", t.Topic, "err", kerr.ErrorForCode(t.ErrorCode))
+			continue
 		}
+		exist[t.Topic] = true
 	}
+	return exist
 }
 
 func (h *Handlers) describeTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {

@@ -112,6 +112,7 @@ func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
 	}
 	rf := min(h.d.Broker.OffsetsTopicReplicationFactor, max(live, 1))
 	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = createTopicsAPI.max
 	req.TimeoutMillis = 30000
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = OffsetsTopic, h.d.Broker.OffsetsTopicNumPartitions, rf

@@ -60,7 +60,7 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if err != nil {
 		c.conn.Close()
 		c.conn = nil
-		return nil, fmt.Errorf("%s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err)
+		return nil, fmt.Errorf("%s to %s: %w", apiName(req.Key()), c.addr, err)
 	}
 	return resp, nil
 }
@@ -143,4 +143,12 @@ func (c *Client) Close() {
 		c.conn.Close()
 		c.conn = nil
 	}
+}
+
+// apiName names an API key for messages, Gregor's own keys included.
+func apiName(key int16) string {
+	if name := kmsg.NameForKey(key); name != "Unknown" {
+		return name
+	}
+	return fmt.Sprintf("API key %d", key)
 }

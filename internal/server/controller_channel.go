@@ -29,6 +29,10 @@ func (s *Server) controllerRequest(ctx context.Context, req kmsg.Request) (kmsg.
 		ctx, cancel = context.WithTimeout(ctx, defaultControllerWait)
 		defer cancel()
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	unhook := context.AfterFunc(s.stopping, func() { cancel(errors.New("the broker is shutting down")) })
+	defer unhook()
 	backoff := 10 * time.Millisecond
 	for {
 		resp, err := s.tryController(ctx, req)

@@ -60,6 +60,11 @@ type Server struct {
 	lifecycle   *lifecycle
 
 	cancel context.CancelFunc
+	// stopping ends when Shutdown has run the controlled shutdown: requests
+	// still waiting for a controller give up then instead of holding up
+	// the shutdown.
+	stopping   context.Context
+	endWaiting context.CancelFunc
 }
 
 // New checks the configuration against what this process can run.
@@ -70,7 +75,8 @@ func New(cfg *config.Broker, logger *slog.Logger) (*Server, error) {
 	if len(cfg.ControllerQuorumVoters) == 0 {
 		return nil, errors.New("controller.quorum.voters is empty: Gregor finds the controllers only through it (controller.quorum.bootstrap.servers alone, KIP-853, is not supported yet)")
 	}
-	return &Server{cfg: cfg, logger: logger}, nil
+	stopping, endWaiting := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, logger: logger, stopping: stopping, endWaiting: endWaiting}, nil
 }
 
 // singleNode reports a node that is the whole cluster's quorum: combined
@@ -392,6 +398,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.lifecycle != nil {
 		s.lifecycle.shutdown(ctx)
 	}
+	s.endWaiting()
 	if s.brokerNet != nil {
 		errs = append(errs, s.brokerNet.Shutdown(ctx))
 	}
