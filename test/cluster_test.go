@@ -34,6 +34,7 @@ type node struct {
 	roles   string
 	dataDir string
 	port    int // its one listener: CONTROLLER for a controller, PLAINTEXT for a broker
+	config  string // a server.properties given with --config, under the overrides
 	props   []string
 	cmd     *exec.Cmd
 	logPath string
@@ -127,6 +128,9 @@ func (c *cluster) configure(n *node) {
 
 func (c *cluster) format(n *node) {
 	args := []string{"storage", "format", "--cluster-id", c.clusterID}
+	if n.config != "" {
+		args = append(args, "--config", n.config)
+	}
 	for _, p := range n.props {
 		args = append(args, "--override", p)
 	}
@@ -138,6 +142,9 @@ func (c *cluster) format(n *node) {
 func (n *node) start() {
 	n.t.Helper()
 	args := []string{"server"}
+	if n.config != "" {
+		args = append(args, "--config", n.config)
+	}
 	for _, p := range n.props {
 		args = append(args, "--override", p)
 	}
@@ -214,6 +221,12 @@ func (n *node) log() string {
 		s = "...\n" + s[len(s)-6000:]
 	}
 	return s
+}
+
+// logCount counts a phrase in the node's whole log (all its runs).
+func (n *node) logCount(phrase string) int {
+	data, _ := os.ReadFile(n.logPath)
+	return strings.Count(string(data), phrase)
 }
 
 func (c *cluster) logs() string {
@@ -799,4 +812,116 @@ func TestClusterIsolatedController(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startCombined starts the README's three-node cluster: each node broker
+// and controller, from config/kraft/combined-N.properties, with ports and
+// directories overridden so tests run side by side.
+func startCombined(t *testing.T) *cluster {
+	t.Helper()
+	out, err := run(t, 10*time.Second, "", gregorBin, "storage", "random-uuid")
+	if err != nil {
+		t.Fatalf("random-uuid: %v\n%s", err, out)
+	}
+	c := &cluster{t: t, clusterID: strings.TrimSpace(out)}
+	ctrlPorts := map[int32]int{}
+	var voters []string
+	for i := range 3 {
+		id := int32(i + 1)
+		ctrlPorts[id] = freePort(t)
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", id, ctrlPorts[id]))
+	}
+	c.voters = strings.Join(voters, ",")
+	for i := range 3 {
+		id := int32(i + 1)
+		n := &node{t: t, id: id, roles: "broker,controller", dataDir: t.TempDir(), port: freePort(t),
+			config: filepath.Join("..", "config", "kraft", fmt.Sprintf("combined-%d.properties", id))}
+		n.props = []string{
+			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", n.addr(), ctrlPorts[id]),
+			"advertised.listeners=PLAINTEXT://" + n.addr(),
+			"controller.quorum.voters=" + c.voters,
+			"log.dirs=" + n.dataDir,
+			"broker.heartbeat.interval.ms=200",
+			"broker.session.timeout.ms=2000",
+		}
+		c.format(n)
+		c.brokers = append(c.brokers, n)
+		c.controllers = append(c.controllers, n)
+	}
+	for _, n := range c.brokers {
+		n.start()
+	}
+	t.Cleanup(func() {
+		for _, n := range c.brokers {
+			n.stop()
+		}
+	})
+	c.waitBrokers(3)
+	return c
+}
+
+// TestClusterCombinedNodes: the README's three combined nodes; topics
+// created through one node appear on all, and kill -9 of the active
+// controller (which is also a broker) is survived.
+func TestClusterCombinedNodes(t *testing.T) {
+	c := startCombined(t)
+	c.createTopic("everywhere", 3)
+	c.sameImages()
+	cl := c.client(kgo.DefaultProduceTopic("everywhere"))
+	produceSome(t, cl, "everywhere", 30)
+	cl.Close()
+	var leader int32
+	c.eventually("quorum leader", 20*time.Second, func() (err error) {
+		leader, err = c.quorumLeader()
+		return err
+	})
+	c.controller(leader).kill9()
+	t.Logf("killed node %d, the active controller", leader)
+	c.createTopic("survived", 2)
+	c.sameImages()
+	restarted := c.controller(leader)
+	restarted.start()
+	// A restart inside the session timeout waits for the old session to
+	// expire before registering again (DUPLICATE_BROKER_REGISTRATION).
+	c.eventually("the restarted node unfenced", 30*time.Second, func() error {
+		if n := restarted.logCount("unfenced by the controller"); n < 2 {
+			return fmt.Errorf("unfenced %d times", n)
+		}
+		return nil
+	})
+	c.waitBrokers(3)
+	consumeCount(t, c.bootstrap(), "everywhere", 30)
+}
+
+// TestClusterRefusesBadNodes: a broker formatted for another cluster, and a
+// second broker with a node.id already in use, stop at start-up with a
+// message saying why; the cluster is unaffected.
+func TestClusterRefusesBadNodes(t *testing.T) {
+	c := startCluster(t, 3, 1)
+	refused := func(n *node, initialTimeoutMs int, want string) {
+		t.Helper()
+		n.props = append(n.props, fmt.Sprintf("initial.broker.registration.timeout.ms=%d", initialTimeoutMs))
+		args := []string{"server"}
+		for _, p := range n.props {
+			args = append(args, "--override", p)
+		}
+		out, err := run(t, 60*time.Second, "", gregorBin, args...)
+		if err == nil || !strings.Contains(out, want) {
+			t.Fatalf("node %d: err=%v, want an exit saying %q:\n%s", n.id, err, want, out)
+		}
+	}
+
+	other := &node{t: t, id: 120, roles: "broker", dataDir: t.TempDir(), port: freePort(t)}
+	c.configure(other)
+	wrong := &cluster{t: t, clusterID: "AAAAAAAAAAAAAAAAAAAAAA"}
+	wrong.format(other)
+	refused(other, 20000, "belongs to another cluster")
+
+	dup := &node{t: t, id: c.brokers[0].id, roles: "broker", dataDir: t.TempDir(), port: freePort(t)}
+	c.configure(dup)
+	c.format(dup)
+	refused(dup, 3000, "DUPLICATE_BROKER_REGISTRATION")
+
+	c.createTopic("still-fine", 1)
+	c.waitBrokers(1)
 }

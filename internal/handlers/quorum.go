@@ -42,7 +42,18 @@ func (h *Handlers) raftMessages(ctx context.Context, req *network.Request) (kmsg
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil
 	}
+	voter := false
+	for _, v := range h.d.Broker.ControllerQuorumVoters {
+		voter = voter || (v.ID == r.From && v.ID != h.d.NodeID)
+	}
 	for _, m := range r.Messages {
+		// Only the other voters take part; anything else (a node of
+		// another configuration, a forged sender) is dropped.
+		if !voter || m.From != raft.RaftID(r.From) || m.To != raft.RaftID(h.d.NodeID) {
+			h.d.Logger.Warn("dropping a raft message from a node that is not a voter of this quorum",
+				"from", r.From, "client", req.ClientAddr, "type", m.Type)
+			continue
+		}
 		if err := h.d.Quorum.Step(ctx, m); err != nil {
 			// A closing node; the sender's raft resends what matters.
 			h.d.Logger.Debug("raft message not stepped", "from", r.From, "type", m.Type, "err", err)

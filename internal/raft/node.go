@@ -181,6 +181,9 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft node: %w", err)
 	}
+	if err := checkStoredVoters(qs, cfg.Voters); err != nil {
+		return nil, fmt.Errorf("raft node: %w", err)
+	}
 	logCfg := log.DefaultConfig()
 	if cfg.SegmentBytes > 0 {
 		logCfg.SegmentBytes = cfg.SegmentBytes
@@ -591,6 +594,26 @@ func (n *Node) Close() error {
 	}
 	if err := n.log.Close(); err != nil {
 		return fmt.Errorf("raft node: %w", err)
+	}
+	return nil
+}
+
+// checkStoredVoters refuses a voter set that differs from the one the
+// quorum-state file recorded: a static quorum cannot change its voters by
+// configuration (Kafka's dynamic quorums, KIP-853, are not supported), and
+// a node that silently joined another voter set could elect a second leader.
+func checkStoredVoters(qs quorumState, voters []int32) error {
+	if len(qs.CurrentVoters) == 0 {
+		return nil
+	}
+	stored := make([]int32, 0, len(qs.CurrentVoters))
+	for _, v := range qs.CurrentVoters {
+		stored = append(stored, v.VoterID)
+	}
+	slices.Sort(stored)
+	want := slices.Sorted(slices.Values(voters))
+	if !slices.Equal(stored, want) {
+		return fmt.Errorf("controller.quorum.voters names voters %v, but %s records the voter set %v: the voter set of a static quorum cannot be changed", want, QuorumStateFileName, stored)
 	}
 	return nil
 }

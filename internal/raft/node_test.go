@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/goleak"
 
 	"gregor/internal/metadata"
@@ -418,3 +420,24 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		_ = DecodeBatches(b, func(Batch) error { return nil })
 	})
 }
+
+func TestNodeRefusesChangedVoterSet(t *testing.T) {
+	dir := t.TempDir()
+	st := quorumState{LeaderID: -1, VotedID: -1, LeaderEpoch: 3, CurrentVoters: []voter{{VoterID: 1}, {VoterID: 2}, {VoterID: 3}}}
+	if err := writeQuorumState(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewNode(NodeConfig{Dir: dir, NodeID: 1, Voters: []int32{1, 2, 4}, Transport: dropTransport{}})
+	if err == nil || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Fatalf("NewNode with another voter set: %v, want a refusal naming the stored voters", err)
+	}
+	n, err := NewNode(NodeConfig{Dir: dir, NodeID: 1, Voters: []int32{3, 2, 1}, Transport: dropTransport{}})
+	if err != nil {
+		t.Fatalf("the same voters in another order: %v", err)
+	}
+	n.Close()
+}
+
+type dropTransport struct{}
+
+func (dropTransport) Send([]raftpb.Message) {}

@@ -58,6 +58,9 @@ type Observer struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	started atomic.Bool
+	// fatal carries an answer that retrying cannot fix (another
+	// cluster's controllers) to Start.
+	fatal chan error
 }
 
 // NewObserver returns an observer; Start begins fetching.
@@ -75,7 +78,7 @@ func NewObserver(cfg ObserverConfig) *Observer {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	o := &Observer{cfg: cfg, logger: logger.With("component", "raft-observer", "node", cfg.NodeID), done: make(chan struct{})}
+	o := &Observer{cfg: cfg, logger: logger.With("component", "raft-observer", "node", cfg.NodeID), done: make(chan struct{}), fatal: make(chan error, 1)}
 	o.leader.Store(-1)
 	return o
 }
@@ -108,6 +111,11 @@ func (o *Observer) Start(ctx context.Context) error {
 	select {
 	case <-caughtUp:
 		return nil
+	case err := <-o.fatal:
+		o.stop()
+		<-o.done
+		o.stop = nil
+		return err
 	case <-ctx.Done():
 		return fmt.Errorf("catch up with the metadata log: %w", ctx.Err())
 	}
@@ -145,6 +153,10 @@ func (o *Observer) run(ctx context.Context, caughtUp chan struct{}) {
 		hw, err := o.fetchOnce(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, kerr.InconsistentClusterID) && caughtUp != nil {
+				o.fatal <- fmt.Errorf("controller %d at %s belongs to another cluster than this node's cluster.id=%s (meta.properties): %w", id, o.cfg.Voters[id], o.cfg.ClusterID, err)
 				return
 			}
 			if msg := err.Error(); msg != lastErr {

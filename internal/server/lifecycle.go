@@ -131,13 +131,33 @@ func (l *lifecycle) register(ctx context.Context) error {
 		}
 		req.LogDirs = append(req.LogDirs, [16]byte(id))
 	}
-	kresp, err := s.controllerRequest(ctx, req)
-	if err != nil {
-		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
-	}
-	resp := kresp.(*kmsg.BrokerRegistrationResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+	var resp *kmsg.BrokerRegistrationResponse
+	for logged := false; ; {
+		kresp, err := s.controllerRequest(ctx, req)
+		if err != nil {
+			return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+		}
+		resp = kresp.(*kmsg.BrokerRegistrationResponse)
+		err = kerr.ErrorForCode(resp.ErrorCode)
+		if err == nil {
+			break
+		}
+		// The previous run of this broker still has a live session (a
+		// restart within broker.session.timeout.ms): wait for it to
+		// expire, as Kafka's lifecycle manager does. A second process
+		// with the same node.id fails here at the registration timeout.
+		if !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+			return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+		}
+		if !logged {
+			l.logger.Warn("another incarnation of this broker id is still registered; retrying until its session expires", "err", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("register broker %d: %w (is another process running with node.id=%d?)", s.cfg.NodeID, err, s.cfg.NodeID)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	l.epoch.Store(resp.BrokerEpoch)
 	l.fenced.Store(true)
