@@ -155,7 +155,9 @@ func defaultDir(img *metadata.Image, broker int32) [16]byte {
 // partitionRecord builds a new partition's record: leader = first active
 // replica, ISR = active replicas, epochs 0, each replica in its broker's
 // default log directory.
-func partitionRecord(img *metadata.Image, topicID [16]byte, partition int32, replicas []int32) *metadata.PartitionRecord {
+//
+// leaderOnlyISR starts the ISR with the leader alone (Config.LeaderOnlyISR).
+func partitionRecord(img *metadata.Image, topicID [16]byte, partition int32, replicas []int32, leaderOnlyISR bool) *metadata.PartitionRecord {
 	isr := make([]int32, 0, len(replicas))
 	dirs := make([][16]byte, 0, len(replicas))
 	for _, r := range replicas {
@@ -167,6 +169,9 @@ func partitionRecord(img *metadata.Image, topicID [16]byte, partition int32, rep
 	leader := metadata.NoLeader
 	if len(isr) > 0 {
 		leader = isr[0]
+	}
+	if leaderOnlyISR && len(isr) > 1 {
+		isr = isr[:1]
 	}
 	return &metadata.PartitionRecord{
 		RecordVersion:       metadata.PartitionRecordVersion,

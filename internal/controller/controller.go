@@ -49,6 +49,13 @@ type Config struct {
 	DefaultReplicationFactor int16
 	// DeleteTopicEnable is delete.topic.enable.
 	DeleteTopicEnable bool
+	// LeaderOnlyISR starts each new partition's ISR with its leader alone,
+	// instead of every live replica as Kafka does. Gregor's followers do
+	// not fetch from leaders yet, so listing them in sync would let a
+	// leader change elect a replica without the data; with only the leader
+	// in the ISR the partition goes offline instead, and nothing
+	// acknowledged is lost. The server sets it until replication lands.
+	LeaderOnlyISR bool
 	// ValidateTopicConfig checks one topic config (value nil = delete). Its
 	// error text is the message of an INVALID_CONFIG answer. Nil accepts all.
 	ValidateTopicConfig func(name string, value *string) error

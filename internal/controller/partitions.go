@@ -116,7 +116,7 @@ func (c *Controller) createTopicPartitions(img *metadata.Image, t *kmsg.CreatePa
 			return nil, errWith(kerr.InvalidReplicationFactor,
 				"Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", replicationFactor)
 		}
-		records = append(records, partitionRecord(img, topic.ID, current+int32(i), replicas))
+		records = append(records, partitionRecord(img, topic.ID, current+int32(i), replicas, c.cfg.LeaderOnlyISR))
 	}
 	return records, apiError{}
 }

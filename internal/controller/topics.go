@@ -221,7 +221,7 @@ func (c *Controller) createTopic(img *metadata.Image, t *kmsg.CreateTopicsReques
 		records = append(records, r)
 	}
 	for p, replicas := range assignments {
-		records = append(records, partitionRecord(img, id, int32(p), replicas))
+		records = append(records, partitionRecord(img, id, int32(p), replicas, c.cfg.LeaderOnlyISR))
 	}
 	return records, apiError{}
 }

@@ -381,3 +381,27 @@ func TestCreateTopicsTooManyRecords(t *testing.T) {
 		t.Fatal("created")
 	}
 }
+
+// TestLeaderOnlyISR: with followers that do not replicate, a new partition's
+// ISR holds its leader alone.
+func TestLeaderOnlyISR(t *testing.T) {
+	cfg := testConfig()
+	cfg.LeaderOnlyISR = true
+	n := startNode(t, t.TempDir(), cfg,
+		BrokerRegistration{NodeID: 1, Listeners: listeners(9092)},
+		BrokerRegistration{NodeID: 2, Listeners: listeners(9093)},
+		BrokerRegistration{NodeID: 3, Listeners: listeners(9094)})
+	c := n.c
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "solo", 3, 3
+	req.Topics = append(req.Topics, rt)
+	if resp := c.CreateTopics(context.Background(), req); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	for p, part := range c.Image().Topics.ByName["solo"].Partitions {
+		if len(part.Replicas) != 3 || len(part.ISR) != 1 || part.ISR[0] != part.Leader {
+			t.Fatalf("partition %d: replicas %v, isr %v, leader %d: want the leader alone in sync", p, part.Replicas, part.ISR, part.Leader)
+		}
+	}
+}

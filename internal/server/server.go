@@ -135,6 +135,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			DefaultNumPartitions:     s.cfg.NumPartitions,
 			DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
 			DeleteTopicEnable:        s.cfg.DeleteTopicEnable,
+			LeaderOnlyISR:            true,
 			BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 			ValidateTopicConfig:      config.ValidateTopicConfig,
 			ValidateBrokerConfig:     config.ValidateBrokerDynamic,
