@@ -17,6 +17,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServerCommand())
+	root.AddCommand(newToolCommands()...)
 	root.AddCommand(newStorageCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gregor:", err)

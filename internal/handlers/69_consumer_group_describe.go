@@ -29,5 +29,22 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Reque
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}
+	// Assignments carry topic names next to the ids, as Kafka's do; the
+	// shard knows only ids.
+	img := h.image()
+	name := func(a *kmsg.Assignment) {
+		for i := range a.TopicPartitions {
+			if t, ok := img.Topics.ByID[a.TopicPartitions[i].TopicID]; ok {
+				a.TopicPartitions[i].Topic = t.Name
+			}
+		}
+	}
+	for gi := range resp.Groups {
+		for mi := range resp.Groups[gi].Members {
+			m := &resp.Groups[gi].Members[mi]
+			name(&m.Assignment)
+			name(&m.TargetAssignment)
+		}
+	}
 	return resp, nil
 }

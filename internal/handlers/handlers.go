@@ -45,6 +45,8 @@ type Deps struct {
 	// Quorum is this node's metadata quorum voter (controller listeners;
 	// nil on a one-voter node, which has no peers or observers).
 	Quorum Quorum
+	// QuorumStatus describes the metadata quorum (controller listeners).
+	QuorumStatus func() raft.QuorumStatus
 	// Lifecycle is this node's controller, for brokers' registrations and
 	// heartbeats (controller listeners).
 	Lifecycle Lifecycle

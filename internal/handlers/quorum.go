@@ -220,7 +220,7 @@ func (h *Handlers) describeQuorum(ctx context.Context, req *network.Request) (km
 		return resp, nil
 	}
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
-	st := h.d.Quorum.Status()
+	st := h.d.QuorumStatus()
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeQuorumResponseTopic()
 		rt.Topic = t.Topic

@@ -325,3 +325,12 @@ func (v *SingleVoter) Close() error {
 	}
 	return nil
 }
+
+// Status reports the one-voter quorum: this node leads and is caught up.
+func (v *SingleVoter) Status() QuorumStatus {
+	leader, epoch := v.Leader()
+	hw := v.HighWatermark()
+	now := v.cfg.Now().UnixMilli()
+	return QuorumStatus{LeaderID: leader, LeaderEpoch: epoch, HighWatermark: hw,
+		Voters: []VoterStatus{{ReplicaID: v.cfg.NodeID, LogEndOffset: hw, LastFetchTimestamp: now, LastCaughtUpTimestamp: now}}}
+}

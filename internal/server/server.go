@@ -296,8 +296,11 @@ func (s *Server) startControllerListener() error {
 		Lifecycle:  s.controller,
 		Logger:     s.logger.With("component", "handlers"),
 	}
-	if s.node != nil {
-		deps.Quorum = s.node
+	switch q := s.quorum.(type) {
+	case *raft.Node:
+		deps.Quorum, deps.QuorumStatus = q, q.Status
+	case *raft.SingleVoter:
+		deps.QuorumStatus = q.Status
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
