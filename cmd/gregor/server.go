@@ -63,6 +63,12 @@ kafka-server-start.sh does (which also takes the file as its argument).`,
 				return err
 			}
 			if err := srv.Start(ctx); err != nil {
+				if ctx.Err() != nil {
+					// SIGTERM during start-up (say, while waiting for the
+					// controllers): a requested stop, not a failure.
+					logger.Info("stopped during start-up", "err", err)
+					return nil
+				}
 				return err
 			}
 			<-ctx.Done()

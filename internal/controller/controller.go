@@ -49,6 +49,12 @@ type Config struct {
 	DefaultReplicationFactor int16
 	// DeleteTopicEnable is delete.topic.enable.
 	DeleteTopicEnable bool
+	// CoResidentBroker says this process also runs the broker with NodeID
+	// (process.roles=broker,controller). A registration of that broker
+	// older than this process's start belongs to a dead incarnation, so
+	// activation gives it no session and the restarted broker registers
+	// at once instead of waiting out broker.session.timeout.ms.
+	CoResidentBroker bool
 	// LeaderOnlyISR starts each new partition's ISR with its leader alone,
 	// instead of every live replica as Kafka does. Gregor's followers do
 	// not fetch from leaders yet, so listing them in sync would let a
@@ -104,6 +110,7 @@ type Controller struct {
 
 	// Owned by the event loop.
 	activeEpoch int32                    // epoch the controller was activated in, -1 if none
+	startOffset int64                    // the quorum's high watermark when this controller started
 	sessions    map[int32]*brokerSession // broker heartbeat state (Kafka's BrokerHeartbeatManager)
 	placement   *rand.Rand               // the striped placer's randomness
 
@@ -159,6 +166,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return errors.New("controller already started")
 	}
 	c.started = true
+	c.startOffset = c.q.HighWatermark()
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.stop = cancel
 	c.wg.Add(1)

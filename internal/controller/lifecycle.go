@@ -138,6 +138,11 @@ func (c *Controller) handleLeaderChange(ctx context.Context) {
 	now := c.cfg.Now()
 	c.sessions = map[int32]*brokerSession{}
 	for id := range c.image.Image().Brokers {
+		if id == c.cfg.NodeID && c.cfg.CoResidentBroker {
+			if off, ok := c.listener.registrationOffset(id); ok && off < c.startOffset {
+				continue // registered by an earlier run of this very process
+			}
+		}
 		c.sessions[id] = newBrokerSession(now)
 	}
 	c.activeEpoch = epoch

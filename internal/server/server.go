@@ -136,6 +136,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
 			DeleteTopicEnable:        s.cfg.DeleteTopicEnable,
 			LeaderOnlyISR:            true,
+			CoResidentBroker:         isBroker,
 			BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 			ValidateTopicConfig:      config.ValidateTopicConfig,
 			ValidateBrokerConfig:     config.ValidateBrokerDynamic,
