@@ -14,7 +14,8 @@ package test
 // GREGOR_BENCH_BROKERS (default 3) and GREGOR_BENCH_STEPS (default
 // "10000,50000": cumulative partition totals) size the propagation run.
 // Each broker holds one open file per partition it leads, so a step must
-// keep partitions/brokers under the open files limit.
+// keep partitions/brokers under the open files limit. GREGOR_BENCH_OVERRIDES
+// ("key=value,key=value") adds settings to every node.
 
 import (
 	"context"
@@ -397,7 +398,12 @@ func TestClusterBenchPropagation(t *testing.T) {
 	steps := benchEnvInts(t, "GREGOR_BENCH_STEPS", []int{10000, 50000})
 	// Kafka's heartbeat defaults, so that a broker busy creating logs on
 	// a loaded machine is not fenced in the middle of a measurement.
-	c := startCluster(t, 3, nb, "broker.heartbeat.interval.ms=2000", "broker.session.timeout.ms=9000")
+	extra := []string{"broker.heartbeat.interval.ms=2000", "broker.session.timeout.ms=9000"}
+	if v := os.Getenv("GREGOR_BENCH_OVERRIDES"); v != "" {
+		extra = append(extra, strings.Split(v, ",")...)
+	}
+	t.Logf("%d brokers, steps %v, overrides %v", nb, steps, extra)
+	c := startCluster(t, 3, nb, extra...)
 	adm := kadm.NewClient(c.client())
 	var pinned []*pinnedClient
 	for _, b := range c.brokers {
@@ -472,7 +478,7 @@ func TestClusterBenchPropagation(t *testing.T) {
 		// The brokers keep working after they show the last topic (its
 		// logs are created after the image is published); wait until the
 		// cluster is idle.
-		idle := waitIdle(t, c, 3*time.Minute).Sub(lastAnswer)
+		idle := waitIdle(t, c, 90*time.Second).Sub(lastAnswer)
 		t.Logf("  last answer -> cluster idle:         %v", idle.Round(time.Millisecond))
 
 		// Probes on the idle cluster at this size.
@@ -533,26 +539,44 @@ func cpuTicks(pid int) int64 {
 }
 
 // waitIdle waits until the cluster's processes together use under a tenth
-// of a CPU over half a second, and returns when that window began.
+// of a CPU over half a second, and returns when that window began. Every
+// 10 s of waiting it logs which nodes are busy.
 func waitIdle(t *testing.T, c *cluster, timeout time.Duration) time.Time {
 	t.Helper()
-	total := func() int64 {
-		var n int64
-		for _, nd := range append(slices.Clone(c.controllers), c.brokers...) {
+	nodes := append(slices.Clone(c.controllers), c.brokers...)
+	ticks := func() []int64 {
+		n := make([]int64, len(nodes))
+		for i, nd := range nodes {
 			if nd.cmd != nil {
-				n += cpuTicks(nd.cmd.Process.Pid)
+				n[i] = cpuTicks(nd.cmd.Process.Pid)
 			}
 		}
 		return n
 	}
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
+	lastReport := start
 	for {
 		t0 := time.Now()
-		before := total()
+		before := ticks()
 		time.Sleep(500 * time.Millisecond)
+		after := ticks()
 		// Clock ticks are 1/100 s: under 5 ticks in 0.5 s is under 0.1 CPU.
-		if total()-before < 5 {
+		var sum int64
+		var busy []string
+		for i := range nodes {
+			d := after[i] - before[i]
+			sum += d
+			if d > 0 {
+				busy = append(busy, fmt.Sprintf("node %d: %d%%", nodes[i].id, d*2))
+			}
+		}
+		if sum < 5 {
 			return t0
+		}
+		if time.Since(lastReport) >= 10*time.Second {
+			t.Logf("  still busy after %v: %s", time.Since(start).Round(time.Second), strings.Join(busy, ", "))
+			lastReport = time.Now()
 		}
 		if time.Now().After(deadline) {
 			t.Logf("cluster not idle within %v", timeout)

@@ -15,7 +15,10 @@
 // loop) answers; it also runs the broker lifecycle (Kafka's
 // ClusterControlManager and BrokerHeartbeatManager): registration,
 // heartbeats, fencing on session expiry, controlled shutdown, and the
-// leader/ISR changes they cause.
+// leader/ISR changes they cause. Partition leaders change their ISR with
+// AlterPartition; admins elect leaders with ElectLeaders; the event loop
+// periodically restores preferred leaders (auto.leader.rebalance.enable)
+// and runs unclean elections where a topic allows them.
 //
 // Brokers do not read the controller: they follow the log with a
 // metadata.Loader and get images through metadata.Publisher.
@@ -82,6 +85,30 @@ type Config struct {
 	// long. Zero disables session expiry (brokers registered by Bootstrap
 	// never heartbeat).
 	BrokerSessionTimeout time.Duration
+	// UncleanLeaderElectionEnable is the static
+	// unclean.leader.election.enable (Kafka's default false); a topic's
+	// config, this node's dynamic broker config and the cluster default
+	// override it.
+	UncleanLeaderElectionEnable bool
+	// UncleanLeaderElectionCheckInterval is
+	// unclean.leader.election.interval.ms: how often the active controller
+	// tries an unclean election for leaderless partitions of topics that
+	// allow one. Zero means Kafka's default, 5 minutes.
+	UncleanLeaderElectionCheckInterval time.Duration
+	// AutoLeaderRebalanceEnable is auto.leader.rebalance.enable (Kafka's
+	// default true; the server passes it): every
+	// LeaderImbalanceCheckInterval the active controller moves leadership
+	// back to preferred replicas.
+	AutoLeaderRebalanceEnable bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds;
+	// zero means Kafka's default, 300 seconds.
+	LeaderImbalanceCheckInterval time.Duration
+	// LeaderImbalancePerBrokerPercentage is
+	// leader.imbalance.per.broker.percentage (Kafka's default 10; the
+	// server passes it): a broker's preferred leaderships are restored when
+	// more than this percentage of the partitions it is the preferred
+	// replica of are led by another broker (or by none).
+	LeaderImbalancePerBrokerPercentage int
 }
 
 // Controller is the quorum controller of this node.
@@ -113,6 +140,10 @@ type Controller struct {
 	startOffset int64                    // the quorum's high watermark when this controller started
 	sessions    map[int32]*brokerSession // broker heartbeat state (Kafka's BrokerHeartbeatManager)
 	placement   *rand.Rand               // the striped placer's randomness
+	// nextLeaderBalance and nextUncleanCheck are when the periodic
+	// preferred-leader rebalance and unclean election run next.
+	nextLeaderBalance time.Time
+	nextUncleanCheck  time.Time
 
 	mu      sync.Mutex // guards started/stop
 	started bool
@@ -135,6 +166,12 @@ func New(cfg Config, q raft.Quorum) *Controller {
 	}
 	if cfg.DefaultReplicationFactor <= 0 {
 		cfg.DefaultReplicationFactor = 1
+	}
+	if cfg.UncleanLeaderElectionCheckInterval <= 0 {
+		cfg.UncleanLeaderElectionCheckInterval = 5 * time.Minute
+	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = 300 * time.Second
 	}
 	logger := cfg.Logger.With("component", "controller", "node", cfg.NodeID)
 	c := &Controller{
@@ -195,8 +232,9 @@ func (c *Controller) Close() error {
 // diagnostics; brokers use their own metadata.Loader).
 func (c *Controller) Image() *metadata.Image { return c.image.Image() }
 
-// run is the event loop: requests, leadership changes and broker session
-// expiry, one at a time. A leadership change is handled before any request
+// run is the event loop: requests, leadership changes and timed work
+// (broker session expiry, leader rebalance, unclean elections), one at a
+// time. A leadership change is handled before any request
 // that is already waiting, so requests see the activated state.
 func (c *Controller) run(ctx context.Context) {
 	wake := time.NewTimer(time.Hour)
@@ -219,7 +257,7 @@ func (c *Controller) run(ctx context.Context) {
 			if c.needsActivation() {
 				c.handleLeaderChange(ctx)
 			}
-			c.fenceStaleBrokers(ctx)
+			c.runTimers(ctx)
 		}
 	}
 }

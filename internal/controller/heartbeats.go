@@ -185,11 +185,11 @@ func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 	if cur != next {
 		switch next {
 		case stateFenced, stateShutdownNow:
-			records = brokerFencedRecords(img, id)
+			records = c.brokerFencedRecords(img, id)
 		case stateUnfenced:
-			records = brokerUnfencedRecords(img, id, req.BrokerEpoch)
+			records = c.brokerUnfencedRecords(img, id, req.BrokerEpoch)
 		case stateControlledShutdown:
-			records = brokerInControlledShutdownRecords(img, id, req.BrokerEpoch)
+			records = c.brokerInControlledShutdownRecords(img, id, req.BrokerEpoch)
 		}
 		c.logger.Info("broker state change", "broker", id, "from", cur, "to", next, "records", len(records))
 	}
@@ -262,7 +262,7 @@ func (c *Controller) fenceStaleBrokers(ctx context.Context) {
 			return
 		}
 		c.logger.Info("fencing broker because its session has timed out", "broker", id, "timeout", c.cfg.BrokerSessionTimeout)
-		if _, err := c.q.Append(ctx, brokerFencedRecords(img, id)); err != nil {
+		if _, err := c.q.Append(ctx, c.brokerFencedRecords(img, id)); err != nil {
 			c.logger.Warn("fencing a stale broker failed", "broker", id, "err", err)
 			return
 		}
@@ -270,14 +270,10 @@ func (c *Controller) fenceStaleBrokers(ctx context.Context) {
 	}
 }
 
-// nextWake is how long the event loop may sleep before it has timed work:
-// retrying a failed activation, or the earliest session expiry.
-func (c *Controller) nextWake() time.Duration {
-	const activationRetry = 100 * time.Millisecond
-	if c.needsActivation() {
-		return activationRetry
-	}
-	if !c.active.Load() || c.cfg.BrokerSessionTimeout <= 0 {
+// untilSessionExpiry is how long until the earliest broker session expires
+// (an hour if none can).
+func (c *Controller) untilSessionExpiry() time.Duration {
+	if c.cfg.BrokerSessionTimeout <= 0 {
 		return time.Hour
 	}
 	img := c.image.Image()
@@ -311,8 +307,8 @@ func hasLeaderships(img *metadata.Image, id int32) bool {
 
 // brokerFencedRecords is Kafka's handleBrokerFenced: the broker leaves every
 // ISR and leadership, then its registration is fenced.
-func brokerFencedRecords(img *metadata.Image, id int32) []metadata.Record {
-	records := leaderAndIsrUpdates(img, id, metadata.NoLeader, partitionsWhere(img, func(p *metadata.Partition) bool {
+func (c *Controller) brokerFencedRecords(img *metadata.Image, id int32) []metadata.Record {
+	records := c.leaderAndIsrUpdates(img, id, metadata.NoLeader, partitionsWhere(img, func(p *metadata.Partition) bool {
 		return slices.Contains(p.ISR, id)
 	}))
 	return append(records, &metadata.BrokerRegistrationChangeRecord{
@@ -321,10 +317,10 @@ func brokerFencedRecords(img *metadata.Image, id int32) []metadata.Record {
 
 // brokerUnfencedRecords is Kafka's handleBrokerUnfenced: the registration is
 // unfenced, then leaderless partitions elect a leader, the broker included.
-func brokerUnfencedRecords(img *metadata.Image, id int32, epoch int64) []metadata.Record {
+func (c *Controller) brokerUnfencedRecords(img *metadata.Image, id int32, epoch int64) []metadata.Record {
 	records := []metadata.Record{&metadata.BrokerRegistrationChangeRecord{
 		BrokerID: id, BrokerEpoch: epoch, Fenced: metadata.BrokerUnfenced}}
-	return append(records, leaderAndIsrUpdates(img, metadata.NoLeader, id, partitionsWhere(img, func(p *metadata.Partition) bool {
+	return append(records, c.leaderAndIsrUpdates(img, metadata.NoLeader, id, partitionsWhere(img, func(p *metadata.Partition) bool {
 		return p.Leader == metadata.NoLeader
 	}))...)
 }
@@ -333,13 +329,13 @@ func brokerUnfencedRecords(img *metadata.Image, id int32, epoch int64) []metadat
 // handleBrokerInControlledShutdown: the registration is marked in controlled
 // shutdown, then the broker leaves every ISR and leadership (a partition
 // whose only ISR member it is keeps it in the ISR and goes offline).
-func brokerInControlledShutdownRecords(img *metadata.Image, id int32, epoch int64) []metadata.Record {
+func (c *Controller) brokerInControlledShutdownRecords(img *metadata.Image, id int32, epoch int64) []metadata.Record {
 	var records []metadata.Record
 	if !img.Brokers[id].InControlledShutdown {
 		records = append(records, &metadata.BrokerRegistrationChangeRecord{
 			RecordVersion: 1, BrokerID: id, BrokerEpoch: epoch, InControlledShutdown: 1})
 	}
-	return append(records, leaderAndIsrUpdates(img, id, metadata.NoLeader, partitionsWhere(img, func(p *metadata.Partition) bool {
+	return append(records, c.leaderAndIsrUpdates(img, id, metadata.NoLeader, partitionsWhere(img, func(p *metadata.Partition) bool {
 		return slices.Contains(p.ISR, id)
 	}))...)
 }

@@ -40,68 +40,185 @@ func partitionsWhere(img *metadata.Image, keep func(*metadata.Partition) bool) [
 	return out
 }
 
-// leaderAndIsrUpdates is Kafka's generateLeaderAndIsrUpdates with its
-// PartitionChangeBuilder (ELR off): for each partition, brokerToRemove
-// leaves the ISR (unless it is the last member: the ISR never becomes empty)
-// and may not lead; brokerToAdd may lead although the image still shows it
-// fenced. A leader that is no longer acceptable is replaced by the first
-// replica, in replica order, that is in the new ISR and acceptable; if there
-// is none, by the first acceptable replica when unclean leader election is
-// enabled (the ISR becomes that replica alone, and it must recover), else the
-// partition goes offline (leader -1). Changing the leader bumps the leader
-// epoch on replay; an ISR shrink alone does not (metadata.version >= 3.6).
-// brokerToRemove / brokerToAdd are NoLeader when unused.
-func leaderAndIsrUpdates(img *metadata.Image, brokerToRemove, brokerToAdd int32, parts []topicPartition) []metadata.Record {
+// election is Kafka's PartitionChangeBuilder.Election.
+type election int
+
+const (
+	// electionOnline keeps a valid leader, else elects the first ISR member
+	// (in replica order) that may lead.
+	electionOnline election = iota
+	// electionPreferred elects the first replica if it is in the ISR and may
+	// lead, else behaves like electionOnline.
+	electionPreferred
+	// electionUnclean is electionOnline that, when no ISR member may lead,
+	// elects the first replica that may, outside the ISR: data may be lost.
+	electionUnclean
+)
+
+// partitionChange is Kafka's PartitionChangeBuilder without eligible leader
+// replicas and reassignment: from a partition, a target ISR, a target leader
+// recovery state and an election type it builds the PartitionChangeRecord
+// that gets there, or nil when nothing changes.
+//
+// At metadata.version 3.6 and later an ISR change alone bumps only the
+// partition epoch; a new leader (set in the record) bumps the leader epoch too.
+type partitionChange struct {
+	topicID        [16]byte
+	partition      int32
+	current        *metadata.Partition
+	acceptable     func(replica int32) bool // may lead (Kafka's LeaderAcceptor)
+	election       election
+	targetISR      []int32
+	targetRecovery int8
+}
+
+func newPartitionChange(img *metadata.Image, topic *metadata.Topic, partition int32, acceptable func(int32) bool) *partitionChange {
+	p := topic.Partitions[partition]
+	if acceptable == nil {
+		acceptable = func(r int32) bool { return isActive(img, r) }
+	}
+	return &partitionChange{
+		topicID:        topic.ID,
+		partition:      partition,
+		current:        p,
+		acceptable:     func(r int32) bool { return acceptable(r) && hasOnlineDir(img, p, r) },
+		targetISR:      slices.Clone(p.ISR),
+		targetRecovery: p.LeaderRecoveryState,
+	}
+}
+
+// validLeader: in the target ISR and acceptable.
+func (b *partitionChange) validLeader(r int32) bool {
+	return slices.Contains(b.targetISR, r) && b.acceptable(r)
+}
+
+// elect returns the leader after the election and whether it was unclean.
+func (b *partitionChange) elect() (int32, bool) {
+	p := b.current
+	if b.election == electionPreferred && len(p.Replicas) > 0 && b.validLeader(p.Replicas[0]) {
+		return p.Replicas[0], false
+	}
+	if b.validLeader(p.Leader) {
+		return p.Leader, false
+	}
+	if i := slices.IndexFunc(p.Replicas, b.validLeader); i >= 0 {
+		return p.Replicas[i], false
+	}
+	if b.election == electionUnclean {
+		if i := slices.IndexFunc(p.Replicas, b.acceptable); i >= 0 {
+			return p.Replicas[i], true
+		}
+	}
+	return metadata.NoLeader, false
+}
+
+// build returns the change record, nil if it would change nothing.
+func (b *partitionChange) build() *metadata.PartitionChangeRecord {
+	p := b.current
+	rec := metadata.NewPartitionChangeRecord(b.topicID, b.partition)
+	if leader, unclean := b.elect(); leader != p.Leader {
+		rec.Leader = leader
+		if unclean {
+			// The new leader's log becomes the truth: the ISR is it alone,
+			// and it must recover before anyone joins.
+			rec.ISR = []int32{leader}
+			if p.LeaderRecoveryState != metadata.LeaderRecovering {
+				rec.LeaderRecoveryState = metadata.LeaderRecovering
+			}
+		}
+	}
+	// Without ELR the ISR never becomes empty: the last member stays.
+	if rec.ISR == nil && len(b.targetISR) > 0 && !slices.Equal(b.targetISR, p.ISR) {
+		rec.ISR = slices.Clone(b.targetISR)
+	}
+	if b.targetRecovery != p.LeaderRecoveryState {
+		rec.LeaderRecoveryState = b.targetRecovery
+	}
+	if rec.Leader == metadata.NoLeaderChange && rec.ISR == nil && rec.LeaderRecoveryState == metadata.NoLeaderRecoveryStateChange {
+		return nil
+	}
+	return rec
+}
+
+// applyChange returns the partition after rec, as the replay computes it
+// (metadata's PartitionRegistration.merge), for answers that carry the new
+// state before it is replayed.
+func applyChange(p *metadata.Partition, rec *metadata.PartitionChangeRecord) metadata.Partition {
+	n := *p
+	if rec == nil {
+		return n
+	}
+	if rec.ISR != nil {
+		n.ISR = slices.Clone(rec.ISR)
+	}
+	if rec.Leader != metadata.NoLeaderChange {
+		n.Leader = rec.Leader
+		n.LeaderEpoch++
+	}
+	if rec.LeaderRecoveryState != metadata.NoLeaderRecoveryStateChange {
+		n.LeaderRecoveryState = rec.LeaderRecoveryState
+	}
+	n.PartitionEpoch++
+	return n
+}
+
+// hasOnlineDir is Kafka's ClusterControlManager.hasOnlineDir for a replica:
+// its log directory is unassigned, migrating, or one the broker registered
+// as online.
+func hasOnlineDir(img *metadata.Image, p *metadata.Partition, replica int32) bool {
+	i := slices.Index(p.Replicas, replica)
+	if i < 0 || i >= len(p.Directories) {
+		return true
+	}
+	dir := p.Directories[i]
+	if dir == directoryUnassigned || dir == directoryMigrating {
+		return true
+	}
+	b := img.Brokers[replica]
+	return b != nil && slices.Contains(b.LogDirs, dir)
+}
+
+// leaderAndIsrUpdates is Kafka's generateLeaderAndIsrUpdates: for each
+// partition, brokerToRemove leaves the ISR (unless it is the last member: the
+// ISR never becomes empty) and may not lead; brokerToAdd may lead although
+// the image still shows it fenced. A leader that is no longer acceptable is
+// replaced by the first replica, in replica order, that is in the new ISR
+// and acceptable; if there is none, by the first acceptable replica when
+// unclean.leader.election.enable is on for the topic (the ISR becomes that
+// replica alone, and it must recover), else the partition goes offline
+// (leader -1). brokerToRemove / brokerToAdd are NoLeader when unused.
+func (c *Controller) leaderAndIsrUpdates(img *metadata.Image, brokerToRemove, brokerToAdd int32, parts []topicPartition) []metadata.Record {
 	acceptable := func(r int32) bool {
 		return r != brokerToRemove && (r == brokerToAdd || isActive(img, r))
 	}
 	var records []metadata.Record
 	for _, tp := range parts {
-		p := tp.topic.Partitions[tp.partition]
-		targetISR := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == brokerToRemove })
-		valid := func(r int32) bool { return slices.Contains(targetISR, r) && acceptable(r) }
-
-		rec := metadata.NewPartitionChangeRecord(tp.topic.ID, tp.partition)
-		leader, unclean := p.Leader, false
-		if !valid(p.Leader) {
-			leader = metadata.NoLeader
-			if i := slices.IndexFunc(p.Replicas, valid); i >= 0 {
-				leader = p.Replicas[i]
-			} else if uncleanLeaderElectionEnabled(img, tp.topic.Name) {
-				if i := slices.IndexFunc(p.Replicas, acceptable); i >= 0 {
-					leader, unclean = p.Replicas[i], true
-				}
-			}
+		b := newPartitionChange(img, tp.topic, tp.partition, acceptable)
+		if c.uncleanLeaderElectionEnabled(img, tp.topic.Name) {
+			b.election = electionUnclean
 		}
-		if leader != p.Leader {
-			rec.Leader = leader
-			if unclean {
-				rec.ISR = []int32{leader}
-				if p.LeaderRecoveryState != metadata.LeaderRecovering {
-					rec.LeaderRecoveryState = metadata.LeaderRecovering
-				}
-			}
+		b.targetISR = slices.DeleteFunc(b.targetISR, func(r int32) bool { return r == brokerToRemove })
+		if rec := b.build(); rec != nil {
+			records = append(records, rec)
 		}
-		if rec.ISR == nil && len(targetISR) > 0 && !slices.Equal(targetISR, p.ISR) {
-			rec.ISR = targetISR
-		}
-		if rec.Leader == metadata.NoLeaderChange && rec.ISR == nil && rec.LeaderRecoveryState == metadata.NoLeaderRecoveryStateChange {
-			continue
-		}
-		records = append(records, rec)
 	}
 	return records
 }
 
+// uncleanLeaderElectionEnable is the config's name.
+const uncleanLeaderElectionEnable = "unclean.leader.election.enable"
+
 // uncleanLeaderElectionEnabled resolves unclean.leader.election.enable for a
-// topic from the dynamic configs: the topic's, then the cluster default;
-// Kafka's static default is false.
-func uncleanLeaderElectionEnabled(img *metadata.Image, topic string) bool {
-	const name = "unclean.leader.election.enable"
-	for _, configs := range []map[string]string{img.TopicConfigs(topic), img.ClusterConfigs()} {
-		if v, ok := configs[name]; ok {
+// topic as Kafka's ConfigurationControlManager does: the topic's dynamic
+// config, then this controller's dynamic broker config, then the cluster
+// default, then the static config (Config.UncleanLeaderElectionEnable,
+// Kafka's default false).
+func (c *Controller) uncleanLeaderElectionEnabled(img *metadata.Image, topic string) bool {
+	for _, configs := range []map[string]string{img.TopicConfigs(topic), img.BrokerConfigs(c.cfg.NodeID), img.ClusterConfigs()} {
+		if v, ok := configs[uncleanLeaderElectionEnable]; ok {
+			// Java's Boolean.parseBoolean: "true" in any case, else false.
 			return strings.EqualFold(strings.TrimSpace(v), "true")
 		}
 	}
-	return false
+	return c.cfg.UncleanLeaderElectionEnable
 }

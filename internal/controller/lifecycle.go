@@ -146,6 +146,8 @@ func (c *Controller) handleLeaderChange(ctx context.Context) {
 		c.sessions[id] = newBrokerSession(now)
 	}
 	c.activeEpoch = epoch
+	c.nextLeaderBalance = now.Add(c.cfg.LeaderImbalanceCheckInterval)
+	c.nextUncleanCheck = now.Add(c.cfg.UncleanLeaderElectionCheckInterval)
 	c.leaderMu.Lock()
 	if c.leaderID == c.cfg.NodeID && c.leaderEpoch == epoch {
 		c.active.Store(true)

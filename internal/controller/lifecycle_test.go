@@ -27,12 +27,15 @@ import (
 //
 //	register id=N [inc=S] [rack=S] [dirs=(S,...)] [cluster=S] [mv=(MIN,MAX)] [zk]
 //	heartbeat id=N [epoch=N] [offset=N|hw] [fence] [shutdown]
-//	tick ms=N                 advance the clock, then run the session check
+//	tick ms=N                 advance the clock, then run the due timers
+//	                          (session expiry, leader rebalance, unclean elections)
 //	create-topic name=S partitions=N rf=N
 //	create-partitions name=S count=N
-//	set-config [topic=S] key=S value=S   (no topic: cluster default)
+//	set-config [topic=S|broker=N] key=S value=S   (neither: cluster default)
 //	leader id=N epoch=N       the quorum reports a leader
 //	image                     compact summary of the controller's image
+//
+// and the replication commands of TestReplication (replication_test.go).
 //
 // Every command's output ends with the batches committed during it.
 func TestLifecycle(t *testing.T) {
@@ -171,7 +174,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		var ms int
 		d.ScanArgs(t, "ms", &ms)
 		h.clock.advance(time.Duration(ms) * time.Millisecond)
-		if err := h.c.submit(ctx, func() { h.c.fenceStaleBrokers(ctx) }); err != nil {
+		if err := h.c.submit(ctx, func() { h.c.runTimers(ctx) }); err != nil {
 			t.Fatal(err)
 		}
 		return ""
@@ -197,11 +200,12 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		rt := h.c.CreatePartitions(ctx, req).Topics[0]
 		return fmt.Sprintf("%s %s\n", errName(rt.ErrorCode), deref(rt.ErrorMessage))
 	case "set-config":
-		var topic, key, value string
+		var topic, broker, key, value string
 		d.MaybeScanArgs(t, "topic", &topic)
+		d.MaybeScanArgs(t, "broker", &broker)
 		d.ScanArgs(t, "key", &key)
 		d.ScanArgs(t, "value", &value)
-		r := &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, Name: key, Value: &value}
+		r := &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, ResourceName: broker, Name: key, Value: &value}
 		if topic != "" {
 			r.ResourceType, r.ResourceName = metadata.ConfigResourceTopic, topic
 		}
@@ -218,6 +222,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("active=%v\n", h.c.Active())
 	case "image":
 		return imageSummary(h.c.Image())
+	}
+	if out, ok := h.runReplication(t, d); ok {
+		return out
 	}
 	t.Fatalf("unknown command %q", d.Cmd)
 	return ""

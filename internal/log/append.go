@@ -170,6 +170,12 @@ func (l *Log) appendLocked(b []byte, info *AppendInfo) error {
 	if len(b) > int(cfg.SegmentBytes) {
 		return fmt.Errorf("append to %s: %w: %d bytes, segment.bytes is %d", l.dir, ErrRecordBatchTooLarge, len(b), cfg.SegmentBytes)
 	}
+	// Epochs are assigned before the bytes are written, as Kafka does: a
+	// crash in between leaves an entry past the log end, which loading
+	// drops, never a batch whose epoch the cache lacks.
+	if err := l.assignBatchEpochsLocked(b); err != nil {
+		return fmt.Errorf("append to %s: %w", l.dir, err)
+	}
 	segs, _ := l.snapshot()
 	active := segs[len(segs)-1]
 	if active.shouldRoll(cfg, time.Now(), len(b), info.MaxTimestamp, info.LastOffset) {

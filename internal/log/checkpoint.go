@@ -68,10 +68,31 @@ func writeCheckpoint(path string, offsets map[TopicPartition]int64) error {
 
 // readCheckpoint reads an offset checkpoint file; a missing file is empty.
 func readCheckpoint(path string) (map[TopicPartition]int64, error) {
-	data, err := os.ReadFile(path)
+	entries, err := readCheckpointEntries(path, 3)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[TopicPartition]int64{}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	offsets := make(map[TopicPartition]int64, len(entries))
+	for _, f := range entries {
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("malformed checkpoint %s: bad entry %q", path, strings.Join(f, " "))
+		}
+		offsets[TopicPartition{Topic: f[0], Partition: int32(p)}] = off
+	}
+	return offsets, nil
+}
+
+// readCheckpointEntries reads a file in Kafka's checkpoint format (Kafka's
+// CheckpointFile): a version line (0), a count line, then exactly count
+// entries of fields space-separated fields each. A missing file is an error
+// matching os.ErrNotExist; anything else unexpected is a malformed file.
+func readCheckpointEntries(path string, fields int) ([][]string, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
@@ -100,27 +121,22 @@ func readCheckpoint(path string) (map[TopicPartition]int64, error) {
 	if err != nil || count < 0 {
 		return nil, malformed("bad count " + strconv.Quote(c))
 	}
-	offsets := make(map[TopicPartition]int64, count)
+	entries := make([][]string, 0, min(count, 1<<16))
 	for i := 0; i < count; i++ {
 		l, ok := line()
 		if !ok {
 			return nil, malformed(fmt.Sprintf("expected %d entries, found %d", count, i))
 		}
 		f := strings.Fields(l)
-		if len(f) != 3 {
+		if len(f) != fields {
 			return nil, malformed("bad entry " + strconv.Quote(l))
 		}
-		p, err1 := strconv.ParseInt(f[1], 10, 32)
-		off, err2 := strconv.ParseInt(f[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, malformed("bad entry " + strconv.Quote(l))
-		}
-		offsets[TopicPartition{Topic: f[0], Partition: int32(p)}] = off
+		entries = append(entries, f)
 	}
 	if l, ok := line(); ok && strings.TrimSpace(l) != "" {
 		return nil, malformed("entries after the counted ones")
 	}
-	return offsets, nil
+	return entries, nil
 }
 
 // formatTopicID renders a topic id as Kafka's Uuid.toString: URL-safe base64

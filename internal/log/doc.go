@@ -4,7 +4,9 @@
 // or timestamp, rolled by size, age or full index, and recovered after a crash
 // by rescanning what was not flushed. Each log also keeps its producers'
 // state (epochs and last sequences of idempotent producers, with Kafka's
-// <offset>.snapshot files) and checks producer batches against it. The
+// <offset>.snapshot files) and checks producer batches against it, and its
+// leader epoch cache (the first offset of each leader epoch, kept in the
+// leader-epoch-checkpoint file), which answers OffsetsForLeaderEpoch. The
 // Manager owns every log of a broker's log.dirs, their checkpoint files and
 // the background flusher, retention and producer expiry.
 //

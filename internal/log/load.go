@@ -101,6 +101,10 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: load producer state: %w", dir, err)
 	}
+	if err := l.loadLeaderEpochsLocked(hadCleanShutdown, recoveryPoint); err != nil {
+		closeSegments(segs)
+		return nil, fmt.Errorf("open log %s: load leader epochs: %w", dir, err)
+	}
 	// The sanity checks mapped the old segments' indexes; release the maps
 	// of flushed ones until a reader needs them (lazy indexes).
 	if _, err := l.unmapIdleIndexes(time.Now()); err != nil {

@@ -20,7 +20,8 @@ import (
 // then flushMu (flushes and the recovery point), then stateMu (the published
 // view that readers snapshot). Readers take only stateMu, shared and
 // briefly, so reads run concurrently with appends and see only batches whose
-// bytes are completely written.
+// bytes are completely written. The leader epoch cache's own lock comes
+// last; the cache changes only under mu.
 type Log struct {
 	dir    string
 	logger *slog.Logger
@@ -38,6 +39,9 @@ type Log struct {
 	cleanerState cleanerLogState
 	// producers is the partition's producer state (producer_state.go).
 	producers *producerStateManager
+	// epochs is the leader epoch cache, kept in leader-epoch-checkpoint
+	// (leader_epoch.go).
+	epochs *leaderEpochCache
 
 	stateMu  sync.RWMutex
 	segments []*segment // by base offset; the last is active; replaced, never mutated
@@ -349,7 +353,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	segs, leo := l.snapshot()
 	if offset >= leo {
-		return nil
+		// Nothing to cut, but an epoch this broker assigned at its end as
+		// leader, before it wrote anything, conflicts with the new leader's
+		// history: Kafka truncates the epoch cache at the end all the same.
+		return l.truncateEpochsFromEndLocked(leo)
 	}
 	if segs[0].baseOffset > offset {
 		return l.truncateFullyAndStartAtLocked(offset)
@@ -384,6 +391,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.logStartOffset.Store(newLeo)
 	}
 	l.noteTruncation(newLeo)
+	if err := l.truncateEpochsFromEndLocked(newLeo); err != nil {
+		return fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
+	}
 	if err := l.rebuildProducerStateLocked(newLeo, false, time.Now()); err != nil {
 		return l.checkIO(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
@@ -413,6 +423,9 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.flushTarget.Store(offset)
 	l.recoveryPoint.Store(offset)
 	l.flushMu.Unlock()
+	if err := l.clearEpochsLocked(); err != nil {
+		return fmt.Errorf("truncate %s fully to %d: %w", l.dir, offset, err)
+	}
 	return nil
 }
 

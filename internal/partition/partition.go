@@ -1,6 +1,11 @@
 // Package partition is one partition's state as this broker sees it: the log,
 // the leader epoch, the replica set and ISR, and the high watermark rule.
 // It is driven by the replica manager, which owns goroutines and time.
+//
+// LeaderState (leader_state.go, isr_change.go, replicas.go) is the leader's
+// replica bookkeeping as a pure state machine: followers' fetch state, the
+// high watermark, ISR expand/shrink proposals for AlterPartition, and the
+// min.insync.replicas checks for acks=all.
 package partition
 
 import (
@@ -27,6 +32,9 @@ type Partition struct {
 	replicas    []int32
 	isr         []int32
 	cfg         config.Topic
+	// state is the leader's replica bookkeeping while this broker leads.
+	state *LeaderState
+	hooks Hooks
 }
 
 // New wraps an opened log. The partition is not leader until MakeLeader.
@@ -37,15 +45,37 @@ func New(tp log.TopicPartition, topicID [16]byte, nodeID int32, l *log.Log, cfg 
 // Log is the partition's local log.
 func (p *Partition) Log() *log.Log { return p.log }
 
-// Update applies the metadata's view of the partition: leader, epoch,
-// replicas and ISR.
-func (p *Partition) Update(leader, leaderEpoch int32, replicas, isr []int32) {
+// Update applies the metadata's view of the partition (leader, epochs,
+// replicas, ISR). Becoming leader starts the replica bookkeeping; a later
+// update of the same leadership is applied to it; losing leadership drops it.
+func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.leader, p.leaderEpoch = leader, leaderEpoch
-	p.replicas = append(p.replicas[:0], replicas...)
-	p.isr = append(p.isr[:0], isr...)
-	p.maybeAdvanceHighWatermarkLocked()
+	p.leader, p.leaderEpoch = st.Leader, st.LeaderEpoch
+	p.replicas = append(p.replicas[:0], st.Replicas...)
+	p.isr = append(p.isr[:0], st.ISR...)
+	if st.Leader != p.nodeID {
+		p.state = nil
+		return
+	}
+	leo := p.log.LogEndOffset()
+	if p.state == nil || st.LeaderEpoch > p.state.LeaderEpoch() {
+		// The new epoch starts at our log end (Kafka's makeLeader), so
+		// followers diverging from us are told where to truncate.
+		if err := p.log.AssignEpochStartOffset(st.LeaderEpoch, leo); err != nil {
+			p.state = nil
+			return
+		}
+		s, err := NewLeaderState(p.nodeID, st, leo, p.log.HighWatermark(), nowMs, p.leaderConfigLocked())
+		if err != nil {
+			p.state = nil
+			return
+		}
+		p.state = s
+	} else if _, err := p.state.ApplyLeaderAndISR(st, leo, nowMs); err != nil {
+		return
+	}
+	p.publishHighWatermarkLocked()
 }
 
 // UpdateConfig applies a changed topic configuration.
@@ -102,9 +132,11 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16, now int64) (log.A
 		p.mu.RUnlock()
 		return log.AppendInfo{}, kerr.NotLeaderForPartition
 	}
-	if acks == -1 && int32(len(p.isr)) < p.cfg.MinInsyncReplicas {
-		p.mu.RUnlock()
-		return log.AppendInfo{}, kerr.NotEnoughReplicas
+	if p.state != nil {
+		if err := p.state.CheckEnoughReplicasForAppend(acks); err != nil {
+			p.mu.RUnlock()
+			return log.AppendInfo{}, err
+		}
 	}
 	opts := ValidateOptions(p.cfg, now)
 	opts.PartitionLeaderEpoch = p.leaderEpoch
@@ -116,21 +148,21 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16, now int64) (log.A
 		return info, fmt.Errorf("append to %s: %w", p.TopicPartition, err)
 	}
 	p.mu.Lock()
-	p.maybeAdvanceHighWatermarkLocked()
+	if p.state != nil && p.state.MaybeIncrementHighWatermark(p.log.LogEndOffset(), now) {
+		p.publishHighWatermarkLocked()
+	}
 	p.mu.Unlock()
 	return info, nil
 }
 
-// maybeAdvanceHighWatermarkLocked moves the high watermark to the minimum
-// LEO over the ISR. Until follower fetching exists the only LEO known is
-// our own, so this is only sound while the ISR is this broker alone;
-// otherwise the high watermark stays where it is.
-func (p *Partition) maybeAdvanceHighWatermarkLocked() {
-	if p.leader != p.nodeID || len(p.isr) != 1 || p.isr[0] != p.nodeID {
+// publishHighWatermarkLocked copies the bookkeeping's high watermark into
+// the log, which bounds what consumers read.
+func (p *Partition) publishHighWatermarkLocked() {
+	if p.state == nil {
 		return
 	}
-	if leo := p.log.LogEndOffset(); leo > p.log.HighWatermark() {
-		p.log.SetHighWatermark(leo)
+	if hw := min(p.state.HighWatermark(), p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
 	}
 }
 

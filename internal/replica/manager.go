@@ -169,7 +169,8 @@ func (m *Manager) host(tp log.TopicPartition, topicID [16]byte, cfg config.Topic
 	} else if !reflect.DeepEqual(part.Config(), cfg) {
 		part.UpdateConfig(cfg)
 	}
-	part.Update(p.Leader, p.LeaderEpoch, p.Replicas, p.ISR)
+	part.Update(partition.LeaderAndISR{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Replicas: p.Replicas, ISR: p.ISR, AddingReplicas: p.AddingReplicas}, m.cfg.Now().UnixMilli())
 	return nil
 }
 
