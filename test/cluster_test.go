@@ -925,3 +925,72 @@ func TestClusterRefusesBadNodes(t *testing.T) {
 	c.createTopic("still-fine", 1)
 	c.waitBrokers(1)
 }
+
+// TestClusterReplicationBasic: a topic with RF=3 gets its followers into
+// the ISR; acks=all writes are on every replica, and after kill -9 of the
+// leader the new leader serves every acknowledged record.
+func TestClusterReplicationBasic(t *testing.T) {
+	c := startCluster(t, 3, 3)
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "r3"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually("all three replicas in the ISR", 30*time.Second, func() error {
+		md, err := adm.Metadata(ctx, "r3")
+		if err != nil {
+			return err
+		}
+		p := md.Topics["r3"].Partitions[0]
+		if len(p.ISR) != 3 {
+			return fmt.Errorf("isr %v", p.ISR)
+		}
+		return nil
+	})
+	cl := c.client(kgo.DefaultProduceTopic("r3"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceSome(t, cl, "r3", 200)
+	leaders, err := partitionLeaders(c.brokers[0].addr(), "r3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *node
+	for _, b := range c.brokers {
+		if b.id == leaders[0] {
+			victim = b
+		}
+	}
+	victim.kill9()
+	t.Logf("killed leader %d", victim.id)
+	var other string
+	for _, b := range c.brokers {
+		if b.cmd != nil {
+			other = b.addr()
+			break
+		}
+	}
+	c.eventually("a new leader", 20*time.Second, func() error {
+		l, err := partitionLeaders(other, "r3")
+		if err != nil {
+			return err
+		}
+		if l[0] == victim.id || l[0] < 0 {
+			return fmt.Errorf("leader %d", l[0])
+		}
+		return nil
+	})
+	consumeCount(t, c.bootstrap(), "r3", 200)
+	produceSome(t, cl, "r3", 50)
+	victim.start()
+	c.eventually("the old leader back in the ISR", 30*time.Second, func() error {
+		md, err := adm.Metadata(ctx, "r3")
+		if err != nil {
+			return err
+		}
+		if p := md.Topics["r3"].Partitions[0]; len(p.ISR) != 3 {
+			return fmt.Errorf("isr %v", p.ISR)
+		}
+		return nil
+	})
+	consumeCount(t, c.bootstrap(), "r3", 250)
+}

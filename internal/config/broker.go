@@ -73,6 +73,9 @@ type Broker struct {
 	LogPreallocate                          bool     // log.preallocate
 	MinInsyncReplicas                       int32    // min.insync.replicas
 	UncleanLeaderElectionEnable             bool     // unclean.leader.election.enable
+	AutoLeaderRebalanceEnable               bool     // auto.leader.rebalance.enable
+	LeaderImbalancePerBrokerPercentage      int      // leader.imbalance.per.broker.percentage
+	LeaderImbalanceCheckIntervalSeconds     int64    // leader.imbalance.check.interval.seconds
 	LogRetentionCheckIntervalMs             int64    // log.retention.check.interval.ms
 	NumRecoveryThreadsPerDataDir            int      // num.recovery.threads.per.data.dir
 	LogCleanerEnable                        bool     // log.cleaner.enable
@@ -407,6 +410,9 @@ func loadLogs(b *Broker, v values) error {
 	b.LogPreallocate = v.boolean("log.preallocate")
 	b.MinInsyncReplicas = v.i32("min.insync.replicas")
 	b.UncleanLeaderElectionEnable = v.boolean("unclean.leader.election.enable")
+	b.AutoLeaderRebalanceEnable = v.boolean("auto.leader.rebalance.enable")
+	b.LeaderImbalancePerBrokerPercentage = int(v.i64("leader.imbalance.per.broker.percentage"))
+	b.LeaderImbalanceCheckIntervalSeconds = v.i64("leader.imbalance.check.interval.seconds")
 	b.LogRetentionCheckIntervalMs = v.i64("log.retention.check.interval.ms")
 	b.NumRecoveryThreadsPerDataDir = v.int("num.recovery.threads.per.data.dir")
 	b.LogCleanerEnable = v.boolean("log.cleaner.enable")

@@ -20,6 +20,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,10 +34,11 @@ var produceAPI = api{key: 0, min: 0, max: 11, handle: (*Handlers).produce}
 // produceMinUsable is the lowest Produce version actually served (KIP-896).
 const produceMinUsable = 3
 
-func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
+	var waits []replicationWait
 	failed := 0
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -77,10 +79,26 @@ func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Respon
 				rp.BaseOffset = res.Info.FirstOffset
 				rp.LogAppendTime = res.Info.LogAppendTime
 				rp.LogStartOffset = res.LogStartOffset
+				if r.Acks == -1 {
+					waits = append(waits, replicationWait{t.Topic, p.Partition, res.Info.LastOffset + 1, len(resp.Topics), len(rt.Partitions)})
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	// acks=all: answer once the ISR has every appended batch (Kafka's
+	// DelayedProduce), or with the error when it cannot within the
+	// request's timeout.
+	if len(waits) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
+		for _, w := range waits {
+			if err := h.d.Replica.WaitReplicated(wctx, w.topic, w.partition, w.required); err != nil {
+				rp := &resp.Topics[w.ti].Partitions[w.pi]
+				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			}
+		}
+		cancel()
 	}
 	if r.Acks == 0 {
 		if failed > 0 {
@@ -89,6 +107,14 @@ func (h *Handlers) produce(_ context.Context, req *network.Request) (kmsg.Respon
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// replicationWait is an acks=all partition waiting for its ISR.
+type replicationWait struct {
+	topic     string
+	partition int32
+	required  int64 // the offset after the appended records
+	ti, pi    int   // where its answer is in the response
 }
 
 func usesZstd(records []byte) bool {

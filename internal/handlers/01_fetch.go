@@ -26,6 +26,7 @@ import (
 
 	"gregor/internal/log"
 	"gregor/internal/network"
+	"gregor/internal/replica"
 )
 
 var fetchAPI = api{key: 1, min: 4, max: 16, handle: (*Handlers).fetch}
@@ -112,8 +113,37 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchRespo
 			case topicErr != 0:
 				rp.ErrorCode = topicErr
 			case replicaID >= 0:
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				// A follower: records up to the log end, its progress
+				// recorded on the leader (no zero-copy: rare and small).
+				limit := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
+				brokerEpoch := int64(-1)
+				if r.Version >= 15 {
+					brokerEpoch = r.ReplicaState.Epoch
+				}
+				res, div := h.d.Replica.ReadAsReplica(name, p.Partition, replica.ReplicaFetch{
+					ReplicaID: replicaID, BrokerEpoch: brokerEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+					FetchOffset: p.FetchOffset, LogStartOffset: p.LogStartOffset, LastFetchedEpoch: p.LastFetchedEpoch,
+					MaxBytes: int32(limit), MinOneBatch: total == 0,
+				})
+				rp.ErrorCode = errorCode(res.Err)
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				if div != nil {
+					rp.DivergingEpoch = *div
+				}
+				if len(res.Records) > 0 {
+					rp.RecordBatches = res.Records
+					total += len(res.Records)
+				}
 			default:
+				if r.Version >= 12 && p.LastFetchedEpoch >= 0 {
+					// KIP-320: a consumer whose log view diverged is told
+					// where this leader's log of that epoch ends.
+					if div := h.d.Replica.DivergingEpoch(name, p.Partition, p.LastFetchedEpoch, p.FetchOffset); div != nil {
+						rp.DivergingEpoch = *div
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+				}
 				limit := int(p.PartitionMaxBytes)
 				if rest := maxBytes - total; rest < limit {
 					limit = rest

@@ -160,6 +160,19 @@ func NotController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.AllocateProducerIDsResponse:
 		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionResponse:
+		return r.ErrorCode == nc
+	case *kmsg.ElectLeadersResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == nc {
+					return true
+				}
+			}
+		}
 	case *kmsg.DescribeQuorumResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

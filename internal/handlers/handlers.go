@@ -50,6 +50,9 @@ type Deps struct {
 	// Lifecycle is this node's controller, for brokers' registrations and
 	// heartbeats (controller listeners).
 	Lifecycle Lifecycle
+	// Replication is this node's controller, for ISR changes and
+	// elections (controller listeners).
+	Replication Replication
 	// Forward sends a request to the active controller and returns its
 	// answer (broker listeners).
 	Forward Forwarder
@@ -93,7 +96,9 @@ var brokerAPIs = []*api{
 	// Consumer groups, KIP-848 protocol.
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
 	// Forwarded to the active controller.
-	&describeQuorumAPI,
+	&describeQuorumAPI, &electLeadersAPI,
+	// Replication.
+	&offsetForLeaderEpochAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's
@@ -106,6 +111,7 @@ var controllerAPIs = []*api{
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
+	&alterPartitionAPI, &electLeadersAPI,
 }
 
 // NewBroker returns the handlers of a broker listener.

@@ -5,6 +5,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,17 @@ type Manager struct {
 	partitions map[log.TopicPartition]*partition.Partition
 
 	appended broadcast
+
+	// Replication (StartReplication): followers' fetchers by leader, the
+	// partitions followed, background ISR changes.
+	repl      ReplicationConfig
+	fetchMu   sync.Mutex
+	fetchers  map[int32]*fetcher
+	following map[log.TopicPartition]int32
+	bg        sync.WaitGroup
+	stopping  chan struct{}
+	stopRepl  context.CancelFunc
+
 	// reconciled is set once an image has been reconciled in full; later
 	// images are applied by their deltas. Publish's caller serializes it.
 	reconciled bool
@@ -55,7 +67,7 @@ func New(cfg Config, logs *log.Manager) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, logs: logs, partitions: make(map[log.TopicPartition]*partition.Partition)}
+	m := &Manager{cfg: cfg, logs: logs, partitions: make(map[log.TopicPartition]*partition.Partition), stopping: make(chan struct{})}
 	m.image.Store(metadata.EmptyImage())
 	m.appended.init()
 	return m
@@ -163,6 +175,7 @@ func (m *Manager) host(tp log.TopicPartition, topicID [16]byte, cfg config.Topic
 			return fmt.Errorf("open log: %w", err)
 		}
 		part = partition.New(tp, topicID, m.cfg.NodeID, l, cfg)
+		part.SetHooks(m.hooks())
 		m.mu.Lock()
 		m.partitions[tp] = part
 		m.mu.Unlock()
@@ -171,6 +184,11 @@ func (m *Manager) host(tp log.TopicPartition, topicID [16]byte, cfg config.Topic
 	}
 	part.Update(partition.LeaderAndISR{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 		Replicas: p.Replicas, ISR: p.ISR, AddingReplicas: p.AddingReplicas}, m.cfg.Now().UnixMilli())
+	if p.Leader >= 0 && p.Leader != m.cfg.NodeID {
+		m.follow(part, p.Leader)
+	} else {
+		m.unfollow(tp)
+	}
 	return nil
 }
 

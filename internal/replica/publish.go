@@ -103,6 +103,7 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 
 // unhost stops hosting a partition and deletes its log.
 func (m *Manager) unhost(tp log.TopicPartition) {
+	m.unfollow(tp)
 	m.mu.Lock()
 	delete(m.partitions, tp)
 	m.mu.Unlock()

@@ -130,17 +130,21 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	}
 	if isController {
 		s.controller = controller.New(controller.Config{
-			NodeID:                   s.cfg.NodeID,
-			ClusterID:                clusterID,
-			DefaultNumPartitions:     s.cfg.NumPartitions,
-			DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
-			DeleteTopicEnable:        s.cfg.DeleteTopicEnable,
-			LeaderOnlyISR:            true,
-			CoResidentBroker:         isBroker,
-			BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-			ValidateTopicConfig:      config.ValidateTopicConfig,
-			ValidateBrokerConfig:     config.ValidateBrokerDynamic,
-			Logger:                   s.logger,
+			NodeID:                             s.cfg.NodeID,
+			ClusterID:                          clusterID,
+			DefaultNumPartitions:               s.cfg.NumPartitions,
+			DefaultReplicationFactor:           s.cfg.DefaultReplicationFactor,
+			DeleteTopicEnable:                  s.cfg.DeleteTopicEnable,
+			LeaderOnlyISR:                      true,
+			UncleanLeaderElectionEnable:        s.cfg.UncleanLeaderElectionEnable,
+			AutoLeaderRebalanceEnable:          s.cfg.AutoLeaderRebalanceEnable,
+			LeaderImbalancePerBrokerPercentage: s.cfg.LeaderImbalancePerBrokerPercentage,
+			LeaderImbalanceCheckInterval:       time.Duration(s.cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+			CoResidentBroker:                   isBroker,
+			BrokerSessionTimeout:               time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+			ValidateTopicConfig:                config.ValidateTopicConfig,
+			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
+			Logger:                             s.logger,
 		}, s.quorum)
 		// The controller listener comes up before the quorum starts: the
 		// other voters' raft messages arrive there.
@@ -289,13 +293,14 @@ func (s *Server) listeners(controller bool) []config.Listener {
 
 func (s *Server) startControllerListener() error {
 	deps := handlers.Deps{
-		NodeID:     s.cfg.NodeID,
-		ClusterID:  s.clusterID,
-		Broker:     s.cfg,
-		Image:      s.controller.Image,
-		Controller: s.controller,
-		Lifecycle:  s.controller,
-		Logger:     s.logger.With("component", "handlers"),
+		NodeID:      s.cfg.NodeID,
+		ClusterID:   s.clusterID,
+		Broker:      s.cfg,
+		Image:       s.controller.Image,
+		Controller:  s.controller,
+		Lifecycle:   s.controller,
+		Replication: s.controller,
+		Logger:      s.logger.With("component", "handlers"),
 	}
 	switch q := s.quorum.(type) {
 	case *raft.Node:
@@ -342,13 +347,33 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Logger:      s.logger.With("component", "handlers"),
 		Groups:      s.groups,
 	}
+	s.lifecycle = newLifecycle(s)
+	s.replica.StartReplication(replica.ReplicationConfig{
+		AlterPartition: func(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+			resp, err := s.controllerRequest(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return resp.(*kmsg.AlterPartitionResponse), nil
+		},
+		BrokerEpoch:         s.lifecycle.brokerEpoch,
+		ReplicaLagTimeMaxMs: s.cfg.ReplicaLagTimeMaxMs,
+		Fetcher: replica.FetcherConfig{
+			ClusterID:   s.clusterID,
+			Listener:    s.cfg.InterBrokerListenerName,
+			MaxBytes:    s.cfg.ReplicaFetchMaxBytes,
+			ResponseMax: s.cfg.ReplicaFetchResponseMaxBytes,
+			MaxWait:     time.Duration(s.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+			MinBytes:    s.cfg.ReplicaFetchMinBytes,
+			Backoff:     time.Duration(s.cfg.ReplicaFetchBackoffMs) * time.Millisecond,
+		},
+	})
 	s.brokerNet = network.NewServer(s.netConfig(s.listeners(false)), handlers.NewBroker(deps))
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
-	s.lifecycle = newLifecycle(s)
 	if err := s.lifecycle.start(ctx, runCtx); err != nil {
 		return err
 	}
@@ -412,6 +437,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.producerIDs != nil {
 		s.producerIDs.Close()
+	}
+	if s.replica != nil {
+		s.replica.Close()
 	}
 	if s.groups != nil {
 		s.groups.Close()

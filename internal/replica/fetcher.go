@@ -1,0 +1,334 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/log"
+	"gregor/internal/network"
+	"gregor/internal/partition"
+	"gregor/internal/record"
+)
+
+// FetcherConfig is the follower side's settings (Kafka's replica.fetch.*).
+type FetcherConfig struct {
+	ClusterID string
+	// Listener is inter.broker.listener.name: the leader endpoint fetched from.
+	Listener    string
+	MaxBytes    int32         // replica.fetch.max.bytes
+	ResponseMax int32         // replica.fetch.response.max.bytes
+	MaxWait     time.Duration // replica.fetch.wait.max.ms
+	MinBytes    int32         // replica.fetch.min.bytes
+	Backoff     time.Duration // replica.fetch.backoff.ms
+}
+
+// fetchVersion names topics (v12) and carries LastFetchedEpoch and
+// DivergingEpoch (KIP-320), so a follower truncates by leader epoch.
+const fetchVersion = 12
+
+// fetcher pulls the partitions this broker follows from one leader, as
+// Kafka's ReplicaFetcherThread does: one Fetch at a time for all of them,
+// batches appended unchanged, the high watermark learnt from the answers.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	addr   string
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	parts map[log.TopicPartition]*partition.Partition
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (m *Manager) newFetcher(leader int32, addr string) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{m: m, leader: leader, addr: addr, logger: m.cfg.Logger.With("component", "replica-fetcher", "leader", leader),
+		parts: map[log.TopicPartition]*partition.Partition{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.run(ctx)
+	}()
+	return f
+}
+
+func (f *fetcher) add(p *partition.Partition) {
+	f.mu.Lock()
+	f.parts[p.TopicPartition] = p
+	f.mu.Unlock()
+}
+
+// remove drops a partition; it reports whether the fetcher is now idle.
+func (f *fetcher) remove(tp log.TopicPartition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, tp)
+	return len(f.parts) == 0
+}
+
+func (f *fetcher) close() {
+	f.stop()
+	<-f.done
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	cfg := f.m.repl.Fetcher
+	client := network.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID)))
+	defer client.Close()
+	var lastErr string
+	for ctx.Err() == nil {
+		err := f.fetchOnce(ctx, client)
+		if err == nil {
+			lastErr = ""
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if msg := err.Error(); msg != lastErr {
+			f.logger.Warn("replica fetch failed", "err", err)
+			lastErr = msg
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(cfg.Backoff):
+		}
+	}
+}
+
+func (f *fetcher) snapshot() []*partition.Partition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	parts := make([]*partition.Partition, 0, len(f.parts))
+	for _, p := range f.parts {
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+func (f *fetcher) fetchOnce(ctx context.Context, client *network.Client) error {
+	cfg := f.m.repl.Fetcher
+	parts := f.snapshot()
+	if len(parts) == 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(cfg.MaxWait):
+		}
+		return nil
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = fetchVersion
+	req.ClusterID = &cfg.ClusterID
+	req.ReplicaID = f.m.cfg.NodeID
+	req.MaxWaitMillis = int32(cfg.MaxWait.Milliseconds())
+	req.MinBytes = cfg.MinBytes
+	req.MaxBytes = cfg.ResponseMax
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		l := p.Log()
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.TopicPartition.Partition
+		rp.CurrentLeaderEpoch = p.LeaderEpoch()
+		rp.FetchOffset = l.LogEndOffset()
+		rp.LogStartOffset = l.LogStartOffset()
+		rp.LastFetchedEpoch = -1
+		if e, ok := l.LatestEpoch(); ok {
+			rp.LastFetchedEpoch = e
+		}
+		rp.PartitionMaxBytes = cfg.MaxBytes
+		i, ok := byTopic[p.TopicPartition.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.TopicPartition.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = p.TopicPartition.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+30*time.Second)
+	defer cancel()
+	kresp, err := client.Request(rctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("fetch from leader %d: %w", f.leader, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	var firstErr error
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			tp := log.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			f.mu.Lock()
+			p := f.parts[tp]
+			f.mu.Unlock()
+			if p == nil {
+				continue // removed meanwhile
+			}
+			if err := f.handle(p, rp); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", tp, err)
+			}
+		}
+	}
+	return firstErr
+}
+
+// handle applies one partition's answer: truncate on a diverging epoch,
+// append the batches, adopt the leader's high watermark and log start.
+func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPartition) error {
+	l := p.Log()
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		return f.resetOutOfRange(p, rp)
+	default:
+		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH: the
+		// metadata will move the partition; nothing to do until then.
+		return err
+	}
+	if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
+		// KIP-320: our log has entries the leader never had past this
+		// point; cut back to where the two agree.
+		target := rp.DivergingEpoch.EndOffset
+		if e, end := l.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); e == rp.DivergingEpoch.Epoch && end < target {
+			target = end
+		}
+		if target < l.LogEndOffset() {
+			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", target, "epoch", rp.DivergingEpoch.Epoch)
+			if err := l.TruncateTo(target); err != nil {
+				return fmt.Errorf("truncate: %w", err)
+			}
+		}
+		return nil
+	}
+	if len(rp.RecordBatches) > 0 {
+		batches := completeBatches(rp.RecordBatches)
+		if len(batches) > 0 {
+			if _, err := l.AppendAsFollower(batches); err != nil {
+				return fmt.Errorf("append as follower: %w", err)
+			}
+		}
+	}
+	hw := min(rp.HighWatermark, l.LogEndOffset())
+	if hw > l.HighWatermark() {
+		l.SetHighWatermark(hw)
+	}
+	if rp.LogStartOffset > l.LogStartOffset() {
+		if _, err := l.DeleteRecordsBefore(min(rp.LogStartOffset, hw)); err != nil {
+			return fmt.Errorf("follow the leader's log start: %w", err)
+		}
+	}
+	f.m.appended.notify()
+	return nil
+}
+
+// completeBatches drops a partial batch at the end of a fetch answer.
+func completeBatches(raw []byte) []byte {
+	n := 0
+	for n < len(raw) {
+		h, err := record.ParseHeader(raw[n:])
+		if err != nil || h.Size() > len(raw)-n {
+			break
+		}
+		n += h.Size()
+	}
+	return raw[:n]
+}
+
+// resetOutOfRange handles a fetch offset the leader does not have: past its
+// end (we hold entries an unclean leader lost: truncate to its end), or
+// before its start (retention moved on: start over at its start).
+func (f *fetcher) resetOutOfRange(p *partition.Partition, rp *kmsg.FetchResponseTopicPartition) error {
+	l := p.Log()
+	if rp.LogStartOffset >= 0 && l.LogEndOffset() < rp.LogStartOffset {
+		f.logger.Warn("behind the leader's log start: starting over", "partition", p.TopicPartition, "logStart", rp.LogStartOffset)
+		return l.TruncateFullyAndStartAt(rp.LogStartOffset)
+	}
+	if rp.HighWatermark >= 0 && l.LogEndOffset() > rp.HighWatermark {
+		f.logger.Warn("ahead of the leader: truncating", "partition", p.TopicPartition, "to", rp.HighWatermark)
+		return l.TruncateTo(rp.HighWatermark)
+	}
+	return kerr.OffsetOutOfRange
+}
+
+// leaderAddr is the leader's inter-broker endpoint from the image.
+func (m *Manager) leaderAddr(leader int32) (string, bool) {
+	b, ok := m.image.Load().Brokers[leader]
+	if !ok {
+		return "", false
+	}
+	ep, ok := b.Listener(m.repl.Fetcher.Listener)
+	if !ok {
+		return "", false
+	}
+	return net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), true
+}
+
+// follow makes this broker fetch a partition from its leader, moving it
+// from the fetcher of a previous leader.
+func (m *Manager) follow(p *partition.Partition, leader int32) {
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	if m.fetchers == nil {
+		return // replication not started (a test, or shutting down)
+	}
+	tp := p.TopicPartition
+	if cur, ok := m.following[tp]; ok {
+		if cur == leader {
+			m.fetchers[leader].add(p) // the partition object may be new
+			return
+		}
+		m.unfollowLocked(tp)
+	}
+	f := m.fetchers[leader]
+	if f == nil {
+		addr, ok := m.leaderAddr(leader)
+		if !ok {
+			m.cfg.Logger.Warn("no endpoint for the leader; not fetching", "partition", tp, "leader", leader, "listener", m.repl.Fetcher.Listener)
+			return
+		}
+		f = m.newFetcher(leader, addr)
+		m.fetchers[leader] = f
+	}
+	f.add(p)
+	m.following[tp] = leader
+}
+
+// unfollow stops fetching a partition (this broker leads it now, or no
+// longer hosts it).
+func (m *Manager) unfollow(tp log.TopicPartition) {
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	m.unfollowLocked(tp)
+}
+
+func (m *Manager) unfollowLocked(tp log.TopicPartition) {
+	leader, ok := m.following[tp]
+	if !ok {
+		return
+	}
+	delete(m.following, tp)
+	if f := m.fetchers[leader]; f != nil && f.remove(tp) {
+		delete(m.fetchers, leader)
+		// Closing waits for the fetch in flight (bounded by
+		// replica.fetch.wait.max.ms); not under fetchMu.
+		m.bg.Add(1)
+		go func() {
+			defer m.bg.Done()
+			f.close()
+		}()
+	}
+}

@@ -1,0 +1,325 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/log"
+	"gregor/internal/partition"
+)
+
+// ReplicationConfig connects the replica manager to the rest of the broker
+// for replication: how to reach the controller and the other brokers.
+type ReplicationConfig struct {
+	// AlterPartition sends an ISR change to the active controller.
+	AlterPartition func(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
+	// BrokerEpoch is this broker's registration epoch (-1 before).
+	BrokerEpoch func() int64
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms.
+	ReplicaLagTimeMaxMs int64
+	Fetcher             FetcherConfig
+}
+
+// imageBrokers answers the leader bookkeeping's questions about brokers
+// from the latest metadata image.
+type imageBrokers struct{ m *Manager }
+
+func (b imageBrokers) AliveBrokerEpoch(id int32) (int64, bool) {
+	r, ok := b.m.Image().Brokers[id]
+	if !ok {
+		return 0, false
+	}
+	return r.Epoch, true
+}
+
+func (b imageBrokers) IsBrokerFenced(id int32) bool {
+	r, ok := b.m.Image().Brokers[id]
+	return !ok || r.Fenced
+}
+
+func (b imageBrokers) IsBrokerShuttingDown(id int32) bool {
+	r, ok := b.m.Image().Brokers[id]
+	return ok && r.InControlledShutdown
+}
+
+func (m *Manager) hooks() partition.Hooks {
+	return partition.Hooks{
+		Brokers:             imageBrokers{m},
+		LocalBrokerEpoch:    m.repl.BrokerEpoch,
+		ReplicaLagTimeMaxMs: m.repl.ReplicaLagTimeMaxMs,
+		ProposeISR:          m.proposeISR,
+	}
+}
+
+// proposeISR sends an ISR change to the controller in the background and
+// hands the answer back to the partition, resending while it asks to.
+func (m *Manager) proposeISR(p *partition.Partition, prop *partition.AlterPartitionProposal) {
+	if m.repl.AlterPartition == nil {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		for attempt := 0; ; attempt++ {
+			result, err := m.sendAlterPartition(p, prop)
+			if err == nil && m.cfg.Logger != nil {
+				m.cfg.Logger.Info("ISR changed", "partition", p.TopicPartition, "change", prop.Change, "isr", result.ISR, "partitionEpoch", result.PartitionEpoch)
+			}
+			if !p.OnAlterPartitionResponse(prop, result, err, m.cfg.Now().UnixMilli()) {
+				if err != nil {
+					m.cfg.Logger.Warn("ISR change not applied", "partition", p.TopicPartition, "change", prop.Change, "err", err)
+				}
+				m.appended.notify() // the high watermark may have moved
+				return
+			}
+			select {
+			case <-m.stopping:
+				return
+			case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)):
+			}
+		}
+	}()
+}
+
+func (m *Manager) sendAlterPartition(p *partition.Partition, prop *partition.AlterPartitionProposal) (partition.LeaderAndISR, error) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version = 3
+	req.BrokerID, req.BrokerEpoch = m.cfg.NodeID, m.repl.BrokerEpoch()
+	t := kmsg.NewAlterPartitionRequestTopic()
+	t.TopicID = p.TopicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition = p.TopicPartition.Partition
+	rp.LeaderEpoch, rp.PartitionEpoch = prop.LeaderEpoch, prop.PartitionEpoch
+	for _, mem := range prop.NewISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = mem.BrokerID, mem.BrokerEpoch
+		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	}
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := m.repl.AlterPartition(ctx, req)
+	if err != nil {
+		return partition.LeaderAndISR{}, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return partition.LeaderAndISR{}, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return partition.LeaderAndISR{}, errors.New("AlterPartition answer without the partition")
+	}
+	ap := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(ap.ErrorCode); err != nil {
+		return partition.LeaderAndISR{}, err
+	}
+	return partition.LeaderAndISR{Leader: ap.LeaderID, LeaderEpoch: ap.LeaderEpoch, PartitionEpoch: ap.PartitionEpoch,
+		Replicas: prop.Replicas, ISR: ap.ISR}, nil
+}
+
+// shrinkLoop drops lagging followers from the ISRs this broker leads,
+// checking every half replica.lag.time.max.ms as Kafka does.
+func (m *Manager) shrinkLoop(ctx context.Context) {
+	interval := time.Duration(max(m.repl.ReplicaLagTimeMaxMs/2, 10)) * time.Millisecond
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := m.cfg.Now().UnixMilli()
+		m.mu.RLock()
+		parts := make([]*partition.Partition, 0, len(m.partitions))
+		for _, p := range m.partitions {
+			parts = append(parts, p)
+		}
+		m.mu.RUnlock()
+		for _, p := range parts {
+			p.MaybeShrinkISR(now)
+		}
+	}
+}
+
+// ReplicaFetch is one partition of a follower's Fetch.
+type ReplicaFetch struct {
+	ReplicaID          int32
+	BrokerEpoch        int64
+	CurrentLeaderEpoch int32
+	FetchOffset        int64
+	LogStartOffset     int64
+	LastFetchedEpoch   int32
+	MaxBytes           int32
+	MinOneBatch        bool
+}
+
+// ReadAsReplica answers a follower's fetch on the leader: records up to the
+// log end (not the high watermark), a diverging epoch when the follower's
+// log went another way (KIP-320), and the follower's progress recorded,
+// which may move the high watermark and grow the ISR.
+func (m *Manager) ReadAsReplica(topic string, p int32, f ReplicaFetch) (FetchResult, *kmsg.FetchResponseTopicPartitionDivergingEpoch) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, nil
+	}
+	l := part.Log()
+	if err := part.CheckLeaderEpoch(f.CurrentLeaderEpoch); err != nil {
+		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, nil
+	}
+	if d := divergingEpoch(l, f.LastFetchedEpoch, f.FetchOffset); d != nil {
+		return FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset()}, d
+	}
+	now := m.cfg.Now().UnixMilli()
+	if f.FetchOffset >= l.LogStartOffset() && f.FetchOffset <= l.LogEndOffset() {
+		raised, err := part.FollowerFetch(partition.FollowerFetch{ReplicaID: f.ReplicaID, FetchOffset: f.FetchOffset,
+			LogStartOffset: f.LogStartOffset, BrokerEpoch: f.BrokerEpoch, LeaderLogEndOffset: l.LogEndOffset(), NowMs: now})
+		if err != nil {
+			return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, nil
+		}
+		if raised {
+			m.appended.notify()
+		}
+	}
+	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset()}
+	info, err := l.Read(f.FetchOffset, f.MaxBytes, l.LogEndOffset(), f.MinOneBatch)
+	if err != nil {
+		if errors.Is(err, log.ErrOffsetOutOfRange) {
+			err = kerr.OffsetOutOfRange
+		}
+		res.Err = err
+		return res, nil
+	}
+	res.Records = info.Records
+	return res, nil
+}
+
+// divergingEpoch is Kafka's KIP-320 check: the fetcher's last fetched epoch
+// ends earlier here than its fetch offset (or is unknown here), so its log
+// diverged; the answer tells it where ours ends for that epoch.
+func divergingEpoch(l *log.Log, lastFetchedEpoch int32, fetchOffset int64) *kmsg.FetchResponseTopicPartitionDivergingEpoch {
+	if lastFetchedEpoch < 0 {
+		return nil
+	}
+	epoch, end := l.EndOffsetForEpoch(lastFetchedEpoch)
+	if epoch == log.UndefinedEpoch || end < 0 {
+		return nil
+	}
+	if end < fetchOffset || epoch < lastFetchedEpoch {
+		d := kmsg.NewFetchResponseTopicPartitionDivergingEpoch()
+		d.Epoch, d.EndOffset = epoch, end
+		return &d
+	}
+	return nil
+}
+
+// DivergingEpoch is the KIP-320 check for a consumer's fetch.
+func (m *Manager) DivergingEpoch(topic string, p int32, lastFetchedEpoch int32, fetchOffset int64) *kmsg.FetchResponseTopicPartitionDivergingEpoch {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return nil
+	}
+	return divergingEpoch(part.Log(), lastFetchedEpoch, fetchOffset)
+}
+
+// WaitReplicated waits until an acks=all append ending before
+// requiredOffset is replicated to the ISR (Kafka's DelayedProduce): nil
+// once the high watermark passes it, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+// the ISR shrank below min.insync.replicas, REQUEST_TIMED_OUT at ctx's end.
+func (m *Manager) WaitReplicated(ctx context.Context, topic string, p int32, requiredOffset int64) error {
+	for {
+		wake := m.appended.wait()
+		part, err := m.Leader(topic, p)
+		if err != nil {
+			return err
+		}
+		done, err := part.ReachedOffset(requiredOffset)
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fmt.Errorf("%s-%d: replication to the ISR: %w", topic, p, kerr.RequestTimedOut)
+		}
+	}
+}
+
+// OffsetForLeaderEpoch answers Kafka's OffsetForLeaderEpoch for one
+// partition: the end offset of the requested epoch in the leader's log.
+func (m *Manager) OffsetForLeaderEpoch(topic string, p int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return -1, -1, err
+	}
+	if err := part.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		return -1, -1, err
+	}
+	epoch, endOffset = part.Log().EndOffsetForEpoch(leaderEpoch)
+	return epoch, endOffset, nil
+}
+
+// StartReplication starts following leaders and checking the ISRs this
+// broker leads; partitions hosted from then on take part. Close stops it.
+func (m *Manager) StartReplication(cfg ReplicationConfig) {
+	if cfg.BrokerEpoch == nil {
+		cfg.BrokerEpoch = func() int64 { return -1 }
+	}
+	if cfg.ReplicaLagTimeMaxMs <= 0 {
+		cfg.ReplicaLagTimeMaxMs = 30000
+	}
+	m.repl = cfg
+	m.fetchMu.Lock()
+	m.fetchers = map[int32]*fetcher{}
+	m.following = map[log.TopicPartition]int32{}
+	m.fetchMu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopRepl = cancel
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		m.shrinkLoop(ctx)
+	}()
+	// Partitions hosted before now pick up the hooks and their leaders.
+	m.mu.RLock()
+	parts := make([]*partition.Partition, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		parts = append(parts, p)
+	}
+	m.mu.RUnlock()
+	img := m.Image()
+	for _, p := range parts {
+		p.SetHooks(m.hooks())
+		if t, ok := img.Topics.ByID[p.TopicID]; ok {
+			if mp, ok := t.Partitions[p.TopicPartition.Partition]; ok && mp.Leader >= 0 && mp.Leader != m.cfg.NodeID {
+				m.follow(p, mp.Leader)
+			}
+		}
+	}
+}
+
+// Close stops the fetchers and the background ISR work, and waits.
+func (m *Manager) Close() {
+	select {
+	case <-m.stopping:
+		return
+	default:
+		close(m.stopping)
+	}
+	if m.stopRepl != nil {
+		m.stopRepl()
+	}
+	m.fetchMu.Lock()
+	fetchers := m.fetchers
+	m.fetchers, m.following = nil, nil
+	m.fetchMu.Unlock()
+	for _, f := range fetchers {
+		f.close()
+	}
+	m.bg.Wait()
+}
