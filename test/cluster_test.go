@@ -33,7 +33,7 @@ type node struct {
 	id      int32
 	roles   string
 	dataDir string
-	port    int // its one listener: CONTROLLER for a controller, PLAINTEXT for a broker
+	port    int    // its one listener: CONTROLLER for a controller, PLAINTEXT for a broker
 	config  string // a server.properties given with --config, under the overrides
 	props   []string
 	cmd     *exec.Cmd

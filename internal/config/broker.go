@@ -73,6 +73,7 @@ type Broker struct {
 	LogPreallocate                          bool     // log.preallocate
 	MinInsyncReplicas                       int32    // min.insync.replicas
 	UncleanLeaderElectionEnable             bool     // unclean.leader.election.enable
+	UncleanLeaderElectionIntervalMs         int64    // unclean.leader.election.interval.ms
 	AutoLeaderRebalanceEnable               bool     // auto.leader.rebalance.enable
 	LeaderImbalancePerBrokerPercentage      int      // leader.imbalance.per.broker.percentage
 	LeaderImbalanceCheckIntervalSeconds     int64    // leader.imbalance.check.interval.seconds
@@ -410,6 +411,7 @@ func loadLogs(b *Broker, v values) error {
 	b.LogPreallocate = v.boolean("log.preallocate")
 	b.MinInsyncReplicas = v.i32("min.insync.replicas")
 	b.UncleanLeaderElectionEnable = v.boolean("unclean.leader.election.enable")
+	b.UncleanLeaderElectionIntervalMs = v.i64("unclean.leader.election.interval.ms")
 	b.AutoLeaderRebalanceEnable = v.boolean("auto.leader.rebalance.enable")
 	b.LeaderImbalancePerBrokerPercentage = int(v.i64("leader.imbalance.per.broker.percentage"))
 	b.LeaderImbalanceCheckIntervalSeconds = v.i64("leader.imbalance.check.interval.seconds")

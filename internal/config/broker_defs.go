@@ -236,6 +236,8 @@ var brokerDefList = []Def{
 		"Minimum in-sync replicas that must acknowledge an acks=all write."),
 	bdef("unclean.leader.election.enable", Boolean, ptr("false"), nil, ClusterWide,
 		"Allow a replica outside the ISR to become leader as a last resort, at the risk of data loss."),
+	bdef("unclean.leader.election.interval.ms", Long, ptr("300000"), atLeast(1), ReadOnly,
+		"How often the controller looks for leaderless partitions whose unclean.leader.election.enable allows an unclean election."),
 	bdef("compression.type", String, ptr("producer"), oneOf(brokerCompressionTypes...), ClusterWide,
 		"Final compression of stored batches: a codec, uncompressed, or producer to keep the producer's codec."),
 	bdef("compression.gzip.level", Int, ptr("-1"), gzipLevel, ClusterWide,

@@ -74,6 +74,10 @@ func (c *Controller) electLeaders(img *metadata.Image, req *kmsg.ElectLeadersReq
 		rec, e := c.electLeader(img, topic, partition, electionType)
 		if rec != nil {
 			records = append(records, rec)
+			if old := img.Topics.ByName[topic].Partitions[partition]; electionType == electionTypeUnclean && !slices.Contains(old.ISR, rec.Leader) {
+				c.logger.Warn("unclean leader election: records the old ISR acknowledged may be lost",
+					"topic", topic, "partition", partition, "leader", rec.Leader)
+			}
 		}
 		done[key] = e
 		return e

@@ -288,7 +288,7 @@ func (m *Manager) Start(ctx context.Context) {
 	tick := time.Second
 	for _, ms := range []int64{m.cfg.FlushSchedulerIntervalMs, m.cfg.FlushOffsetCheckpointIntervalMs,
 		m.cfg.FlushStartOffsetCheckpointIntervalMs, m.cfg.FileDeleteDelayMs} {
-		tick = min(tick, time.Duration(ms)*time.Millisecond)
+		tick = min(tick, msDuration(ms))
 	}
 	tick = max(tick, 10*time.Millisecond)
 	m.wg.Add(1)
@@ -302,6 +302,19 @@ func (m *Manager) Start(ctx context.Context) {
 	if m.cleaner != nil {
 		m.cleaner.start(ctx, &m.wg)
 	}
+}
+
+// msDuration converts a millisecond config to a Duration, saturating:
+// Kafka's "never" defaults (Long.MAX_VALUE) overflow a Duration, and a
+// wrapped negative interval would make the loop spin.
+func msDuration(ms int64) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	if ms > int64(math.MaxInt64/time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // every runs task every intervalMs on a goroutine the manager owns, until
@@ -338,12 +351,12 @@ func (m *Manager) run(ctx context.Context, tick time.Duration) {
 				}
 				l.deleteExpiredSegments(now)
 			}
-			if now.Sub(lastRecoveryCheckpoint) >= time.Duration(m.cfg.FlushOffsetCheckpointIntervalMs)*time.Millisecond {
+			if now.Sub(lastRecoveryCheckpoint) >= msDuration(m.cfg.FlushOffsetCheckpointIntervalMs) {
 				lastRecoveryCheckpoint = now
 				m.logError("write recovery point checkpoints", m.checkpointRecoveryPoints())
 				m.logError("delete old producer snapshots", m.deleteProducerSnapshots())
 			}
-			if now.Sub(lastStartCheckpoint) >= time.Duration(m.cfg.FlushStartOffsetCheckpointIntervalMs)*time.Millisecond {
+			if now.Sub(lastStartCheckpoint) >= msDuration(m.cfg.FlushStartOffsetCheckpointIntervalMs) {
 				lastStartCheckpoint = now
 				m.logError("write log start offset checkpoints", m.checkpointLogStartOffsets())
 			}

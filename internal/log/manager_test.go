@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"math"
 	"time"
 )
 
@@ -268,5 +269,14 @@ func TestFlushByMessages(t *testing.T) {
 	mustAppendFollower(t, l, simpleBatch(t, 3, 2, 1, 1))
 	if l.RecoveryPoint() != 5 {
 		t.Fatalf("recovery point %d after 5 messages with flush.messages 4", l.RecoveryPoint())
+	}
+}
+
+func TestMsDurationSaturates(t *testing.T) {
+	if got := msDuration(math.MaxInt64); got <= 0 {
+		t.Fatalf("msDuration(Long.MAX_VALUE) = %v, want a huge positive duration", got)
+	}
+	if got := msDuration(1500); got != 1500*time.Millisecond {
+		t.Fatalf("msDuration(1500) = %v", got)
 	}
 }

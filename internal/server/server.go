@@ -137,6 +137,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			DeleteTopicEnable:                  s.cfg.DeleteTopicEnable,
 			LeaderOnlyISR:                      true,
 			UncleanLeaderElectionEnable:        s.cfg.UncleanLeaderElectionEnable,
+			UncleanLeaderElectionCheckInterval: time.Duration(s.cfg.UncleanLeaderElectionIntervalMs) * time.Millisecond,
 			AutoLeaderRebalanceEnable:          s.cfg.AutoLeaderRebalanceEnable,
 			LeaderImbalancePerBrokerPercentage: s.cfg.LeaderImbalancePerBrokerPercentage,
 			LeaderImbalanceCheckInterval:       time.Duration(s.cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,

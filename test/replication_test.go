@@ -1,0 +1,327 @@
+//go:build e2e
+
+package test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestReplicationLeaderKills is the ducktape analogue of issue #5: 3
+// brokers, RF=3, min.insync.replicas=2; an idempotent acks=all producer
+// writes without pause while the test kills -9 a partition leader 20 times
+// (GREGOR_LEADER_KILLS overrides), then the active controller. At the end
+// a consumer reads every partition: every acknowledged record is there, in
+// order, with no duplicates.
+func TestReplicationLeaderKills(t *testing.T) {
+	kills := 20
+	if v, err := strconv.Atoi(os.Getenv("GREGOR_LEADER_KILLS")); err == nil && v > 0 {
+		kills = v
+	}
+	const topic, partitions = "chaos", 3
+	c := startCluster(t, 3, 3, "broker.session.timeout.ms=1500")
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	fullISR := func() error {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if len(md.Topics[topic].Partitions) != partitions {
+			return fmt.Errorf("%d partitions in the metadata", len(md.Topics[topic].Partitions))
+		}
+		for p, pd := range md.Topics[topic].Partitions {
+			if len(pd.ISR) != 3 || pd.Leader < 0 {
+				return fmt.Errorf("partition %d: leader %d isr %v", p, pd.Leader, pd.ISR)
+			}
+		}
+		return nil
+	}
+	c.eventually("every replica in sync", 30*time.Second, fullISR)
+
+	// The producer: values "p-seq", seq rising per partition.
+	var mu sync.Mutex
+	acked := make([][]int, partitions)
+	failed := 0
+	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(90*time.Second), kgo.MaxBufferedRecords(2000))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for seq := 0; ; seq++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := int32(seq % partitions)
+			n := seq / partitions
+			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%d-%d", p, n))}
+			if seq%20 == 19 {
+				time.Sleep(10 * time.Millisecond) // about 2000 records a second
+			}
+			prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed++
+					return
+				}
+				acked[p] = append(acked[p], n)
+			})
+		}
+	}()
+	ackedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range acked {
+			n += len(a)
+		}
+		return n
+	}
+
+	leaderOf := func(p int32) (int32, error) {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return -1, err
+		}
+		pd, ok := md.Topics[topic].Partitions[p]
+		if !ok || pd.Err != nil {
+			return -1, fmt.Errorf("partition %d not in the metadata (%v)", p, pd.Err)
+		}
+		return pd.Leader, nil
+	}
+	broker := func(id int32) *node {
+		for _, b := range c.brokers {
+			if b.id == id {
+				return b
+			}
+		}
+		return nil
+	}
+	for i := range kills {
+		p := int32(i % partitions)
+		var leader int32
+		c.eventually("a leader", 30*time.Second, func() (err error) {
+			leader, err = leaderOf(p)
+			if err == nil && leader < 0 {
+				err = fmt.Errorf("partition %d offline", p)
+			}
+			return err
+		})
+		before := ackedCount()
+		victim := broker(leader)
+		if victim == nil {
+			t.Fatalf("partition %d: leader %d is not a broker of this cluster", p, leader)
+		}
+		victim.kill9()
+		c.eventually("a new leader", 30*time.Second, func() error {
+			l, err := leaderOf(p)
+			if err != nil {
+				return err
+			}
+			if l == leader || l < 0 {
+				return fmt.Errorf("leader %d", l)
+			}
+			return nil
+		})
+		victim.start()
+		c.eventually("every replica back in sync", 60*time.Second, fullISR)
+		c.eventually("acknowledgements flowing", 30*time.Second, func() error {
+			if n := ackedCount(); n <= before {
+				return fmt.Errorf("%d acknowledged, as before the kill", n)
+			}
+			return nil
+		})
+		t.Logf("kill %d: leader %d of partition %d; %d records acknowledged", i+1, leader, p, ackedCount())
+	}
+
+	// Then the active controller.
+	var active int32
+	c.eventually("quorum leader", 20*time.Second, func() (err error) {
+		active, err = c.quorumLeader()
+		return err
+	})
+	c.controller(active).kill9()
+	before := ackedCount()
+	c.eventually("acknowledgements flowing after the controller died", 30*time.Second, func() error {
+		if n := ackedCount(); n <= before+100 {
+			return fmt.Errorf("%d acknowledged", n)
+		}
+		return nil
+	})
+	c.controller(active).start()
+
+	close(stop)
+	<-done
+	fctx, fcancel := context.WithTimeout(ctx, 2*time.Minute)
+	if err := prod.Flush(fctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	fcancel()
+	mu.Lock()
+	total, nfailed := 0, failed
+	for _, a := range acked {
+		total += len(a)
+	}
+	mu.Unlock()
+	t.Logf("%d records acknowledged, %d failed, over %d leader kills and one controller kill", total, nfailed, kills)
+
+	// Read everything back.
+	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got := make([][]int, partitions)
+	seen := make([]map[int]bool, partitions)
+	for p := range seen {
+		seen[p] = map[int]bool{}
+	}
+	want := map[int32]int{}
+	for p, a := range acked {
+		want[int32(p)] = a[len(a)-1]
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer rcancel()
+	for reached := 0; reached < partitions; {
+		fs := cons.PollFetches(rctx)
+		if rctx.Err() != nil {
+			t.Fatalf("reading back: %v (got %d/%d/%d)", rctx.Err(), len(got[0]), len(got[1]), len(got[2]))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			ps, ns, _ := strings.Cut(string(r.Value), "-")
+			p, _ := strconv.Atoi(ps)
+			n, _ := strconv.Atoi(ns)
+			if int32(p) != r.Partition {
+				t.Fatalf("record %q in partition %d", r.Value, r.Partition)
+			}
+			if seen[p][n] {
+				t.Fatalf("partition %d: %d read twice (offset %d)", p, n, r.Offset)
+			}
+			if l := len(got[p]); l > 0 && got[p][l-1] > n {
+				t.Fatalf("partition %d: %d after %d: out of order", p, n, got[p][l-1])
+			}
+			seen[p][n] = true
+			got[p] = append(got[p], n)
+			if n == want[int32(p)] {
+				reached++
+			}
+		})
+	}
+	for p, a := range acked {
+		for _, n := range a {
+			if !seen[p][n] {
+				t.Fatalf("partition %d: acknowledged record %d lost", p, n)
+			}
+		}
+	}
+}
+
+// TestReplicationUncleanElection: a replica that fell out of the ISR never
+// becomes leader while unclean.leader.election.enable is off, so the
+// partition stays offline when the ISR's last member dies; turned on, the
+// controller elects it, and reports the loss of what only the old leader had.
+func TestReplicationUncleanElection(t *testing.T) {
+	c := startCluster(t, 3, 2, "broker.session.timeout.ms=1500", "unclean.leader.election.interval.ms=500")
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "u"); err != nil {
+		t.Fatal(err)
+	}
+	state := func() (leader int32, isr []int32, err error) {
+		md, err := adm.Metadata(ctx, "u")
+		if err != nil {
+			return -1, nil, err
+		}
+		pd, ok := md.Topics["u"].Partitions[0]
+		if !ok {
+			return -1, nil, fmt.Errorf("no partition")
+		}
+		return pd.Leader, pd.ISR, nil
+	}
+	c.eventually("both replicas in sync", 30*time.Second, func() error {
+		_, isr, err := state()
+		if err == nil && len(isr) != 2 {
+			err = fmt.Errorf("isr %v", isr)
+		}
+		return err
+	})
+	prod := c.client(kgo.DefaultProduceTopic("u"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceSome(t, prod, "u", 10)
+	leader, _, _ := state()
+	var lead, follow *node
+	for _, b := range c.brokers {
+		if b.id == leader {
+			lead = b
+		} else {
+			follow = b
+		}
+	}
+	// The follower dies and leaves the ISR; the leader takes 10 more
+	// records that only it has; then the leader dies too.
+	follow.kill9()
+	c.eventually("the ISR shrinks to the leader", 30*time.Second, func() error {
+		_, isr, err := state()
+		if err == nil && len(isr) != 1 {
+			err = fmt.Errorf("isr %v", isr)
+		}
+		return err
+	})
+	produceSome(t, prod, "u", 10)
+	lead.kill9()
+	follow.start()
+	c.eventually("the follower back and registered", 30*time.Second, func() error {
+		if follow.logCount("unfenced by the controller") < 2 {
+			return fmt.Errorf("not unfenced yet")
+		}
+		return nil
+	})
+	c.eventually("the partition offline once its leader is fenced", 30*time.Second, func() error {
+		l, _, err := state()
+		if err == nil && l != -1 {
+			err = fmt.Errorf("leader %d", l)
+		}
+		return err
+	})
+	// Unclean election off: the partition stays offline.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if l, _, err := state(); err == nil && l >= 0 {
+			t.Fatalf("partition got leader %d with unclean election off:\n%s", l, c.logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// On: the controller elects the out-of-sync replica and says so.
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}, "u"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually("an unclean leader", 30*time.Second, func() error {
+		l, _, err := state()
+		if err == nil && l != follow.id {
+			err = fmt.Errorf("leader %d", l)
+		}
+		return err
+	})
+	reported := false
+	for _, n := range c.controllers {
+		reported = reported || n.logCount("unclean leader election") > 0
+	}
+	if !reported {
+		t.Fatalf("no controller reported the unclean election:\n%s", c.logs())
+	}
+	// The new leader has the first 10 records only.
+	consumeCount(t, c.bootstrap(), "u", 10)
+}
