@@ -3,11 +3,11 @@ package log
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
-	"math"
 	"time"
 )
 
