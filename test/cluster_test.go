@@ -115,6 +115,7 @@ func (c *cluster) configure(n *node) {
 		"controller.quorum.voters=" + c.voters,
 		"controller.listener.names=CONTROLLER",
 		"log.dirs=" + n.dataDir,
+		"gregor.http.listen=", // off: its port-0 bind could take a port freePort chose for another listener
 		"broker.heartbeat.interval.ms=200",
 		"broker.session.timeout.ms=2000",
 	}
@@ -841,6 +842,7 @@ func startCombined(t *testing.T) *cluster {
 			"advertised.listeners=PLAINTEXT://" + n.addr(),
 			"controller.quorum.voters=" + c.voters,
 			"log.dirs=" + n.dataDir,
+			"gregor.http.listen=", // off: its port-0 bind could take a port freePort chose for another listener
 			"broker.heartbeat.interval.ms=200",
 			"broker.session.timeout.ms=2000",
 		}

@@ -75,6 +75,7 @@ func (b *broker) start() {
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, ctrlPort),
 		"--override", fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", ctrlPort),
 		"--override", "log.dirs=" + b.dataDir,
+		"--override", "gregor.http.listen=", // off: a port-0 bind could take a port freePort chose
 	}
 	for _, a := range b.args {
 		args = append(args, "--override", a)

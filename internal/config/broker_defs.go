@@ -430,8 +430,13 @@ var brokerDefList = []Def{
 		"Trusted certificates in PEM format."),
 
 	// Gregor additions.
-	bdef("gregor.http.listen", String, ptr(GregorDefaultHTTPListen), validHostPort, ReadOnly,
-		"Gregor: host:port of the web console and metrics endpoint."),
+	bdef("gregor.http.listen", String, ptr(GregorDefaultHTTPListen), func(v string) error {
+		if v == "" {
+			return nil
+		}
+		return validHostPort(v)
+	}, ReadOnly,
+		"Gregor: host:port of the HTTP listener serving /metrics (Prometheus), /healthz and /readyz; empty turns it off."),
 }
 
 var brokerCompressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}

@@ -479,3 +479,23 @@ func TestImplicitControllerListener(t *testing.T) {
 		t.Fatal("an explicit controller.listener.names without its listener must be refused, as Kafka does")
 	}
 }
+
+func TestHTTPListenCanBeTurnedOff(t *testing.T) {
+	b, _, err := Load(map[string]string{"gregor.http.listen": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.GregorHTTPListen != "" {
+		t.Fatalf("gregor.http.listen= gives %q, want off", b.GregorHTTPListen)
+	}
+	b, _, err = Load(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.GregorHTTPListen != "127.0.0.1:9080" {
+		t.Fatalf("default %q", b.GregorHTTPListen)
+	}
+	if _, _, err := Load(map[string]string{"gregor.http.listen": "nope"}); err == nil {
+		t.Fatal("gregor.http.listen=nope accepted")
+	}
+}

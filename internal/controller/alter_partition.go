@@ -18,7 +18,10 @@ import (
 // with STALE_BROKER_EPOCH. Each partition is checked against the leader and
 // partition epochs the leader last saw, and on success answers the state
 // after the change (an ISR change bumps the partition epoch, not the leader
-// epoch).
+// epoch). An expansion that brings every target replica of a reassignment
+// into the ISR also completes it (see reassign.go); if that removes the
+// leader, the answer is NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before
+// version 2).
 func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
 	if len(req.Topics) == 0 {
 		// Kafka answers an empty request without consulting the controller.
@@ -153,9 +156,14 @@ func (c *Controller) alterOnePartition(img *metadata.Image, req *kmsg.AlterParti
 	b.targetRecovery = p.LeaderRecoveryState
 	rec := b.build()
 	state := applyChange(cur, rec)
+	if rec != nil && reassigning(cur) && !reassigning(&state) {
+		c.logger.Info("AlterPartition completed the partition reassignment", "broker", req.BrokerID, "topic", topic.Name,
+			"partition", p.Partition, "replicas", state.Replicas, "isr", state.ISR, "leader", state.Leader)
+	}
 	if rec != nil && rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID {
-		// Not reachable while the leader must be an active ISR member; kept
-		// as Kafka has it for changes that also move the leadership.
+		// The change completed a reassignment that removed the leader: the
+		// record is written, and the old leader is told to refresh its
+		// metadata (an error and a record at once, as Kafka does).
 		if req.Version > 1 {
 			return rec, state, kerr.NewLeaderElected
 		}

@@ -16,7 +16,8 @@
 // ClusterControlManager and BrokerHeartbeatManager): registration,
 // heartbeats, fencing on session expiry, controlled shutdown, and the
 // leader/ISR changes they cause. Partition leaders change their ISR with
-// AlterPartition; admins elect leaders with ElectLeaders; the event loop
+// AlterPartition; admins elect leaders with ElectLeaders and move replicas
+// with AlterPartitionReassignments (reassign.go); the event loop
 // periodically restores preferred leaders (auto.leader.rebalance.enable)
 // and runs unclean elections where a topic allows them.
 //

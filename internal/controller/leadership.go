@@ -56,19 +56,28 @@ const (
 )
 
 // partitionChange is Kafka's PartitionChangeBuilder without eligible leader
-// replicas and reassignment: from a partition, a target ISR, a target leader
-// recovery state and an election type it builds the PartitionChangeRecord
-// that gets there, or nil when nothing changes.
+// replicas: from a partition, a target ISR, target replicas (with the
+// replicas a reassignment adds and removes), a target leader recovery state
+// and an election type it builds the PartitionChangeRecord that gets there,
+// or nil when nothing changes. Every build first completes a reassignment
+// whose target replicas are all in the target ISR (see reassign.go), so an
+// ISR expansion, a fencing or the reassignment request itself can finish
+// one.
 //
 // At metadata.version 3.6 and later an ISR change alone bumps only the
-// partition epoch; a new leader (set in the record) bumps the leader epoch too.
+// partition epoch; a new leader (set in the record) bumps the leader epoch
+// too, and so does a replica set that loses a member.
 type partitionChange struct {
 	topicID        [16]byte
 	partition      int32
 	current        *metadata.Partition
 	acceptable     func(replica int32) bool // may lead (Kafka's LeaderAcceptor)
+	defaultDir     func(replica int32) [16]byte
 	election       election
 	targetISR      []int32
+	targetReplicas []int32
+	targetRemoving []int32
+	targetAdding   []int32
 	targetRecovery int8
 }
 
@@ -82,9 +91,19 @@ func newPartitionChange(img *metadata.Image, topic *metadata.Topic, partition in
 		partition:      partition,
 		current:        p,
 		acceptable:     func(r int32) bool { return acceptable(r) && hasOnlineDir(img, p, r) },
+		defaultDir:     func(r int32) [16]byte { return defaultDir(img, r) },
 		targetISR:      slices.Clone(p.ISR),
+		targetReplicas: slices.Clone(p.Replicas),
+		targetRemoving: nonNil(p.RemovingReplicas),
+		targetAdding:   nonNil(p.AddingReplicas),
 		targetRecovery: p.LeaderRecoveryState,
 	}
+}
+
+// nonNil copies s; an empty s gives an empty, non-nil slice (in a change
+// record nil means "unchanged", empty means "none").
+func nonNil(s []int32) []int32 {
+	return append([]int32{}, s...)
 }
 
 // validLeader: in the target ISR and acceptable.
@@ -94,19 +113,19 @@ func (b *partitionChange) validLeader(r int32) bool {
 
 // elect returns the leader after the election and whether it was unclean.
 func (b *partitionChange) elect() (int32, bool) {
-	p := b.current
-	if b.election == electionPreferred && len(p.Replicas) > 0 && b.validLeader(p.Replicas[0]) {
-		return p.Replicas[0], false
+	p, replicas := b.current, b.targetReplicas
+	if b.election == electionPreferred && len(replicas) > 0 && b.validLeader(replicas[0]) {
+		return replicas[0], false
 	}
 	if b.validLeader(p.Leader) {
 		return p.Leader, false
 	}
-	if i := slices.IndexFunc(p.Replicas, b.validLeader); i >= 0 {
-		return p.Replicas[i], false
+	if i := slices.IndexFunc(replicas, b.validLeader); i >= 0 {
+		return replicas[i], false
 	}
 	if b.election == electionUnclean {
-		if i := slices.IndexFunc(p.Replicas, b.acceptable); i >= 0 {
-			return p.Replicas[i], true
+		if i := slices.IndexFunc(replicas, b.acceptable); i >= 0 {
+			return replicas[i], true
 		}
 	}
 	return metadata.NoLeader, false
@@ -115,6 +134,7 @@ func (b *partitionChange) elect() (int32, bool) {
 // build returns the change record, nil if it would change nothing.
 func (b *partitionChange) build() *metadata.PartitionChangeRecord {
 	p := b.current
+	b.completeReassignment()
 	rec := metadata.NewPartitionChangeRecord(b.topicID, b.partition)
 	if leader, unclean := b.elect(); leader != p.Leader {
 		rec.Leader = leader
@@ -127,17 +147,62 @@ func (b *partitionChange) build() *metadata.PartitionChangeRecord {
 			}
 		}
 	}
+	if rec.Leader == metadata.NoLeaderChange && !containsAll(b.targetReplicas, p.Replicas) {
+		// A replica leaves the replica set: the leader epoch moves (the
+		// leader is set to itself), so the removed replica's fetches at the
+		// old epoch are fenced.
+		rec.Leader = p.Leader
+	}
 	// Without ELR the ISR never becomes empty: the last member stays.
 	if rec.ISR == nil && len(b.targetISR) > 0 && !slices.Equal(b.targetISR, p.ISR) {
 		rec.ISR = slices.Clone(b.targetISR)
 	}
+	b.setAssignmentChanges(rec)
 	if b.targetRecovery != p.LeaderRecoveryState {
 		rec.LeaderRecoveryState = b.targetRecovery
 	}
-	if rec.Leader == metadata.NoLeaderChange && rec.ISR == nil && rec.LeaderRecoveryState == metadata.NoLeaderRecoveryStateChange {
+	if rec.Leader == metadata.NoLeaderChange && rec.ISR == nil && rec.LeaderRecoveryState == metadata.NoLeaderRecoveryStateChange &&
+		rec.Replicas == nil && rec.RemovingReplicas == nil && rec.AddingReplicas == nil && rec.Directories == nil {
 		return nil
 	}
 	return rec
+}
+
+// setAssignmentChanges puts the replica set, its log directories and the
+// reassignment's adding and removing replicas into rec where they change.
+// A replica keeps its directory; a new one gets its broker's default.
+func (b *partitionChange) setAssignmentChanges(rec *metadata.PartitionChangeRecord) {
+	p := b.current
+	if len(b.targetReplicas) > 0 && !slices.Equal(b.targetReplicas, p.Replicas) {
+		rec.Replicas = slices.Clone(b.targetReplicas)
+		dirs := make([][16]byte, 0, len(b.targetReplicas))
+		for _, r := range b.targetReplicas {
+			if i := slices.Index(p.Replicas, r); i >= 0 && i < len(p.Directories) {
+				dirs = append(dirs, p.Directories[i])
+			} else {
+				dirs = append(dirs, b.defaultDir(r))
+			}
+		}
+		if !slices.Equal(dirs, p.Directories) {
+			rec.Directories = dirs
+		}
+	}
+	if !slices.Equal(b.targetRemoving, p.RemovingReplicas) {
+		rec.RemovingReplicas = nonNil(b.targetRemoving)
+	}
+	if !slices.Equal(b.targetAdding, p.AddingReplicas) {
+		rec.AddingReplicas = nonNil(b.targetAdding)
+	}
+}
+
+// containsAll reports whether every member of sub is in set.
+func containsAll(set, sub []int32) bool {
+	for _, r := range sub {
+		if !slices.Contains(set, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // applyChange returns the partition after rec, as the replay computes it
@@ -154,6 +219,18 @@ func applyChange(p *metadata.Partition, rec *metadata.PartitionChangeRecord) met
 	if rec.Leader != metadata.NoLeaderChange {
 		n.Leader = rec.Leader
 		n.LeaderEpoch++
+	}
+	if rec.Replicas != nil {
+		n.Replicas = slices.Clone(rec.Replicas)
+	}
+	if rec.RemovingReplicas != nil {
+		n.RemovingReplicas = slices.Clone(rec.RemovingReplicas)
+	}
+	if rec.AddingReplicas != nil {
+		n.AddingReplicas = slices.Clone(rec.AddingReplicas)
+	}
+	if rec.Directories != nil {
+		n.Directories = slices.Clone(rec.Directories)
 	}
 	if rec.LeaderRecoveryState != metadata.NoLeaderRecoveryStateChange {
 		n.LeaderRecoveryState = rec.LeaderRecoveryState

@@ -363,6 +363,22 @@ func formatRecord(r metadata.Record, names map[[16]byte]string) string {
 		if r.LeaderRecoveryState != metadata.NoLeaderRecoveryStateChange {
 			s += fmt.Sprintf(" recovery=%d", r.LeaderRecoveryState)
 		}
+		if r.Replicas != nil {
+			s += " replicas=" + ints(r.Replicas)
+		}
+		if r.AddingReplicas != nil {
+			s += " adding=" + ints(r.AddingReplicas)
+		}
+		if r.RemovingReplicas != nil {
+			s += " removing=" + ints(r.RemovingReplicas)
+		}
+		if r.Directories != nil {
+			dirs := make([]string, len(r.Directories))
+			for i, d := range r.Directories {
+				dirs[i] = idName(d)
+			}
+			s += " dirs=[" + strings.Join(dirs, ",") + "]"
+		}
 		return s
 	case *metadata.FeatureLevelRecord:
 		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.FeatureLevel)
@@ -390,6 +406,9 @@ func imageSummary(img *metadata.Image) string {
 			ints(p.Replicas), ints(p.ISR), p.Leader, p.LeaderEpoch, p.PartitionEpoch)
 		if p.LeaderRecoveryState != metadata.LeaderRecovered {
 			b.WriteString(" recovering")
+		}
+		if reassigning(p) {
+			fmt.Fprintf(&b, " adding=%s removing=%s", ints(p.AddingReplicas), ints(p.RemovingReplicas))
 		}
 		b.WriteString("\n")
 	}

@@ -28,6 +28,11 @@ import (
 //	                          to the current ones, version to 3
 //	elect type=preferred|unclean [partitions=(T-P,...)|partitions=none] [version=N]
 //	                          ElectLeaders; no partitions = all (null)
+//	reassign [version=N] [allow-rf-change=BOOL]
+//	<topic>-<partition> <replica,...>|cancel|empty   (one per line)
+//	                          AlterPartitionReassignments
+//	list-reassignments [partitions=(T-P,...)|partitions=none]
+//	                          ListPartitionReassignments; none given = all
 func TestReplication(t *testing.T) {
 	datadriven.Walk(t, "testdata/replication", func(t *testing.T, path string) {
 		h := newHarness(t)
@@ -48,6 +53,10 @@ func (h *harness) runReplication(t *testing.T, d *datadriven.TestData) (string, 
 		return h.alterPartition(t, d), true
 	case "elect":
 		return h.elect(t, d), true
+	case "reassign":
+		return h.reassign(t, d), true
+	case "list-reassignments":
+		return h.listReassignments(t, d), true
 	}
 	return "", false
 }

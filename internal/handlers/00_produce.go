@@ -76,6 +76,7 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 					rp.ErrorRecords = append(rp.ErrorRecords, kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: re.BatchIndex, ErrorMessage: &msg})
 				}
 			} else {
+				h.d.Metrics.Produced(t.Topic, int(res.Info.LastOffset-res.Info.FirstOffset+1), len(p.Records))
 				rp.BaseOffset = res.Info.FirstOffset
 				rp.LogAppendTime = res.Info.LogAppendTime
 				rp.LogStartOffset = res.LogStartOffset

@@ -55,10 +55,12 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		wake := h.d.Replica.Appended()
 		resp, bytes, hasError := h.readFetch(r, replicaID)
 		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(r.Topics) == 0 {
+			h.countFetched(resp)
 			return resp, nil
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
+			h.countFetched(resp)
 			return resp, nil
 		}
 		// The records read so far are read again after the wait.
@@ -70,11 +72,36 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		case <-timer.C:
 			// One last read so data that arrived at the deadline is not missed.
 			resp, _, _ := h.readFetch(r, replicaID)
+			h.countFetched(resp)
 			return resp, nil
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// countFetched adds a fetch answer's record bytes to BytesOut per topic.
+func (h *Handlers) countFetched(resp *fetchResponse) {
+	if h.d.Metrics == nil {
+		return
+	}
+	img := h.image()
+	for ti, t := range resp.Topics {
+		name := t.Topic
+		if name == "" {
+			if it, ok := img.Topics.ByID[t.TopicID]; ok {
+				name = it.Name
+			}
+		}
+		n := 0
+		for pi, p := range t.Partitions {
+			n += len(p.RecordBatches)
+			if ti < len(resp.ranges) && pi < len(resp.ranges[ti]) {
+				n += int(resp.ranges[ti][pi].Size)
+			}
+		}
+		h.d.Metrics.Fetched(name, n)
 	}
 }
 

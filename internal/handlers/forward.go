@@ -173,6 +173,10 @@ func NotController(resp kmsg.Response) bool {
 				}
 			}
 		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.ListPartitionReassignmentsResponse:
+		return r.ErrorCode == nc
 	case *kmsg.DescribeQuorumResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

@@ -16,6 +16,7 @@ import (
 	"gregor/internal/coordinator/producerid"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
+	"gregor/internal/metrics"
 	"gregor/internal/network"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
@@ -38,6 +39,9 @@ type Deps struct {
 	// ProducerIDs hands out producer ids for InitProducerId.
 	ProducerIDs *producerid.Manager
 	Logger      *slog.Logger
+
+	// Metrics counts bytes and records in and out (nil: not counted).
+	Metrics *metrics.Registry
 
 	// Groups runs the group coordinator's shards (__consumer_offsets).
 	Groups *coordinator.Runtime
@@ -97,6 +101,7 @@ var brokerAPIs = []*api{
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
+	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
 	// Replication.
 	&offsetForLeaderEpochAPI,
 }
@@ -112,6 +117,7 @@ var controllerAPIs = []*api{
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 	&alterPartitionAPI, &electLeadersAPI,
+	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
 }
 
 // NewBroker returns the handlers of a broker listener.

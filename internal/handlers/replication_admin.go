@@ -10,10 +10,13 @@ import (
 )
 
 // Replication is what a controller listener asks of this node's controller
-// for replication: ISR changes from leaders, leader elections.
+// for replication: ISR changes from leaders, leader elections, partition
+// reassignments.
 type Replication interface {
 	AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse
 	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse
+	AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse
+	ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse
 }
 
 var alterPartitionAPI = api{key: 56, min: 0, max: 3, handle: (*Handlers).alterPartition}

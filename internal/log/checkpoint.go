@@ -18,8 +18,12 @@ import (
 const (
 	RecoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
-	MetaPropertiesFile           = "meta.properties"
-	PartitionMetadataFile        = "partition.metadata"
+	// HighWatermarkCheckpointFile holds each log's high watermark, so a
+	// restarted replica does not start from its log start (Kafka's
+	// replication-offset-checkpoint).
+	HighWatermarkCheckpointFile = "replication-offset-checkpoint"
+	MetaPropertiesFile          = "meta.properties"
+	PartitionMetadataFile       = "partition.metadata"
 )
 
 // writeFileAtomic replaces path with data so that a crash leaves either the

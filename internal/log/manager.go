@@ -219,6 +219,11 @@ func (m *Manager) loadDir(d *logDir) error {
 		m.logger.Warn("resetting log start offsets", "dir", d.path, "err", err)
 		logStarts = map[TopicPartition]int64{}
 	}
+	highWatermarks, err := readCheckpoint(filepath.Join(d.path, HighWatermarkCheckpointFile))
+	if err != nil {
+		m.logger.Warn("resetting high watermarks", "dir", d.path, "err", err)
+		highWatermarks = map[TopicPartition]int64{}
+	}
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return fmt.Errorf("list log dir %s: %w", d.path, err)
@@ -254,6 +259,9 @@ func (m *Manager) loadDir(d *logDir) error {
 			return fmt.Errorf("load %s: %w", tp, err)
 		}
 		l.health = d.health
+		if hw, ok := highWatermarks[tp]; ok {
+			l.SetHighWatermark(hw) // bounded by the recovered log end
+		}
 		ml := &managedLog{log: l, dir: d}
 		if id, err := readPartitionMetadata(path); err == nil {
 			ml.topicID, ml.hasID = id, true
@@ -304,6 +312,10 @@ func (m *Manager) Start(ctx context.Context) {
 	}
 }
 
+// highWatermarkCheckpointInterval is Kafka's
+// replica.high.watermark.checkpoint.interval.ms default.
+const highWatermarkCheckpointInterval = 5 * time.Second
+
 // msDuration converts a millisecond config to a Duration, saturating:
 // Kafka's "never" defaults (Long.MAX_VALUE) overflow a Duration, and a
 // wrapped negative interval would make the loop spin.
@@ -340,6 +352,7 @@ func (m *Manager) run(ctx context.Context, tick time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	lastRecoveryCheckpoint, lastStartCheckpoint, lastIndexSweep := time.Now(), time.Now(), time.Now()
+	lastHWCheckpoint := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -355,6 +368,10 @@ func (m *Manager) run(ctx context.Context, tick time.Duration) {
 				lastRecoveryCheckpoint = now
 				m.logError("write recovery point checkpoints", m.checkpointRecoveryPoints())
 				m.logError("delete old producer snapshots", m.deleteProducerSnapshots())
+			}
+			if now.Sub(lastHWCheckpoint) >= highWatermarkCheckpointInterval {
+				lastHWCheckpoint = now
+				m.logError("write high watermark checkpoints", m.checkpointHighWatermarks())
 			}
 			if now.Sub(lastStartCheckpoint) >= msDuration(m.cfg.FlushStartOffsetCheckpointIntervalMs) {
 				lastStartCheckpoint = now
@@ -402,6 +419,13 @@ func (m *Manager) removeDoomedDirs(now time.Time) {
 func (m *Manager) checkpointRecoveryPoints() error {
 	return m.writeCheckpoints(RecoveryPointCheckpointFile, func(l *Log) (int64, bool) {
 		return l.RecoveryPoint(), true
+	})
+}
+
+// checkpointHighWatermarks writes each log.dir's replication-offset-checkpoint.
+func (m *Manager) checkpointHighWatermarks() error {
+	return m.writeCheckpoints(HighWatermarkCheckpointFile, func(l *Log) (int64, bool) {
+		return l.HighWatermark(), true
 	})
 }
 
@@ -651,7 +675,7 @@ func (m *Manager) Close() error {
 	m.wg.Wait()
 
 	dirErrs := m.closeLogs()
-	errs := []error{m.checkpointRecoveryPoints(), m.checkpointLogStartOffsets()}
+	errs := []error{m.checkpointRecoveryPoints(), m.checkpointLogStartOffsets(), m.checkpointHighWatermarks()}
 	for _, d := range m.dirs {
 		if d.offline() != nil || dirErrs[d] != nil {
 			errs = append(errs, dirErrs[d])

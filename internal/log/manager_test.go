@@ -280,3 +280,37 @@ func TestMsDurationSaturates(t *testing.T) {
 		t.Fatalf("msDuration(1500) = %v", got)
 	}
 }
+
+// TestHighWatermarkCheckpoint: the high watermark survives a restart
+// through replication-offset-checkpoint, bounded by the log end.
+func TestHighWatermarkCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ManagerConfig{Dirs: []string{dir}, Default: testConfig(), Logger: testLogger()}
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"hw", 0}
+	l, err := m.GetOrCreate(tp, [16]byte{7}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillLog(t, l, 1, 4, 10, 1)
+	hw := l.LogEndOffset() - 3
+	l.SetHighWatermark(hw)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, HighWatermarkCheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	m, err = NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ = m.Get(tp)
+	if got := l.HighWatermark(); got != hw {
+		t.Fatalf("high watermark after restart %d, want %d", got, hw)
+	}
+}

@@ -331,7 +331,11 @@ func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 			frame, release, ok = Frame{}, nil, false
 		}
 	}()
+	started := time.Now()
 	resp, err := c.srv.handler.Handle(c.ctx, req)
+	if obs := c.srv.cfg.Observe; obs != nil && err == nil {
+		obs(req, resp, started, time.Now())
+	}
 	fileResp, isFileResp := resp.(FileResponse)
 	if isFileResp {
 		release = fileResp.Release

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"log/slog"
 	"net"
 	"strconv"
@@ -67,6 +68,9 @@ type Config struct {
 	// Socket buffer sizes; 0 takes the Kafka default 102400, -1 keeps the OS default.
 	SocketSendBufferBytes, SocketReceiveBufferBytes int
 	Logger                                          *slog.Logger
+	// Observe, if set, is told about each handled request: its response
+	// (nil for none) and when its handling started and ended (metrics).
+	Observe func(req *Request, resp kmsg.Response, started, done time.Time)
 }
 
 // Server is the socket server. Create it with NewServer, then Start and

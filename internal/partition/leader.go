@@ -127,3 +127,19 @@ func (p *Partition) IsUnderReplicated() bool {
 
 // errNotLeader is NOT_LEADER_OR_FOLLOWER for calls that need leadership.
 var errNotLeader = kerr.NotLeaderForPartition
+
+// IsUnderMinISR reports a led partition whose ISR is below
+// min.insync.replicas (UnderMinIsrPartitionCount).
+func (p *Partition) IsUnderMinISR() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.state != nil && p.state.IsUnderMinISR()
+}
+
+// IsAtMinISR reports a led partition whose ISR is exactly
+// min.insync.replicas (AtMinIsrPartitionCount).
+func (p *Partition) IsAtMinISR() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.state != nil && p.state.IsAtMinISR()
+}

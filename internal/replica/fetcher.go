@@ -201,10 +201,22 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 	}
 	if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
 		// KIP-320: our log has entries the leader never had past this
-		// point; cut back to where the two agree.
+		// point; cut back to where the two agree (Kafka's
+		// AbstractFetcherThread.getOffsetTruncationState).
 		target := rp.DivergingEpoch.EndOffset
-		if e, end := l.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); e == rp.DivergingEpoch.Epoch && end < target {
+		switch e, end := l.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); {
+		case end == log.UndefinedEpochOffset:
+			// No epoch history to compare: the leader's offset.
+		case e != rp.DivergingEpoch.Epoch:
+			// We never had the leader's epoch: what we hold past the end
+			// of our own largest epoch below it is not the leader's.
+			// Cut there; the next fetch carries that epoch and asks
+			// again. Cutting to the leader's offset would keep records
+			// of an epoch the leader never had, and the same question
+			// would come back for ever.
 			target = end
+		default:
+			target = min(target, end)
 		}
 		if target < l.LogEndOffset() {
 			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", target, "epoch", rp.DivergingEpoch.Epoch)

@@ -248,6 +248,17 @@ func (m *Manager) DeleteRecords(topic string, p int32, offset int64) (lowWaterma
 	return lw, nil
 }
 
+// HostedPartitions returns every partition hosted here (a copy of the map).
+func (m *Manager) HostedPartitions() map[log.TopicPartition]*partition.Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[log.TopicPartition]*partition.Partition, len(m.partitions))
+	for tp, p := range m.partitions {
+		out[tp] = p
+	}
+	return out
+}
+
 // Hosted returns the partition if this broker has a replica of it.
 func (m *Manager) Hosted(tp log.TopicPartition) (*partition.Partition, bool) {
 	m.mu.RLock()

@@ -22,7 +22,10 @@ type ReplicationConfig struct {
 	BrokerEpoch func() int64
 	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms.
 	ReplicaLagTimeMaxMs int64
-	Fetcher             FetcherConfig
+	// OnISRChange, if set, hears of each committed ISR change of a
+	// partition this broker leads: "expand" or "shrink" (metrics).
+	OnISRChange func(change string)
+	Fetcher     FetcherConfig
 }
 
 // imageBrokers answers the leader bookkeeping's questions about brokers
@@ -67,8 +70,11 @@ func (m *Manager) proposeISR(p *partition.Partition, prop *partition.AlterPartit
 		defer m.bg.Done()
 		for attempt := 0; ; attempt++ {
 			result, err := m.sendAlterPartition(p, prop)
-			if err == nil && m.cfg.Logger != nil {
+			if err == nil {
 				m.cfg.Logger.Info("ISR changed", "partition", p.TopicPartition, "change", prop.Change, "isr", result.ISR, "partitionEpoch", result.PartitionEpoch)
+				if m.repl.OnISRChange != nil {
+					m.repl.OnISRChange(prop.Change.String())
+				}
 			}
 			if !p.OnAlterPartitionResponse(prop, result, err, m.cfg.Now().UnixMilli()) {
 				if err != nil {

@@ -24,6 +24,7 @@ import (
 	"gregor/internal/handlers"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
+	"gregor/internal/metrics"
 	"gregor/internal/network"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
@@ -58,6 +59,9 @@ type Server struct {
 	groups      *coordinator.Runtime
 	brokerNet   *network.Server
 	lifecycle   *lifecycle
+
+	metrics *metrics.Registry
+	http    *metrics.HTTPServer
 
 	cancel context.CancelFunc
 	// stopping ends when Shutdown has run the controlled shutdown: requests
@@ -117,6 +121,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		s.voterAddrs[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(v.Port))
 	}
 
+	s.metrics = metrics.New(s.metricsState)
 	if isBroker {
 		if err := s.openBrokerStorage(runCtx); err != nil {
 			return err
@@ -167,6 +172,21 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	if isBroker {
 		return s.startBroker(ctx, runCtx)
 	}
+	return s.startHTTP()
+}
+
+// startHTTP starts the gregor.http.listen listener, once the components
+// its handlers read exist.
+func (s *Server) startHTTP() error {
+	addr := s.cfg.GregorHTTPListen
+	if addr == "" {
+		return nil
+	}
+	h, err := metrics.ListenHTTP(addr, s.metrics, s.ready, nil, s.logger)
+	if err != nil {
+		return err
+	}
+	s.http = h
 	return nil
 }
 
@@ -272,6 +292,9 @@ func (s *Server) netConfig(ls []config.Listener) network.Config {
 		SocketSendBufferBytes:    s.cfg.SocketSendBufferBytes,
 		SocketReceiveBufferBytes: s.cfg.SocketReceiveBufferBytes,
 		Logger:                   s.logger,
+		Observe: func(req *network.Request, resp kmsg.Response, started, done time.Time) {
+			s.metrics.ObserveRequest(req.Header.APIKey, resp, req.ReceivedAt, started, done)
+		},
 	}
 	for _, l := range ls {
 		c.Listeners = append(c.Listeners, network.ListenerConfig{
@@ -347,6 +370,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		ProducerIDs: s.producerIDs,
 		Logger:      s.logger.With("component", "handlers"),
 		Groups:      s.groups,
+		Metrics:     s.metrics,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.replica.StartReplication(replica.ReplicationConfig{
@@ -359,6 +383,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		},
 		BrokerEpoch:         s.lifecycle.brokerEpoch,
 		ReplicaLagTimeMaxMs: s.cfg.ReplicaLagTimeMaxMs,
+		OnISRChange:         s.metrics.ISRChanged,
 		Fetcher: replica.FetcherConfig{
 			ClusterID:   s.clusterID,
 			Listener:    s.cfg.InterBrokerListenerName,
@@ -369,6 +394,9 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 			Backoff:     time.Duration(s.cfg.ReplicaFetchBackoffMs) * time.Millisecond,
 		},
 	})
+	if err := s.startHTTP(); err != nil {
+		return err
+	}
 	s.brokerNet = network.NewServer(s.netConfig(s.listeners(false)), handlers.NewBroker(deps))
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
@@ -402,6 +430,15 @@ func (s *Server) allocateProducerIDs(ctx context.Context) (producerid.Block, err
 		return producerid.Block{}, fmt.Errorf("allocate producer ids: %w", err)
 	}
 	return producerid.Block{FirstID: resp.ProducerIDStart, Size: resp.ProducerIDLen}, nil
+}
+
+// HTTPAddr is the bound address of the gregor.http.listen listener, nil
+// when it is off.
+func (s *Server) HTTPAddr() net.Addr {
+	if s.http == nil {
+		return nil
+	}
+	return s.http.Addr()
 }
 
 // Addr is the bound address of a listener (useful with port 0).
@@ -456,6 +493,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.http != nil {
+		errs = append(errs, s.http.Shutdown(ctx))
 	}
 	if s.logs != nil {
 		errs = append(errs, s.logs.Close())

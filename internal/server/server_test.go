@@ -34,6 +34,7 @@ func startServer(t *testing.T, dir string, extra map[string]string) *testServer 
 		"listeners":                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters": "1@127.0.0.1:0",
 		"log.dirs":                 dir,
+		"gregor.http.listen":       "127.0.0.1:0",
 	}
 	for k, v := range extra {
 		props[k] = v

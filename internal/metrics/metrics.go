@@ -1,0 +1,186 @@
+// Package metrics is Gregor's Prometheus instrumentation: Kafka's JMX
+// metrics under Prometheus names (docs/metrics.md lists them), one registry
+// per process, and the HTTP listener (gregor.http.listen) that serves
+// /metrics, /healthz and /readyz.
+//
+// Counters and histograms are updated where things happen (requests, bytes
+// in and out, ISR changes); gauges of state (partition counts, log sizes,
+// the active controller) are computed when Prometheus scrapes, from a
+// State the server provides, so they can never drift from the truth.
+package metrics
+
+import (
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Registry holds one process's metrics.
+type Registry struct {
+	reg *prometheus.Registry
+
+	requests      *prometheus.CounterVec
+	requestErrors *prometheus.CounterVec
+	totalTime     *prometheus.HistogramVec
+	queueTime     *prometheus.HistogramVec
+
+	messagesIn *prometheus.CounterVec
+	bytesIn    *prometheus.CounterVec
+	bytesOut   *prometheus.CounterVec
+
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
+}
+
+// requestBuckets are latency buckets in milliseconds, as Kafka reports
+// request times in ms.
+var requestBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000}
+
+// New returns a registry with Go runtime and process metrics and every
+// Gregor metric registered; state (may be nil) feeds the scrape-time gauges.
+func New(state func() State) *Registry {
+	r := &Registry{reg: prometheus.NewRegistry()}
+	r.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_network_requestmetrics_requests_total",
+		Help: "Requests handled, by API (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
+	}, []string{"request"})
+	r.requestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_network_requestmetrics_errors_total",
+		Help: "Error codes in responses, by API and error (kafka.network:type=RequestMetrics,name=ErrorsPerSec).",
+	}, []string{"request", "error"})
+	r.totalTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_totaltimems",
+		Help:    "Time from receiving a request to its response being ready, in ms (TotalTimeMs).",
+		Buckets: requestBuckets,
+	}, []string{"request"})
+	r.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_requestqueuetimems",
+		Help:    "Time a request waited before its handling started, in ms (RequestQueueTimeMs).",
+		Buckets: requestBuckets,
+	}, []string{"request"})
+	r.messagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_messagesin_total",
+		Help: "Records appended by produce requests, by topic (MessagesInPerSec).",
+	}, []string{"topic"})
+	r.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_bytesin_total",
+		Help: "Bytes appended by produce requests, by topic (BytesInPerSec).",
+	}, []string{"topic"})
+	r.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_bytesout_total",
+		Help: "Bytes sent to consumers and followers, by topic (BytesOutPerSec).",
+	}, []string{"topic"})
+	r.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_replicamanager_isrshrinks_total",
+		Help: "ISR shrinks committed by the controller for partitions this broker leads (IsrShrinksPerSec).",
+	})
+	r.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_replicamanager_isrexpands_total",
+		Help: "ISR expansions committed for partitions this broker leads (IsrExpandsPerSec).",
+	})
+	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
+		r.messagesIn, r.bytesIn, r.bytesOut, r.isrShrinks, r.isrExpands,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if state != nil {
+		r.reg.MustRegister(&stateCollector{state: state})
+	}
+	return r
+}
+
+// Gatherer exposes the registry (for tests and the HTTP handler).
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// ObserveRequest records one handled request: its count, its response's
+// error codes, and its queue and total times.
+func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, started, done time.Time) {
+	if r == nil {
+		return
+	}
+	name := kmsg.NameForKey(apiKey)
+	r.requests.WithLabelValues(name).Inc()
+	r.totalTime.WithLabelValues(name).Observe(float64(done.Sub(received).Microseconds()) / 1000)
+	r.queueTime.WithLabelValues(name).Observe(float64(started.Sub(received).Microseconds()) / 1000)
+	if resp != nil {
+		countErrors(reflect.ValueOf(resp), func(code int16) {
+			r.requestErrors.WithLabelValues(name, errorName(code)).Inc()
+		})
+	}
+}
+
+// errorName is Kafka's error name for a code (NONE is never counted).
+func errorName(code int16) string {
+	if err := kerr.ErrorForCode(code); err != nil {
+		if ke, ok := err.(*kerr.Error); ok {
+			return ke.Message
+		}
+	}
+	return "UNKNOWN_" + strconv.Itoa(int(code))
+}
+
+// countErrors walks a response and reports every non-zero ErrorCode field,
+// at any depth (top level, per topic, per partition), as Kafka counts one
+// error per occurrence.
+func countErrors(v reflect.Value, report func(int16)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			countErrors(v.Elem(), report)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if t.Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
+				if c := int16(f.Int()); c != 0 {
+					report(c)
+				}
+				continue
+			}
+			if f.Kind() == reflect.Slice || f.Kind() == reflect.Struct || f.Kind() == reflect.Pointer {
+				countErrors(f, report)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // record bytes, not structure
+		}
+		for i := range v.Len() {
+			countErrors(v.Index(i), report)
+		}
+	}
+}
+
+// Produced records a produce request's appended records and bytes.
+func (r *Registry) Produced(topic string, records, bytes int) {
+	if r == nil {
+		return
+	}
+	r.messagesIn.WithLabelValues(topic).Add(float64(records))
+	r.bytesIn.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// Fetched records bytes sent in a fetch answer.
+func (r *Registry) Fetched(topic string, bytes int) {
+	if r == nil || bytes == 0 {
+		return
+	}
+	r.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// ISRChanged records a committed ISR change: "expand" or "shrink".
+func (r *Registry) ISRChanged(change string) {
+	if r == nil {
+		return
+	}
+	switch change {
+	case "expand":
+		r.isrExpands.Inc()
+	case "shrink":
+		r.isrShrinks.Inc()
+	}
+}

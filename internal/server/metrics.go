@@ -1,0 +1,73 @@
+package server
+
+import (
+	"errors"
+
+	"gregor/internal/metadata"
+	"gregor/internal/metrics"
+)
+
+// metricsState is what Prometheus sees at a scrape: this node's partitions
+// and, on the active controller, the cluster's.
+func (s *Server) metricsState() metrics.State {
+	var st metrics.State
+	var img *metadata.Image
+	if s.replica != nil {
+		st.Broker = true
+		img = s.replica.Image()
+		for tp, p := range s.replica.HostedPartitions() {
+			l := p.Log()
+			st.Partitions = append(st.Partitions, metrics.PartitionState{
+				Topic: tp.Topic, Partition: tp.Partition, Leader: p.IsLeader(),
+				UnderReplicated: p.IsUnderReplicated(), UnderMinISR: p.IsUnderMinISR(), AtMinISR: p.IsAtMinISR(),
+				LogSize: l.Size(), LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset(),
+			})
+		}
+	}
+	if s.controller != nil {
+		st.Controller = true
+		st.ActiveController = s.controller.Active()
+		img = s.controller.Image()
+		st.GlobalTopicCount = len(img.Topics.ByID)
+		for _, t := range img.Topics.ByID {
+			for _, p := range t.Partitions {
+				st.GlobalPartitionCount++
+				if p.Leader < 0 {
+					st.OfflinePartitionsCount++
+				}
+			}
+		}
+		for _, b := range img.Brokers {
+			if b.Fenced {
+				st.FencedBrokerCount++
+			} else {
+				st.ActiveBrokerCount++
+			}
+		}
+	}
+	if img != nil {
+		st.MetadataOffset = img.Offset
+	}
+	return st
+}
+
+// ready is /readyz: a broker is ready once unfenced (caught up with the
+// metadata log and registered), a controller once it knows the leader.
+func (s *Server) ready() error {
+	if s.lifecycle != nil {
+		if s.lifecycle.fenced.Load() {
+			return errors.New("broker not unfenced by the controller yet")
+		}
+		return nil
+	}
+	if s.cfg.HasRole("broker") {
+		return errors.New("broker starting")
+	}
+	if s.quorum == nil {
+		return errors.New("metadata quorum starting")
+	}
+	if leader, _ := s.quorum.Leader(); leader < 0 {
+		return errors.New("no metadata quorum leader known")
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// scrape fetches a path of the node's HTTP listener.
+func scrape(t *testing.T, ts *testServer, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + ts.srv.HTTPAddr().String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// sample returns a metric's value from Prometheus text (-1 if absent).
+func sample(text, series string) float64 {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` ([0-9.e+-]+)$`)
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	if code, body := scrape(t, ts, "/healthz"); code != 200 || !strings.Contains(body, "ok") {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if code, body := scrape(t, ts, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	cl := ts.client(kgo.DefaultProduceTopic("m"))
+	if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 2, 1, nil, "m"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := cl.ProduceSync(ctxT(t), &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An error a client causes shows in the error counter.
+	if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 1, 1, nil, "m"); err == nil {
+		t.Fatal("creating an existing topic succeeded")
+	}
+	_, text := scrape(t, ts, "/metrics")
+	checks := map[string]float64{
+		`kafka_server_brokertopicmetrics_messagesin_total{topic="m"}`:                                    10,
+		`kafka_server_replicamanager_partitioncount`:                                                     2,
+		`kafka_server_replicamanager_leadercount`:                                                        2,
+		`kafka_server_replicamanager_underreplicatedpartitions`:                                          0,
+		`kafka_controller_kafkacontroller_activecontrollercount`:                                         1,
+		`kafka_controller_kafkacontroller_globaltopiccount`:                                              1,
+		`kafka_controller_kafkacontroller_offlinepartitionscount`:                                        0,
+		`kafka_network_requestmetrics_errors_total{error="TOPIC_ALREADY_EXISTS",request="CreateTopics"}`: 1,
+	}
+	for series, want := range checks {
+		if got := sample(text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	if got := sample(text, `kafka_network_requestmetrics_requests_total{request="Produce"}`); got < 10 {
+		t.Errorf("Produce requests = %v, want >= 10", got)
+	}
+	if got := sample(text, `kafka_server_brokertopicmetrics_bytesin_total{topic="m"}`); got <= 0 {
+		t.Errorf("bytes in = %v", got)
+	}
+	for _, name := range []string{"kafka_network_requestmetrics_totaltimems_bucket", "kafka_log_log_size{", "go_goroutines", "process_resident_memory_bytes"} {
+		if !strings.Contains(text, name) {
+			t.Errorf("no %s in /metrics", name)
+		}
+	}
+}
