@@ -30,6 +30,7 @@ func startCluster(t *testing.T, extra map[string]string) *testCluster {
 		"log.dirs":                         t.TempDir(),
 		"group.initial.rebalance.delay.ms": "0",
 		"offsets.topic.num.partitions":     "3",
+		"gregor.http.listen":               "127.0.0.1:0",
 	}
 	for k, v := range extra {
 		props[k] = v
