@@ -124,7 +124,10 @@ func (c *cluster) configure(n *node) {
 	} else {
 		n.props = append(n.props, fmt.Sprintf("listeners=PLAINTEXT://%s", n.addr()))
 	}
-	n.props = append(n.props, c.extra...)
+	// "{id}" in an override stands for the node's id (say, broker.rack=r{id}).
+	for _, e := range c.extra {
+		n.props = append(n.props, strings.ReplaceAll(e, "{id}", fmt.Sprint(n.id)))
+	}
 }
 
 func (c *cluster) format(n *node) {

@@ -325,3 +325,70 @@ func TestReplicationUncleanElection(t *testing.T) {
 	// The new leader has the first 10 records only.
 	consumeCount(t, c.bootstrap(), "u", 10)
 }
+
+// TestFetchFromClosestReplica (KIP-392): with replica.selector.class set to
+// the rack-aware selector, a consumer with client.rack is sent to the
+// in-sync replica in its rack and reads everything from it.
+func TestFetchFromClosestReplica(t *testing.T) {
+	c := startCluster(t, 3, 3, "broker.rack=rack-{id}",
+		"replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector")
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "near"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually("all replicas in sync", 30*time.Second, func() error {
+		md, err := adm.Metadata(ctx, "near")
+		if err != nil {
+			return err
+		}
+		if p := md.Topics["near"].Partitions[0]; len(p.ISR) != 3 {
+			return fmt.Errorf("isr %v", p.ISR)
+		}
+		return nil
+	})
+	prod := c.client(kgo.DefaultProduceTopic("near"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceSome(t, prod, "near", 100)
+	md, err := adm.Metadata(ctx, "near")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := md.Topics["near"].Partitions[0].Leader
+	var follower int32
+	for _, b := range c.brokers {
+		if b.id != leader {
+			follower = b.id
+			break
+		}
+	}
+	var mu sync.Mutex
+	servedBy := map[int32]int{}
+	hook := fetchHook(func(node int32, n int) {
+		mu.Lock()
+		servedBy[node] += n
+		mu.Unlock()
+	})
+	cons := c.client(kgo.ConsumeTopics("near"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.Rack(fmt.Sprintf("rack-%d", follower)), kgo.WithHooks(hook))
+	got := 0
+	for got < 100 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 100", got)
+		}
+		got += fs.NumRecords()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if servedBy[follower] != 100 || servedBy[leader] != 0 {
+		t.Fatalf("records served by broker: %v; want all 100 from %d (rack-%d), none from the leader %d", servedBy, follower, follower, leader)
+	}
+}
+
+// fetchHook reports which broker served each fetched batch.
+type fetchHook func(node int32, records int)
+
+func (f fetchHook) OnFetchBatchRead(meta kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	f(meta.NodeID, m.NumRecords)
+}

@@ -152,6 +152,7 @@ type Broker struct {
 	ProducerIDExpirationCheckIntervalMs  int64    // producer.id.expiration.check.interval.ms
 
 	BrokerRack                string   // broker.rack
+	ReplicaSelectorClass      string   // replica.selector.class (KIP-392); "" = the leader serves every fetch
 	AuthorizerClassName       string   // authorizer.class.name
 	SuperUsers                []string // super.users (semicolon separated)
 	AllowEveryoneIfNoACLFound bool     // allow.everyone.if.no.acl.found
@@ -504,6 +505,7 @@ func loadTunables(b *Broker, v values) {
 	b.ProducerIDExpirationCheckIntervalMs = v.i64("producer.id.expiration.check.interval.ms")
 
 	b.BrokerRack = v.str("broker.rack")
+	b.ReplicaSelectorClass = v.str("replica.selector.class")
 	b.AuthorizerClassName = v.str("authorizer.class.name")
 	for _, u := range strings.Split(v.str("super.users"), ";") {
 		if u = strings.TrimSpace(u); u != "" {
@@ -543,3 +545,9 @@ func crossCheckTunables(b *Broker, v values) error {
 	}
 	return nil
 }
+
+// Kafka's replica selectors (replica.selector.class), by their Java names.
+const (
+	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
+)

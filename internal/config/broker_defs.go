@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -306,8 +307,14 @@ var brokerDefList = []Def{
 		"Leader imbalance per broker, in percent, that triggers a rebalance."),
 	bdef("leader.imbalance.check.interval.seconds", Long, ptr("300"), atLeast(1), ReadOnly,
 		"How often the controller checks leader imbalance."),
-	bdef("replica.selector.class", String, nil, nil, ReadOnly,
-		"Selector of the replica a consumer fetches from (KIP-392); unset means the leader."),
+	bdef("replica.selector.class", String, nil, func(v string) error {
+		switch v {
+		case "", RackAwareReplicaSelector, LeaderSelector:
+			return nil
+		}
+		return fmt.Errorf("Gregor has the selectors %s and %s only", RackAwareReplicaSelector, LeaderSelector)
+	}, ReadOnly,
+		"Selector of the replica a consumer fetches from (KIP-392): RackAwareReplicaSelector sends consumers with client.rack to an in-sync replica in their rack; unset means the leader."),
 
 	// Group coordinator and __consumer_offsets.
 	bdef("group.min.session.timeout.ms", Int, ptr("6000"), nil, ReadOnly,

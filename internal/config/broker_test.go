@@ -499,3 +499,13 @@ func TestHTTPListenCanBeTurnedOff(t *testing.T) {
 		t.Fatal("gregor.http.listen=nope accepted")
 	}
 }
+
+func TestReplicaSelectorClass(t *testing.T) {
+	b, _, err := Load(map[string]string{"replica.selector.class": RackAwareReplicaSelector})
+	if err != nil || b.ReplicaSelectorClass != RackAwareReplicaSelector {
+		t.Fatalf("rack-aware selector: %v %q", err, b.ReplicaSelectorClass)
+	}
+	if _, _, err := Load(map[string]string{"replica.selector.class": "com.example.MySelector"}); err == nil || !strings.Contains(err.Error(), "replica.selector.class") {
+		t.Fatalf("an unknown selector class: %v", err)
+	}
+}

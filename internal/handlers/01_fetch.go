@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/config"
 	"gregor/internal/log"
 	"gregor/internal/network"
 	"gregor/internal/replica"
@@ -178,7 +179,20 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchRespo
 				if limit < 0 {
 					limit = 0
 				}
-				res := h.d.Replica.ReadFileRange(name, p.Partition, p.CurrentLeaderEpoch, p.FetchOffset, int32(limit), readCommitted, total == 0)
+				if r.Version >= 11 && r.Rack != "" && h.d.Broker.ReplicaSelectorClass == config.RackAwareReplicaSelector {
+					// KIP-392: send the consumer to a replica in its rack.
+					if id := h.d.Replica.PreferredReadReplica(name, p.Partition, r.Rack, p.FetchOffset); id >= 0 {
+						rp.PreferredReadReplica = id
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+				}
+				read := h.d.Replica.ReadFileRange
+				if r.Version >= 11 {
+					// A consumer may fetch from a follower it was sent to.
+					read = h.d.Replica.ReadFileRangeAnyReplica
+				}
+				res := read(name, p.Partition, p.CurrentLeaderEpoch, p.FetchOffset, int32(limit), readCommitted, total == 0)
 				rp.ErrorCode = errorCode(res.Err)
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 				if res.File.Size > 0 {

@@ -143,3 +143,20 @@ func (p *Partition) IsAtMinISR() bool {
 	defer p.mu.RUnlock()
 	return p.state != nil && p.state.IsAtMinISR()
 }
+
+// Follower returns a follower's fetch state as the leader knows it.
+func (p *Partition) Follower(id int32) (ReplicaState, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.state == nil {
+		return ReplicaState{}, false
+	}
+	return p.state.Follower(id)
+}
+
+// ISR is the committed in-sync replica set as this broker knows it.
+func (p *Partition) ISR() []int32 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return append([]int32(nil), p.isr...)
+}

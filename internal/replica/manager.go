@@ -226,6 +226,22 @@ func (m *Manager) Leader(topic string, p int32) (*partition.Partition, error) {
 	return part, nil
 }
 
+// Replica returns a partition this broker leads or follows (for fetches a
+// follower may answer).
+func (m *Manager) Replica(topic string, p int32) (*partition.Partition, error) {
+	part, err := m.Leader(topic, p)
+	if err == nil || !errors.Is(err, kerr.NotLeaderForPartition) {
+		return part, err
+	}
+	m.mu.RLock()
+	part, ok := m.partitions[log.TopicPartition{Topic: topic, Partition: p}]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return part, nil
+}
+
 // DeleteRecords raises a partition's log start offset to offset (-1: the
 // high watermark) and returns the new low watermark (Kafka's
 // Partition.deleteRecordsOnLeader). With one replica the low watermark is
@@ -313,8 +329,27 @@ func (m *Manager) ReadFileRange(topic string, p int32, currentLeaderEpoch int32,
 	return m.read(topic, p, currentLeaderEpoch, offset, maxBytes, readCommitted, minOneBatch, true)
 }
 
+// ReadFileRangeAnyReplica is ReadFileRange answered by the leader or a
+// follower (KIP-392 fetch from follower).
+func (m *Manager) ReadFileRangeAnyReplica(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch bool) FetchResult {
+	return m.readReplica(topic, p, currentLeaderEpoch, offset, maxBytes, readCommitted, minOneBatch, true, true)
+}
+
 func (m *Manager) read(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch, zeroCopy bool) FetchResult {
-	part, err := m.Leader(topic, p)
+	return m.readReplica(topic, p, currentLeaderEpoch, offset, maxBytes, readCommitted, minOneBatch, zeroCopy, false)
+}
+
+// readReplica is read; fromFollower lets a follower of the partition
+// answer too (a consumer fetching from its closest replica, KIP-392),
+// bounded by the high watermark it learnt from its leader.
+func (m *Manager) readReplica(topic string, p int32, currentLeaderEpoch int32, offset int64, maxBytes int32, readCommitted, minOneBatch, zeroCopy, fromFollower bool) FetchResult {
+	var part *partition.Partition
+	var err error
+	if fromFollower {
+		part, err = m.Replica(topic, p)
+	} else {
+		part, err = m.Leader(topic, p)
+	}
 	if err != nil {
 		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 	}
@@ -331,6 +366,11 @@ func (m *Manager) read(topic string, p int32, currentLeaderEpoch int32, offset i
 	// An offset between the bound and the log end is valid but has nothing
 	// to return yet; only offsets outside the log are out of range.
 	if offset > bound && offset <= l.LogEndOffset() {
+		return res
+	}
+	if offset > bound && !part.IsLeader() {
+		// A follower behind the leader has nothing yet for an offset the
+		// consumer learnt from the leader; it will, once it catches up.
 		return res
 	}
 	var info log.ReadInfo

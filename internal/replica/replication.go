@@ -329,3 +329,41 @@ func (m *Manager) Close() {
 	}
 	m.bg.Wait()
 }
+
+// PreferredReadReplica is Kafka's RackAwareReplicaSelector on the leader:
+// for a consumer in clientRack, an in-sync replica in that rack that has
+// the fetch offset, the most caught up first; -1 when the leader itself is
+// in that rack, or no such replica exists (the leader serves the fetch).
+func (m *Manager) PreferredReadReplica(topic string, p int32, clientRack string, fetchOffset int64) int32 {
+	if clientRack == "" {
+		return -1
+	}
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return -1
+	}
+	img := m.Image()
+	rackOf := func(id int32) string {
+		if b, ok := img.Brokers[id]; ok && b.Rack != nil && !b.Fenced {
+			return *b.Rack
+		}
+		return ""
+	}
+	if rackOf(m.cfg.NodeID) == clientRack {
+		return -1
+	}
+	best, bestLEO := int32(-1), int64(-1)
+	for _, id := range part.ISR() {
+		if id == m.cfg.NodeID || rackOf(id) != clientRack {
+			continue
+		}
+		f, ok := part.Follower(id)
+		if !ok || f.LogEndOffset < fetchOffset || f.LogStartOffset > fetchOffset {
+			continue
+		}
+		if f.LogEndOffset > bestLEO {
+			best, bestLEO = id, f.LogEndOffset
+		}
+	}
+	return best
+}
