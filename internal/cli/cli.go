@@ -1,8 +1,9 @@
 // Package cli holds Gregor's operator commands (topic, produce, consume,
-// group, config, cluster). They talk to any Kafka cluster through franz-go's
-// kgo and kadm clients, and their flags follow Kafka's own tools
-// (kafka-topics, kafka-console-producer/consumer, kafka-consumer-groups,
-// kafka-configs) so that a Kafka operator's habits carry over.
+// group, config, cluster, log, bench). They talk to any Kafka cluster
+// through franz-go's kgo and kadm clients (log dump reads segment files), and
+// their flags follow Kafka's own tools (kafka-topics, kafka-console-producer/
+// consumer, kafka-consumer-groups, kafka-configs, kafka-dump-log, the perf
+// tests) so that a Kafka operator's habits carry over.
 //
 // Each command writes its results to the cobra command's output writer and
 // returns one-line errors; the binary prints them and exits non-zero.
@@ -41,6 +42,8 @@ func Commands() []*cobra.Command {
 		NewGroupCommand(),
 		NewConfigCommand(),
 		NewClusterCommand(),
+		NewLogCommand(),
+		NewBenchCommand(),
 	}
 }
 

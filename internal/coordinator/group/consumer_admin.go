@@ -79,6 +79,10 @@ func (s *Shard) ConsumerGroupDescribe(version int16, groupID string, includeOps 
 	if includeOps {
 		rg.AuthorizedOperations = groupAuthorizedOperations
 	}
+	if groupID == "" {
+		rg.ErrorCode = kerr.InvalidGroupID.Code
+		return rg
+	}
 	g := s.groups[groupID]
 	if g == nil || g.state == Dead || (g.consumer == nil && len(g.members) == 0 && g.protocolType == "") {
 		rg.ErrorCode = kerr.GroupIDNotFound.Code

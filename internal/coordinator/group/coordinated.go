@@ -52,7 +52,9 @@ func (w RuntimeWriter) Write(records []Record) error {
 }
 
 // AppendErrorCode maps a failed write to __consumer_offsets to the code a
-// group client is told, as Kafka's coordinator does.
+// group client is told, as Kafka's coordinator does (a batch over
+// max.message.bytes, as an oversized subscription makes in SyncGroup, is
+// UNKNOWN_SERVER_ERROR).
 func AppendErrorCode(err error) int16 {
 	var ke *kerr.Error
 	if !errors.As(err, &ke) {
@@ -64,7 +66,9 @@ func AppendErrorCode(err error) int16 {
 	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
 		return kerr.NotCoordinator.Code
 	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return kerr.InvalidCommitOffsetSize.Code
+		// Kafka 4's coordinator runtime (CoordinatorOperationExceptionHelper);
+		// INVALID_COMMIT_OFFSET_SIZE was the old coordinator's answer.
+		return kerr.UnknownServerError.Code
 	}
 	return ke.Code
 }

@@ -42,7 +42,13 @@ func (s *Shard) JoinGroup(now int64, req *kmsg.JoinGroupRequest, clientID, clien
 		created = true
 	}
 	if !s.acceptJoiningMember(g, req.MemberID) {
-		return fail(kerr.GroupMaxSizeReached.Code)
+		// Kafka drops a member it turns away (one that had not rejoined a
+		// rebalance already full) and answers without a member id.
+		if m := g.members[req.MemberID]; m != nil {
+			s.removeMember(now, g, m, &r, false)
+		}
+		r.reply(respond, joinError(req.Version, "", kerr.GroupMaxSizeReached.Code))
+		return r
 	}
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable.Code)

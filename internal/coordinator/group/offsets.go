@@ -54,21 +54,31 @@ func (g *group) validateCommit(memberID string, instanceID *string, generation i
 	if generation < 0 && g.state == Empty {
 		return 0
 	}
-	if g.state == CompletingRebalance {
-		// The member knows the new generation from its join answer but has
-		// no assignment yet.
-		if code := g.validateMember(memberID, instanceID); code != 0 {
-			return code
-		}
-		return kerr.RebalanceInProgress.Code
-	}
 	if code := g.validateMember(memberID, instanceID); code != 0 {
 		return code
 	}
 	if generation != g.generation {
 		return kerr.IllegalGeneration.Code
 	}
+	if g.state == CompletingRebalance {
+		// The member knows the new generation from its join answer but has
+		// no assignment yet.
+		return kerr.RebalanceInProgress.Code
+	}
 	return 0
+}
+
+// javaLength is a string's length as Java's String.length counts it (UTF-16
+// code units): offset.metadata.max.bytes is checked against that.
+func javaLength(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
 }
 
 // OffsetCommit handles an OffsetCommit request. The offsets change only
@@ -79,13 +89,15 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 		r.reply(respond, commitResponse(req, func(string, kmsg.OffsetCommitRequestTopicPartition) int16 { return code }))
 		return r
 	}
-	if req.Group == "" {
-		return all(kerr.InvalidGroupID.Code)
-	}
+	// The empty group id is a valid group for commits (Kafka keeps it for
+	// old clients; only JoinGroup and the other membership APIs refuse it).
 	g := s.groups[req.Group]
 	created := false
 	if g == nil {
-		if req.Generation >= 0 || req.MemberID != "" {
+		if req.Generation >= 0 {
+			if req.Version >= 9 {
+				return all(kerr.GroupIDNotFound.Code)
+			}
 			return all(kerr.IllegalGeneration.Code)
 		}
 		// A simple consumer's commit creates an empty group holding offsets.
@@ -95,7 +107,7 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 	if code := g.validateCommit(req.MemberID, req.InstanceID, req.Generation, req.Topics); code != 0 {
 		return all(code)
 	}
-	if m := g.members[req.MemberID]; m != nil && g.state == Stable {
+	if m := g.members[req.MemberID]; m != nil && (g.state == Stable || g.state == PreparingRebalance) {
 		m.heartbeatDue = now + int64(m.sessionTimeoutMs)
 	}
 	expire := int64(-1)
@@ -113,7 +125,7 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 		if p.Metadata != nil {
 			meta = *p.Metadata
 		}
-		if len(meta) > s.cfg.OffsetMetadataMaxBytes {
+		if javaLength(meta) > s.cfg.OffsetMetadataMaxBytes {
 			return kerr.OffsetMetadataTooLarge.Code
 		}
 		c := committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: meta, commitTs: now, expireTs: expire}
@@ -203,6 +215,10 @@ func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteR
 	var r Result
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, r
+	}
 	g := s.groups[req.Group]
 	if g == nil || g.state == Dead {
 		resp.ErrorCode = kerr.GroupIDNotFound.Code

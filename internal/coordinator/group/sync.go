@@ -34,6 +34,9 @@ func (s *Shard) SyncGroup(now int64, req *kmsg.SyncGroupRequest, respond Respond
 		r.reply(respond, resp)
 		return r
 	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
 	g := s.groups[req.Group]
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
@@ -113,6 +116,10 @@ func (s *Shard) SyncGroup(now int64, req *kmsg.SyncGroupRequest, respond Respond
 func (s *Shard) Heartbeat(now int64, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.Version = req.Version
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
 	g := s.groups[req.Group]
 	if g == nil {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
@@ -155,19 +162,24 @@ func (s *Shard) LeaveGroup(now int64, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveG
 		lm.MemberID = req.MemberID
 		leaving = []kmsg.LeaveGroupRequestMember{lm}
 	}
-	g := s.groups[req.Group]
-	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, r
 	}
-	if g.state == Dead {
+	g := s.groups[req.Group]
+	if g != nil && g.state == Dead {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, r
 	}
 	for _, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
-		rm.ErrorCode = s.leave(now, g, lm.MemberID, lm.InstanceID, &r)
+		// An unknown group: each member is unknown (Kafka answers per
+		// member, and v0-2 carry the one member's error at the top).
+		rm.ErrorCode = kerr.UnknownMemberID.Code
+		if g != nil {
+			rm.ErrorCode = s.leave(now, g, lm.MemberID, lm.InstanceID, &r)
+		}
 		resp.Members = append(resp.Members, rm)
 	}
 	if req.Version < 3 {
