@@ -8,14 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestReassignUnderLoad is issue #5's "reassignment moves a partition under
@@ -61,44 +57,8 @@ func TestReassignUnderLoad(t *testing.T) {
 		return nil
 	})
 
-	// The producer: values "p-seq", seq rising per partition.
-	var mu sync.Mutex
-	acked := make([][]int, partitions)
-	failed := 0
-	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(90*time.Second), kgo.MaxBufferedRecords(2000))
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for seq := 0; ; seq++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := int32(seq % partitions)
-			n := seq / partitions
-			if seq%20 == 19 {
-				time.Sleep(10 * time.Millisecond) // about 2000 records a second
-			}
-			prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%d-%d", p, n))},
-				func(_ *kgo.Record, err error) {
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						failed++
-						return
-					}
-					acked[p] = append(acked[p], n)
-				})
-		}
-	}()
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked[0]) + len(acked[1])
-	}
+	load := startSeqLoad(ctx, c, topic, partitions)
+	ackedCount := func() int { return load.count(-1) }
 	waitAcks := func(what string, more int) {
 		before := ackedCount()
 		c.eventually(what, 30*time.Second, func() error {
@@ -181,67 +141,14 @@ func TestReassignUnderLoad(t *testing.T) {
 		}
 	}
 	// Partition 0 is still written, now through its new leader.
-	before := func() int { mu.Lock(); defer mu.Unlock(); return len(acked[0]) }()
+	before := load.count(0)
 	c.eventually("partition 0 acknowledged after the move", 30*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked[0]) < before+500 {
-			return fmt.Errorf("%d acknowledged, %d before", len(acked[0]), before)
+		if n := load.count(0); n < before+500 {
+			return fmt.Errorf("%d acknowledged, %d before", n, before)
 		}
 		return nil
 	})
 
-	close(stop)
-	<-done
-	fctx, fcancel := context.WithTimeout(ctx, time.Minute)
-	if err := prod.Flush(fctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	fcancel()
-	mu.Lock()
-	t.Logf("%d + %d records acknowledged, %d failed", len(acked[0]), len(acked[1]), failed)
-	mu.Unlock()
-
-	// Read everything back.
-	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	got := make([][]int, partitions)
-	seen := []map[int]bool{{}, {}}
-	want := map[int32]int{}
-	for p, a := range acked {
-		want[int32(p)] = a[len(a)-1]
-	}
-	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-	defer rcancel()
-	for reached := 0; reached < partitions; {
-		fs := cons.PollFetches(rctx)
-		if rctx.Err() != nil {
-			t.Fatalf("reading back: %v (got %d/%d)", rctx.Err(), len(got[0]), len(got[1]))
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			ps, ns, _ := strings.Cut(string(r.Value), "-")
-			p, _ := strconv.Atoi(ps)
-			n, _ := strconv.Atoi(ns)
-			if int32(p) != r.Partition {
-				t.Fatalf("record %q in partition %d", r.Value, r.Partition)
-			}
-			if seen[p][n] {
-				t.Fatalf("partition %d: %d read twice (offset %d)", p, n, r.Offset)
-			}
-			if l := len(got[p]); l > 0 && got[p][l-1] > n {
-				t.Fatalf("partition %d: %d after %d: out of order", p, n, got[p][l-1])
-			}
-			seen[p][n] = true
-			got[p] = append(got[p], n)
-			if n == want[int32(p)] {
-				reached++
-			}
-		})
-	}
-	for p, a := range acked {
-		for _, n := range a {
-			if !seen[p][n] {
-				t.Fatalf("partition %d: acknowledged record %d lost", p, n)
-			}
-		}
-	}
+	load.finish(t, ctx)
+	load.verify(t, ctx, c)
 }

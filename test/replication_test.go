@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,48 +51,8 @@ func TestReplicationLeaderKills(t *testing.T) {
 	}
 	c.eventually("every replica in sync", 30*time.Second, fullISR)
 
-	// The producer: values "p-seq", seq rising per partition.
-	var mu sync.Mutex
-	acked := make([][]int, partitions)
-	failed := 0
-	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(90*time.Second), kgo.MaxBufferedRecords(2000))
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for seq := 0; ; seq++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := int32(seq % partitions)
-			n := seq / partitions
-			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%d-%d", p, n))}
-			if seq%20 == 19 {
-				time.Sleep(10 * time.Millisecond) // about 2000 records a second
-			}
-			prod.Produce(ctx, r, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed++
-					return
-				}
-				acked[p] = append(acked[p], n)
-			})
-		}
-	}()
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, a := range acked {
-			n += len(a)
-		}
-		return n
-	}
+	load := startSeqLoad(ctx, c, topic, partitions)
+	ackedCount := func() int { return load.count(-1) }
 
 	leaderOf := func(p int32) (int32, error) {
 		md, err := adm.Metadata(ctx, topic)
@@ -167,66 +126,8 @@ func TestReplicationLeaderKills(t *testing.T) {
 	})
 	c.controller(active).start()
 
-	close(stop)
-	<-done
-	fctx, fcancel := context.WithTimeout(ctx, 2*time.Minute)
-	if err := prod.Flush(fctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	fcancel()
-	mu.Lock()
-	total, nfailed := 0, failed
-	for _, a := range acked {
-		total += len(a)
-	}
-	mu.Unlock()
-	t.Logf("%d records acknowledged, %d failed, over %d leader kills and one controller kill", total, nfailed, kills)
-
-	// Read everything back.
-	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	got := make([][]int, partitions)
-	seen := make([]map[int]bool, partitions)
-	for p := range seen {
-		seen[p] = map[int]bool{}
-	}
-	want := map[int32]int{}
-	for p, a := range acked {
-		want[int32(p)] = a[len(a)-1]
-	}
-	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer rcancel()
-	for reached := 0; reached < partitions; {
-		fs := cons.PollFetches(rctx)
-		if rctx.Err() != nil {
-			t.Fatalf("reading back: %v (got %d/%d/%d)", rctx.Err(), len(got[0]), len(got[1]), len(got[2]))
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			ps, ns, _ := strings.Cut(string(r.Value), "-")
-			p, _ := strconv.Atoi(ps)
-			n, _ := strconv.Atoi(ns)
-			if int32(p) != r.Partition {
-				t.Fatalf("record %q in partition %d", r.Value, r.Partition)
-			}
-			if seen[p][n] {
-				t.Fatalf("partition %d: %d read twice (offset %d)", p, n, r.Offset)
-			}
-			if l := len(got[p]); l > 0 && got[p][l-1] > n {
-				t.Fatalf("partition %d: %d after %d: out of order", p, n, got[p][l-1])
-			}
-			seen[p][n] = true
-			got[p] = append(got[p], n)
-			if n == want[int32(p)] {
-				reached++
-			}
-		})
-	}
-	for p, a := range acked {
-		for _, n := range a {
-			if !seen[p][n] {
-				t.Fatalf("partition %d: acknowledged record %d lost", p, n)
-			}
-		}
-	}
+	load.finish(t, ctx)
+	load.verify(t, ctx, c)
 }
 
 // TestReplicationUncleanElection: a replica that fell out of the ISR never
