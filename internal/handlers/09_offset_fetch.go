@@ -2,8 +2,11 @@ package handlers
 
 // OffsetFetch (key 9), versions 1-9 (Kafka 4.0 removed 0): committed offsets
 // of one group, or of several (v8+). Null topics mean all of the group's
-// offsets. require_stable (v7+) never waits: commits become visible only
-// once written, and transactional commits do not exist yet.
+// offsets. require_stable (v7+) goes to the shard (see Shard.FetchOffsets:
+// with nothing pending it answers as a plain fetch, as Kafka does; the
+// UNSTABLE_OFFSET_COMMIT path arrives with TxnOffsetCommit). v9 names the
+// member and its epoch: a KIP-848 group checks them first (Kafka's
+// ConsumerGroup.validateOffsetFetch).
 
 import (
 	"context"
@@ -20,11 +23,14 @@ func (h *Handlers) offsetFetch(ctx context.Context, req *network.Request) (kmsg.
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.Version = r.Version
-	fetch := func(id string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+	fetch := func(id string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = id
 		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
-			rg.ErrorCode, rg.Topics = s.FetchOffsets(id, topics)
+			if rg.ErrorCode = s.ValidateOffsetFetch(id, memberID, memberEpoch); rg.ErrorCode != 0 {
+				return
+			}
+			rg.ErrorCode, rg.Topics = s.FetchOffsets(id, topics, r.RequireStable)
 		})
 		if code != 0 {
 			rg.ErrorCode, rg.Topics = code, nil
@@ -33,7 +39,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, req *network.Request) (kmsg.
 	}
 	if r.Version >= 8 {
 		for _, g := range r.Groups {
-			resp.Groups = append(resp.Groups, fetch(g.Group, g.Topics))
+			resp.Groups = append(resp.Groups, fetch(g.Group, g.MemberID, g.MemberEpoch, g.Topics))
 		}
 		return resp, nil
 	}
@@ -46,7 +52,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, req *network.Request) (kmsg.
 			topics = append(topics, gt)
 		}
 	}
-	rg := fetch(r.Group, topics)
+	rg := fetch(r.Group, nil, -1, topics)
 	resp.ErrorCode = rg.ErrorCode
 	for _, t := range rg.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()

@@ -68,6 +68,11 @@ type Config struct {
 	// Socket buffer sizes; 0 takes the Kafka default 102400, -1 keeps the OS default.
 	SocketSendBufferBytes, SocketReceiveBufferBytes int
 	Logger                                          *slog.Logger
+	// Gate, if set, holds off accepting connections until it is closed:
+	// the listeners are bound (so their ports are known) but clients wait
+	// in the accept queue until the node is ready to answer them (a
+	// broker serves only once unfenced, as Kafka's does).
+	Gate <-chan struct{}
 	// Observe, if set, is told about each handled request: its response
 	// (nil for none) and when its handling started and ended (metrics).
 	Observe func(req *Request, resp kmsg.Response, started, done time.Time)
@@ -92,6 +97,9 @@ type Server struct {
 	conns     map[*conn]struct{}
 	ctx       context.Context // parent of every connection context
 	cancel    context.CancelFunc
+	// stopAccept is closed by Shutdown: accept loops still waiting at
+	// the gate give up.
+	stopAccept chan struct{}
 
 	// wg tracks accept loops and connection reader/writer goroutines; they
 	// exit promptly once connections are closed. handlers tracks request
@@ -126,14 +134,15 @@ func NewServer(cfg Config, h Handler) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:       cfg,
-		handler:   h,
-		log:       log.With("component", "socket-server"),
-		queued:    make(chan struct{}, cfg.QueuedMaxRequests),
-		listeners: make(map[string]net.Listener),
-		conns:     make(map[*conn]struct{}),
-		ctx:       ctx,
-		cancel:    cancel,
+		stopAccept: make(chan struct{}),
+		cfg:        cfg,
+		handler:    h,
+		log:        log.With("component", "socket-server"),
+		queued:     make(chan struct{}, cfg.QueuedMaxRequests),
+		listeners:  make(map[string]net.Listener),
+		conns:      make(map[*conn]struct{}),
+		ctx:        ctx,
+		cancel:     cancel,
 	}
 }
 
@@ -209,6 +218,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return errors.New("socket server: already shut down")
 	}
 	s.closing = true
+	close(s.stopAccept)
 	for _, l := range s.listeners {
 		l.Close()
 	}
@@ -247,6 +257,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // acceptLoop accepts connections of one listener until it is closed.
 func (s *Server) acceptLoop(name string, l net.Listener) {
 	defer s.wg.Done()
+	if s.cfg.Gate != nil {
+		select {
+		case <-s.cfg.Gate:
+		case <-s.stopAccept:
+			return
+		}
+	}
 	var backoff time.Duration
 	for {
 		nc, err := l.Accept()

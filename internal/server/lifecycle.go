@@ -88,9 +88,20 @@ func (l *lifecycle) start(ctx, runCtx context.Context) error {
 	}()
 	select {
 	case <-l.unfenced:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("broker %d was not unfenced by the controller in time: %w", l.s.cfg.NodeID, ctx.Err())
+	}
+	// Serve clients only once this broker's own image shows it unfenced,
+	// so its first Metadata answers list it.
+	for {
+		if reg, ok := l.s.loader.Image().Brokers[l.s.cfg.NodeID]; ok && !reg.Fenced && reg.Epoch == l.epoch.Load() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("broker %d: unfenced, but its metadata image does not show it yet: %w", l.s.cfg.NodeID, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 

@@ -12,7 +12,6 @@ package group
 import (
 	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -95,9 +94,15 @@ type cmember struct {
 
 	sessionDue    int64
 	revokeDue     int64 // fenced if still revoking then; 0: not revoking
-	leftStatic    bool  // left with epoch -2: kept for a restart within the session
 	hasSubscribed bool
 }
+
+// leaveStaticEpoch is the member epoch of a static member that left
+// temporarily (Kafka's LEAVE_GROUP_STATIC_MEMBER_EPOCH): it keeps its place
+// and its partitions, reserved for its instance id, until its session ends.
+// The epoch is written in its ConsumerGroupCurrentMemberAssignment record,
+// so a coordinator that loads the group keeps the reservation too.
+const leaveStaticEpoch = -2
 
 // consumerGroup is the KIP-848 half of a group.
 type consumerGroup struct {
@@ -106,8 +111,13 @@ type consumerGroup struct {
 	members         map[string]*cmember
 	static          map[string]string // instance id -> member id
 	target          map[string]assignment
-	topicsSig       string              // subscribed topics and their sizes when the target was computed
-	names           map[string][16]byte // topic ids by name, for offset commits
+	// subscription is Kafka's subscription metadata: the subscribed topics
+	// that exist, with their ids and sizes, as of the last group epoch bump
+	// (a change bumps the epoch). nil until first computed non-empty, as
+	// Kafka writes its ConsumerGroupPartitionMetadata record only once it
+	// differs from the empty metadata of a new group.
+	subscription Topics
+	names        map[string][16]byte // topic ids by name, for offset commits
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -141,10 +151,11 @@ func (c *consumerGroup) sortedMembers() []string {
 
 // subscribed resolves what each member subscribes to: topic names that
 // exist plus the regex matches (a full match, RE2 as Kafka's RE2J; like
-// Kafka, internal topics are not skipped).
-func (c *consumerGroup) subscribed(topics Topics) (map[string][]string, string) {
+// Kafka, internal topics are not skipped), and the subscription metadata
+// of all of them (Kafka's computeSubscriptionMetadata).
+func (c *consumerGroup) subscribed(topics Topics) (map[string][]string, Topics) {
 	out := map[string][]string{}
-	all := map[string]bool{}
+	meta := Topics{}
 	names := make([]string, 0, len(topics))
 	for n := range topics {
 		names = append(names, n)
@@ -168,24 +179,26 @@ func (c *consumerGroup) subscribed(topics Topics) (map[string][]string, string) 
 		}
 		for n := range set {
 			out[id] = append(out[id], n)
-			all[n] = true
+			meta[n] = topics[n]
 			c.names[n] = topics[n].ID
 		}
 		sort.Strings(out[id])
 	}
-	var sig strings.Builder
-	for _, n := range names {
-		if all[n] {
-			t := topics[n]
-			sig.WriteString(n)
-			sig.WriteByte(':')
-			sig.WriteString(string(t.ID[:]))
-			sig.WriteByte(byte(t.Partitions))
-			sig.WriteByte(byte(t.Partitions >> 8))
-			sig.WriteByte(';')
+	return out, meta
+}
+
+// sameSubscription is whether the subscription metadata is unchanged (nil
+// and empty are the same: no topics).
+func (c *consumerGroup) sameSubscription(meta Topics) bool {
+	if len(meta) != len(c.subscription) {
+		return false
+	}
+	for n, t := range meta {
+		if old, ok := c.subscription[n]; !ok || old != t {
+			return false
 		}
 	}
-	return out, sig.String()
+	return true
 }
 
 // owner is who holds a partition now (assigned or still revoking), other

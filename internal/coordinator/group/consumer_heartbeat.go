@@ -74,62 +74,16 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	c := g.consumer
 
 	if req.MemberEpoch < 0 {
-		return s.consumerLeave(now, g, req)
+		return s.consumerLeave(g, req)
 	}
 
 	memberID := req.MemberID
-	m := c.members[memberID]
-	bump := false
-	switch {
-	case req.MemberEpoch == 0:
-		if memberID == "" {
-			memberID = newConsumerMemberID()
-		}
-		if req.InstanceID != nil {
-			if oldID, ok := c.static[*req.InstanceID]; ok && oldID != memberID {
-				old := c.members[oldID]
-				if old != nil && !old.leftStatic {
-					return cghError(req, kerr.UnreleasedInstanceID.Code, "Static member "+*req.InstanceID+" is still in use by "+oldID+".")
-				}
-				// A static member's restart takes over its predecessor's
-				// place and assignment without a rebalance.
-				if old != nil {
-					delete(c.members, oldID)
-					nm := *old
-					nm.id, nm.leftStatic = memberID, false
-					nm.sent = nil
-					c.members[memberID] = &nm
-					c.target[memberID] = c.target[oldID]
-					delete(c.target, oldID)
-					m = &nm
-				}
-			}
-		}
-		if m == nil {
-			if len(c.members) >= int(s.cfg.ConsumerMaxSize) && s.cfg.ConsumerMaxSize > 0 {
-				return cghError(req, kerr.GroupMaxSizeReached.Code, "")
-			}
-			m = &cmember{id: memberID, state: memberStable, assigned: assignment{}, revoking: assignment{}}
-			c.members[memberID] = m
-			bump = true
-		} else if m.epoch != 0 && req.InstanceID == nil {
-			// A dynamic member rejoining with epoch 0 starts over: it
-			// has lost its partitions.
-			m.assigned, m.revoking, m.state, m.revokeDue = assignment{}, assignment{}, memberStable, 0
-			m.sent = nil
-		}
-		if req.InstanceID != nil {
-			c.static[*req.InstanceID] = memberID
-		}
-	case m == nil:
-		return cghError(req, kerr.UnknownMemberID.Code, "")
-	case req.MemberEpoch != m.epoch:
-		owned := ownedFrom(req.Topics)
-		lostResponse := req.MemberEpoch == m.previousEpoch && owned != nil && isSubset(owned, m.assigned)
-		if req.MemberEpoch > m.epoch || !lostResponse {
-			return cghError(req, kerr.FencedMemberEpoch.Code, "")
-		}
-		m.sent = nil
+	if memberID == "" {
+		memberID = newConsumerMemberID()
+	}
+	m, bump, errResp := s.consumerMember(g, req, memberID)
+	if errResp != nil {
+		return errResp
 	}
 
 	m.clientID, m.clientHost = clientID, clientHost
@@ -156,8 +110,9 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	}
 	m.sessionDue = now + int64(s.cfg.ConsumerSessionTimeoutMs)
 
-	subs, sig := c.subscribed(topics)
-	if sig != c.topicsSig {
+	subs, meta := c.subscribed(topics)
+	if !c.sameSubscription(meta) {
+		c.subscription = meta
 		bump = true
 	}
 	if bump {
@@ -165,7 +120,7 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	}
 	if c.epoch > c.assignmentEpoch {
 		c.target = s.assign(c, subs, topics)
-		c.assignmentEpoch, c.topicsSig = c.epoch, sig
+		c.assignmentEpoch = c.epoch
 	}
 	c.reconcile(m, ownedFrom(req.Topics), now)
 
@@ -191,28 +146,138 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	return resp
 }
 
-// consumerLeave handles epoch -1 (leave) and -2 (a static member's
-// temporary leave: its place and assignment are kept for a session).
-func (s *Shard) consumerLeave(now int64, g *group, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+// consumerMember finds the member a heartbeat is for, or creates it
+// (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember). bump
+// is set for a new member. A static member is found by its instance id:
+// joining (epoch 0) with an instance id whose member left with epoch -2
+// replaces that member, taking over its place and partitions without a
+// rebalance; while that member has not left, the instance id is
+// UNRELEASED_INSTANCE_ID. Later heartbeats must come from the member that
+// holds the instance id (FENCED_INSTANCE_ID otherwise).
+func (s *Shard) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, memberID string) (m *cmember, bump bool, errResp *kmsg.ConsumerGroupHeartbeatResponse) {
 	c := g.consumer
-	m := c.members[req.MemberID]
-	if m == nil && req.InstanceID != nil {
-		m = c.members[c.static[*req.InstanceID]]
+	if req.InstanceID != nil {
+		var old *cmember
+		if oldID, ok := c.static[*req.InstanceID]; ok {
+			old = c.members[oldID]
+		}
+		if req.MemberEpoch != 0 {
+			switch {
+			case old == nil:
+				return nil, false, cghError(req, kerr.UnknownMemberID.Code, "Instance id "+*req.InstanceID+" is unknown.")
+			case old.id != memberID:
+				return nil, false, cghError(req, kerr.FencedInstanceID.Code, "Static member "+memberID+" with instance id "+*req.InstanceID+" was fenced by member "+old.id+".")
+			}
+			if code := checkMemberEpoch(old, req); code != 0 {
+				return nil, false, cghError(req, code, "")
+			}
+			return old, false, nil
+		}
+		if old != nil {
+			if old.epoch != leaveStaticEpoch {
+				return nil, false, cghError(req, kerr.UnreleasedInstanceID.Code, "Static member "+memberID+" with instance id "+*req.InstanceID+
+					" cannot join the group because the instance id is owned by "+old.id+" member.")
+			}
+			s.replaceStaticConsumerMember(c, old, memberID)
+			return c.members[memberID], false, nil
+		}
+	}
+	m = c.members[memberID]
+	if m != nil && req.InstanceID != nil {
+		// A member joining with an instance id nobody holds (Kafka's
+		// getOrMaybeCreateMember: no epoch check).
+		c.static[*req.InstanceID] = memberID
+		return m, false, nil
 	}
 	if m == nil {
-		return cghError(req, kerr.UnknownMemberID.Code, "")
+		if req.MemberEpoch != 0 {
+			return nil, false, cghError(req, kerr.UnknownMemberID.Code, "")
+		}
+		if len(c.members) >= int(s.cfg.ConsumerMaxSize) && s.cfg.ConsumerMaxSize > 0 {
+			return nil, false, cghError(req, kerr.GroupMaxSizeReached.Code, "")
+		}
+		m = &cmember{id: memberID, state: memberStable, assigned: assignment{}, revoking: assignment{}}
+		c.members[memberID] = m
+		if req.InstanceID != nil {
+			c.static[*req.InstanceID] = memberID
+		}
+		return m, true, nil
 	}
-	if req.InstanceID != nil && m.instanceID != nil && *req.InstanceID != *m.instanceID {
-		return cghError(req, kerr.FencedInstanceID.Code, "")
+	if req.MemberEpoch == 0 && m.epoch != 0 {
+		// A dynamic member rejoining with epoch 0 starts over: it has
+		// lost its partitions.
+		m.assigned, m.revoking, m.state, m.revokeDue = assignment{}, assignment{}, memberStable, 0
+		m.sent = nil
+		return m, false, nil
+	}
+	if code := checkMemberEpoch(m, req); code != 0 {
+		return nil, false, cghError(req, code, "")
+	}
+	return m, false, nil
+}
+
+// checkMemberEpoch is Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a
+// newer epoch than the member's is fenced, and so is an older one unless it
+// is the previous epoch with owned partitions the member still has (the
+// answer that moved it on was lost).
+func checkMemberEpoch(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest) int16 {
+	if req.MemberEpoch == m.epoch {
+		return 0
+	}
+	owned := ownedFrom(req.Topics)
+	lostResponse := req.MemberEpoch == m.previousEpoch && owned != nil && isSubset(owned, m.assigned)
+	if req.MemberEpoch > m.epoch || !lostResponse {
+		return kerr.FencedMemberEpoch.Code
+	}
+	m.sent = nil
+	return 0
+}
+
+// replaceStaticConsumerMember moves a static member that left with epoch -2 to
+// its restarted instance's new member id (Kafka's replaceMember): same
+// subscription, assignment and target, epochs back to 0 so that the next
+// reconciliation gives it its partitions at the group's assignment epoch.
+func (s *Shard) replaceStaticConsumerMember(c *consumerGroup, old *cmember, memberID string) {
+	nm := *old
+	nm.id, nm.epoch, nm.previousEpoch, nm.sent = memberID, 0, 0, nil
+	target := c.target[old.id]
+	delete(c.members, old.id)
+	delete(c.target, old.id)
+	c.members[memberID] = &nm
+	c.target[memberID] = target
+	c.static[*old.instanceID] = memberID
+}
+
+// consumerLeave handles epoch -1 (leave) and -2 (a static member's
+// temporary leave, Kafka's consumerGroupStaticMemberGroupLeave: the member
+// stays with epoch -2 and nothing left to revoke, its partitions reserved
+// for its instance id; its session timer keeps running from its last
+// heartbeat, and only its end removes it and rebalances).
+func (s *Shard) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	c := g.consumer
+	var m *cmember
+	if req.InstanceID == nil {
+		if m = c.members[req.MemberID]; m == nil {
+			return cghError(req, kerr.UnknownMemberID.Code, "")
+		}
+	} else {
+		if id, ok := c.static[*req.InstanceID]; ok {
+			m = c.members[id]
+		}
+		switch {
+		case m == nil:
+			return cghError(req, kerr.UnknownMemberID.Code, "Instance id "+*req.InstanceID+" is unknown.")
+		case m.id != req.MemberID:
+			return cghError(req, kerr.FencedInstanceID.Code, "Static member "+req.MemberID+" with instance id "+*req.InstanceID+" was fenced by member "+m.id+".")
+		}
 	}
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
 	id := m.id
 	resp.MemberID = &id
 	resp.MemberEpoch = req.MemberEpoch
-	if req.MemberEpoch == -2 && m.instanceID != nil {
-		m.leftStatic = true
-		m.sessionDue = now + int64(s.cfg.ConsumerSessionTimeoutMs)
+	if req.MemberEpoch == leaveStaticEpoch {
+		m.epoch, m.revoking, m.revokeDue = leaveStaticEpoch, assignment{}, 0
 		return resp
 	}
 	s.removeConsumerMember(g, m)
@@ -220,7 +285,8 @@ func (s *Shard) consumerLeave(now int64, g *group, req *kmsg.ConsumerGroupHeartb
 }
 
 // removeConsumerMember drops a member and bumps the group epoch so that its
-// partitions are reassigned.
+// partitions are reassigned. The subscription metadata is recomputed
+// without it (over the topics known from the last computation).
 func (s *Shard) removeConsumerMember(g *group, m *cmember) {
 	c := g.consumer
 	delete(c.members, m.id)
@@ -228,10 +294,13 @@ func (s *Shard) removeConsumerMember(g *group, m *cmember) {
 	if m.instanceID != nil && c.static[*m.instanceID] == m.id {
 		delete(c.static, *m.instanceID)
 	}
+	if _, meta := c.subscribed(c.subscription); !c.sameSubscription(meta) {
+		c.subscription = meta
+	}
 	c.epoch++
 	if len(c.members) == 0 {
 		// Nothing to assign: the empty group's target is empty at once.
-		c.assignmentEpoch, c.target, c.topicsSig = c.epoch, map[string]assignment{}, ""
+		c.assignmentEpoch, c.target = c.epoch, map[string]assignment{}
 	}
 }
 

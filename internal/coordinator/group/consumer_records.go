@@ -6,6 +6,15 @@ package group
 // (non-flexible); a value is version 0 in the flexible encoding. The shard
 // writes the difference between the group's records before and after each
 // operation, so the state is rebuilt on load by replaying them.
+//
+// Of the consumer group records Kafka 4.0 writes, Gregor writes all that
+// carry state it keeps: types 3 and 5-8 and the subscription metadata (4).
+// Not written: ConsumerGroupRegularExpression (16), Kafka's cache of each
+// regex's resolution, made asynchronously and refreshed at most every 10 s;
+// Gregor resolves regexes against the topics on every heartbeat and keeps
+// no resolution to persist (the subscription metadata it writes covers the
+// topics they matched). Type 9 is ShareGroupPartitionMetadata (share groups,
+// KIP-932), which Gregor does not have. Unknown types are skipped on load.
 
 import (
 	"encoding/binary"
@@ -17,7 +26,7 @@ import (
 // Record types (key versions) of the consumer group records.
 const (
 	cgMetadataType                 = 3 // ConsumerGroupMetadata: group epoch
-	cgPartitionMetadataType        = 4 // ConsumerGroupPartitionMetadata: not written (deprecated in Kafka 4.1)
+	cgPartitionMetadataType        = 4 // ConsumerGroupPartitionMetadata: subscription metadata (Kafka 4.0; 4.1 replaced it by a hash)
 	cgMemberMetadataType           = 5 // ConsumerGroupMemberMetadata
 	cgTargetAssignmentMetadataType = 6 // ConsumerGroupTargetAssignmentMetadata: assignment epoch
 	cgTargetAssignmentMemberType   = 7 // ConsumerGroupTargetAssignmentMember
@@ -164,6 +173,9 @@ func (g *group) consumerRecords() map[string][]byte {
 	e.i32(c.assignmentEpoch)
 	e.tags()
 	out[cgKey(cgTargetAssignmentMetadataType, g.id, nil)] = e.b
+	if c.subscription != nil {
+		out[cgKey(cgPartitionMetadataType, g.id, nil)] = subscriptionValue(c.subscription)
+	}
 	for id, m := range c.members {
 		e = valueV0()
 		e.cnstr(m.instanceID)
@@ -202,6 +214,52 @@ func (g *group) consumerRecords() map[string][]byte {
 		e.tags()
 		out[cgKey(cgCurrentMemberAssignmentType, g.id, &id)] = e.b
 	}
+	return out
+}
+
+// subscriptionValue is a ConsumerGroupPartitionMetadataValue: the topics
+// by name, each with its id, name, partition count and an empty
+// PartitionMetadata (racks; unused since Kafka 4.0).
+func subscriptionValue(topics Topics) []byte {
+	names := make([]string, 0, len(topics))
+	for n := range topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	e := valueV0()
+	e.uv(len(names) + 1)
+	for _, n := range names {
+		t := topics[n]
+		e.b = append(e.b, t.ID[:]...)
+		e.cstr(n)
+		e.i32(t.Partitions)
+		e.uv(1) // PartitionMetadata: empty
+		e.tags()
+	}
+	e.tags()
+	return e.b
+}
+
+// readSubscription reads a ConsumerGroupPartitionMetadataValue after its
+// version (a Kafka-written one may list racks: skipped).
+func readSubscription(d *dec) Topics {
+	out := Topics{}
+	for n := d.uv() - 1; n > 0 && d.err == nil; n-- {
+		var t TopicInfo
+		copy(t.ID[:], d.take(16))
+		name := d.cstr()
+		t.Partitions = d.i32()
+		for k := d.uv() - 1; k > 0 && d.err == nil; k-- {
+			d.i32()
+			for r := d.uv() - 1; r > 0 && d.err == nil; r-- {
+				d.cstr()
+			}
+			d.tags()
+		}
+		d.tags()
+		out[name] = t
+	}
+	d.tags()
 	return out
 }
 
@@ -254,12 +312,16 @@ func (s *Shard) replayConsumer(now int64, typ int16, key, value []byte) error {
 			g.consumer = nil
 			s.maybeDropEmpty(g)
 		case cgMemberMetadataType:
-			if m := c.members[memberID]; m != nil && m.instanceID != nil {
+			// A static member's replacement may already hold the
+			// instance id (its records can come first).
+			if m := c.members[memberID]; m != nil && m.instanceID != nil && c.static[*m.instanceID] == memberID {
 				delete(c.static, *m.instanceID)
 			}
 			delete(c.members, memberID)
 		case cgTargetAssignmentMemberType:
 			delete(c.target, memberID)
+		case cgPartitionMetadataType:
+			c.subscription = nil
 		}
 		return nil
 	}
@@ -287,6 +349,11 @@ func (s *Shard) replayConsumer(now int64, typ int16, key, value []byte) error {
 		c.epoch = vd.i32()
 	case cgTargetAssignmentMetadataType:
 		c.assignmentEpoch = vd.i32()
+	case cgPartitionMetadataType:
+		c.subscription = readSubscription(&vd)
+		for n, t := range c.subscription {
+			c.names[n] = t.ID
+		}
 	case cgMemberMetadataType:
 		m := member()
 		m.instanceID, m.rackID = vd.cnstr(), vd.cnstr()
@@ -322,6 +389,9 @@ func (s *Shard) replayConsumer(now int64, typ int16, key, value []byte) error {
 			}
 			m.assignedAt[p.topic][p.partition] = m.epoch
 		}
+		// A member still revoking gets a new rebalance timeout from the
+		// load (Kafka's onLoaded); a later record may show it done.
+		m.revokeDue = 0
 		if len(m.revoking) > 0 {
 			m.revokeDue = now + int64(m.rebalanceTimeoutMs)
 		}

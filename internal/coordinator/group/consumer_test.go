@@ -292,3 +292,48 @@ func TestConsumerGroupSurvivesOffsetsExpiry(t *testing.T) {
 		t.Fatal("an empty consumer group without offsets outlived the expiry check")
 	}
 }
+
+// A ConsumerGroupPartitionMetadataValue written by Kafka before 4.0 lists
+// partition racks; Gregor reads past them, and skips the record types it
+// does not write (ConsumerGroupRegularExpression, 16) when loading.
+func TestReplayKafkaWrittenConsumerRecords(t *testing.T) {
+	e := valueV0()
+	e.uv(2) // one topic
+	id := [16]byte{7}
+	e.b = append(e.b, id[:]...)
+	e.cstr("t")
+	e.i32(2)
+	e.uv(3) // two partitions with racks
+	for p := int32(0); p < 2; p++ {
+		e.i32(p)
+		e.uv(3)
+		e.cstr("r1")
+		e.cstr("r2")
+		e.tags()
+	}
+	e.tags()
+	e.tags()
+	s := NewShard(Config{})
+	if err := s.Replay(0, []byte(cgKey(cgPartitionMetadataType, "g", nil)), e.b); err != nil {
+		t.Fatalf("replay partition metadata: %v", err)
+	}
+	regexKey := enc{}
+	regexKey.i16(16)
+	regexKey.str("g")
+	regexKey.str("t.*")
+	regexValue := valueV0()
+	regexValue.uv(2)
+	regexValue.cstr("t")
+	regexValue.b = append(regexValue.b, make([]byte, 16)...) // version, timestamp
+	regexValue.tags()
+	if err := s.Replay(0, regexKey.b, regexValue.b); err != nil {
+		t.Fatalf("replay regular expression: %v", err)
+	}
+	c := s.groups["g"].consumer
+	if got := c.subscription["t"]; got != (TopicInfo{ID: id, Partitions: 2}) || len(c.subscription) != 1 {
+		t.Fatalf("subscription %+v", c.subscription)
+	}
+	if c.names["t"] != id {
+		t.Fatalf("topic id by name not restored: %v", c.names)
+	}
+}

@@ -34,15 +34,17 @@ import (
 //	heartbeat member=ID gen=N [instance=I]
 //	leave members=(ID|ID/INSTANCE|/INSTANCE,..) [v=N]
 //	commit [member=ID] [gen=N] [instance=I] offsets=(T/P=O,..) [metadata=S] [metadata-len=N] [v=N]
-//	fetch-offsets [topics=(T/P,..)]
+//	fetch-offsets [topics=(T/P,..)] [require-stable] [member=ID] [epoch=N]   member/epoch: v9's check first
 //	offset-delete topics=(T/P,..)
 //	describe [v=N]
 //	tick [ms=N] | tick deadline    advance the clock, then fire the shard's timers
-//	consumer-heartbeat member=ID epoch=N [subscribe=(T,..)] [owned=(T:P+P,..)] [instance=I]
-//	     [rebalance=MS] [assignor=A] [v=N]   owned absent: not reported (nil), except at epoch 0
+//	consumer-heartbeat member=ID epoch=N [subscribe=(T,..)] [regex=RE] [owned=(T:P+P,..)] [instance=I]
+//	     [rack=R] [rebalance=MS] [assignor=A] [v=N]   owned absent: not reported (nil), except at epoch 0
 //	consumer-describe
 //	state                      the shard's groups in full, offsets included
-//	reload                     a new shard rebuilt from the records written so far
+//	reload                     a new shard rebuilt from the records written so far (a coordinator failover)
+//	delete-group               DeleteGroups for one group
+//	subscription-metadata      the last ConsumerGroupPartitionMetadata value written for the group
 func TestGoldenScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := newGolden(nil)
@@ -149,7 +151,7 @@ func describeRecord(r Record) string {
 		_ = v.ReadFrom(r.Value)
 		return fmt.Sprintf("group %s gen=%d members=%d", k.Group, v.Generation, len(v.Members))
 	}
-	names := map[int16]string{3: "ConsumerGroupMetadata", 5: "ConsumerGroupMemberMetadata",
+	names := map[int16]string{3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
 		6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
 	return names[typ] + tomb
 }
@@ -335,7 +337,15 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 			rt.Topic, rt.Partitions = topic, []int32{int32(p)}
 			topics = append(topics, rt)
 		}
-		code, got := h.s.FetchOffsets(groupID, topics)
+		if d.HasArg("member") || d.HasArg("epoch") {
+			// OffsetFetch v9 names the member (Kafka's validateOffsetFetch).
+			if code := h.s.ValidateOffsetFetch(groupID, optStr(d, "member"), int32(num(t, d, "epoch", -1))); code != 0 {
+				fmt.Fprintf(&out, "err=%s\n", errName(code))
+				summary = false
+				break
+			}
+		}
+		code, got := h.s.FetchOffsets(groupID, topics, d.HasArg("require-stable"))
 		fmt.Fprintf(&out, "err=%s", errName(code))
 		for _, rt := range got {
 			for _, rp := range rt.Partitions {
@@ -387,12 +397,23 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		rg := h.s.ConsumerGroupDescribe(1, groupID, false)
 		fmt.Fprintf(&out, "err=%s state=%s epoch=%d assignment-epoch=%d assignor=%s\n", errName(rg.ErrorCode), rg.State, rg.Epoch, rg.AssignmentEpoch, rg.AssignorName)
 		for _, m := range rg.Members {
-			fmt.Fprintf(&out, "  %s%s epoch=%d assigned=%s target=%s\n", m.MemberID, instance(m.InstanceID), m.MemberEpoch,
+			rack := ""
+			if m.RackID != nil {
+				rack = " rack=" + *m.RackID
+			}
+			fmt.Fprintf(&out, "  %s%s%s epoch=%d assigned=%s target=%s\n", m.MemberID, instance(m.InstanceID), rack, m.MemberEpoch,
 				h.kmsgAssignment(m.Assignment.TopicPartitions), h.kmsgAssignment(m.TargetAssignment.TopicPartitions))
 		}
 		summary = false
 	case "state":
 		h.state(&out)
+		summary = false
+	case "delete-group":
+		code, r := h.s.DeleteGroup(h.now, groupID)
+		h.finish(r)
+		fmt.Fprintf(&out, "err=%s\n", errName(code))
+	case "subscription-metadata":
+		h.subscriptionMetadata(t, d, &out, groupID)
 		summary = false
 	case "reload":
 		s := NewShard(h.cfg)
@@ -441,6 +462,8 @@ func (h *golden) consumerHeartbeat(t *testing.T, d *datadriven.TestData, groupID
 		req.SubscribedTopicNames = append([]string{}, vals(d, "subscribe")...)
 	}
 	req.ServerAssignor = optStr(d, "assignor")
+	req.SubscribedTopicRegex = optStr(d, "regex")
+	req.RackID = optStr(d, "rack")
 	if d.HasArg("owned") || req.MemberEpoch == 0 {
 		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		for _, o := range vals(d, "owned") {
@@ -648,8 +671,12 @@ func (h *golden) state(out *strings.Builder) {
 			fmt.Fprintf(out, "  consumer %s epoch=%d assignment-epoch=%d\n", c.state(), c.epoch, c.assignmentEpoch)
 			for _, mid := range c.sortedMembers() {
 				m := c.members[mid]
-				fmt.Fprintf(out, "  consumer member %s%s epoch=%d %s assigned=%s revoking=%s target=%s\n", mid, instance(m.instanceID),
-					m.epoch, m.state, h.assignmentString(m.assigned), h.assignmentString(m.revoking), h.assignmentString(c.target[mid]))
+				due := fmt.Sprintf("session-due=%d", m.sessionDue)
+				if m.revokeDue > 0 {
+					due += fmt.Sprintf(" revoke-due=%d", m.revokeDue)
+				}
+				fmt.Fprintf(out, "  consumer member %s%s epoch=%d %s assigned=%s revoking=%s target=%s %s\n", mid, instance(m.instanceID),
+					m.epoch, m.state, h.assignmentString(m.assigned), h.assignmentString(m.revoking), h.assignmentString(c.target[mid]), due)
 			}
 		}
 		var topics []string
@@ -669,4 +696,36 @@ func (h *golden) state(out *strings.Builder) {
 			}
 		}
 	}
+}
+
+// subscriptionMetadata decodes the last ConsumerGroupPartitionMetadata
+// record written for the group.
+func (h *golden) subscriptionMetadata(t *testing.T, d *datadriven.TestData, out *strings.Builder, groupID string) {
+	key := cgKey(cgPartitionMetadataType, groupID, nil)
+	for i := len(h.log) - 1; i >= 0; i-- {
+		if string(h.log[i].Key) != key {
+			continue
+		}
+		if h.log[i].Value == nil {
+			out.WriteString("tombstone\n")
+			return
+		}
+		vd := dec{b: h.log[i].Value}
+		fmt.Fprintf(out, "version=%d", vd.i16())
+		topics := readSubscription(&vd)
+		if vd.err != nil || len(vd.b) != 0 {
+			d.Fatalf(t, "bad ConsumerGroupPartitionMetadataValue: %v (%d bytes left)", vd.err, len(vd.b))
+		}
+		var names []string
+		for n := range topics {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(out, " %s(id=%d partitions=%d)", n, topics[n].ID[0], topics[n].Partitions)
+		}
+		out.WriteString("\n")
+		return
+	}
+	out.WriteString("none\n")
 }

@@ -172,7 +172,7 @@ func TestOffsetsCommitFetchReplayExpire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, topics := s2.FetchOffsets("simple", nil)
+	_, topics := s2.FetchOffsets("simple", nil, false)
 	if len(topics) != 1 || topics[0].Partitions[0].Offset != 42 || *topics[0].Partitions[0].Metadata != "ok" {
 		t.Fatalf("replayed offsets: %+v", topics)
 	}

@@ -153,10 +153,20 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 
 // FetchOffsets answers one group of an OffsetFetch: topics nil means every
 // committed offset. Partitions without a commit answer offset -1.
-// Commits are written before they become visible here, so nothing is ever
-// pending and require_stable needs no wait (until transactional offset
-// commits exist).
-func (s *Shard) FetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) (code int16, out []kmsg.OffsetFetchResponseGroupTopic) {
+//
+// requireStable is the request's require_stable (v7+). Kafka answers it
+// with a write operation instead of a read (GroupCoordinatorService.
+// fetchOffsets): the answer waits until the shard's pending writes are
+// committed and sees all of them, where a plain fetch reads the state as of
+// the last committed offset; partitions with a pending transactional offset
+// commit answer UNSTABLE_OFFSET_COMMIT (offset -1, OffsetMetadataManager).
+// With nothing pending both answer the committed offsets. Here a commit
+// becomes visible only once its write is committed, and the shard runs one
+// operation at a time, so a fetch behind a commit already sees it and
+// nothing is ever pending: require_stable answers as a plain fetch does.
+// The UNSTABLE_OFFSET_COMMIT path arrives with TxnOffsetCommit, whose
+// offsets stay pending until the transaction's marker.
+func (s *Shard) FetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) (code int16, out []kmsg.OffsetFetchResponseGroupTopic) {
 	g := s.groups[groupID]
 	if g != nil && g.state == Dead {
 		g = nil

@@ -80,7 +80,7 @@ func (s *Shard) Replay(now int64, key, value []byte) error {
 		return fmt.Errorf("__consumer_offsets record key of %d bytes", len(key))
 	}
 	switch typ := int16(binary.BigEndian.Uint16(key)); typ {
-	case cgMetadataType, cgMemberMetadataType, cgTargetAssignmentMetadataType, cgTargetAssignmentMemberType, cgCurrentMemberAssignmentType:
+	case cgMetadataType, cgPartitionMetadataType, cgMemberMetadataType, cgTargetAssignmentMetadataType, cgTargetAssignmentMemberType, cgCurrentMemberAssignmentType:
 		return s.replayConsumer(now, typ, key, value)
 	case 0, 1:
 		var k kmsg.OffsetCommitKey
