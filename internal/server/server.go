@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
+	"gregor/internal/console"
 	"gregor/internal/controller"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
@@ -62,6 +63,7 @@ type Server struct {
 
 	metrics *metrics.Registry
 	http    *metrics.HTTPServer
+	console *console.Console // the web console on http, brokers only
 
 	cancel context.CancelFunc
 	// stopping ends when Shutdown has run the controlled shutdown: requests
@@ -182,7 +184,7 @@ func (s *Server) startHTTP() error {
 	if addr == "" {
 		return nil
 	}
-	h, err := metrics.ListenHTTP(addr, s.metrics, s.ready, nil, s.logger)
+	h, err := metrics.ListenHTTP(addr, s.metrics, s.ready, s.newConsole(), s.logger)
 	if err != nil {
 		return err
 	}
@@ -397,15 +399,22 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	if err := s.startHTTP(); err != nil {
 		return err
 	}
-	s.brokerNet = network.NewServer(s.netConfig(s.listeners(false)), handlers.NewBroker(deps))
+	// Clients are accepted only once the broker is unfenced: until then
+	// its image may still name it fenced, or lack topics it leads.
+	serving := make(chan struct{})
+	netCfg := s.netConfig(s.listeners(false))
+	netCfg.Gate = serving
+	s.brokerNet = network.NewServer(netCfg, handlers.NewBroker(deps))
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
+	s.setConsoleBootstrap()
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
 	if err := s.lifecycle.start(ctx, runCtx); err != nil {
 		return err
 	}
+	close(serving)
 	// Caught up: logs of partitions the image no longer names are strays.
 	s.replica.RemoveStrayLogs()
 	// The first producer id block, once the broker is registered (the
@@ -496,6 +505,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.http != nil {
 		errs = append(errs, s.http.Shutdown(ctx))
+	}
+	if s.console != nil {
+		s.console.Close()
 	}
 	if s.logs != nil {
 		errs = append(errs, s.logs.Close())

@@ -1,0 +1,139 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds a Chromium or Chrome binary (Debian's package "chromium"
+// installs /usr/bin/chromium).
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestConsoleInBrowser opens the console in headless Chromium as a user
+// would: the topics list shows the test's topic, its page shows the
+// partitions and its group's lag, the group's page the lag per partition,
+// the record browser the records, and the cluster page broker and quorum.
+func TestConsoleInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary on PATH (looked for chromium, chromium-browser, google-chrome, headless-shell); install Debian's package: apt-get install -y chromium")
+	}
+	n := startNode(t)
+	seed(t, n, "e2e-orders", "e2e-billing", 3) // lag 7 on partition 0
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	// Any uncaught exception in the page fails the test.
+	exceptions := make(chan string, 8)
+	browser, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			select {
+			case exceptions <- exceptionText(e.ExceptionDetails):
+			default:
+			}
+		}
+	}))
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(browser, 25*time.Second)
+	defer cancel()
+
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(css(sel), chromedp.NodeVisible))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	topicLink := `#topics a[data-topic="e2e-orders"]`
+	lagCell := `#topic-groups td[data-group-lag="e2e-billing"]`
+	do("open the topics list and the topic",
+		chromedp.Navigate(n.url("/#/topics")),
+		chromedp.WaitVisible(css(topicLink)),
+		chromedp.Click(css(topicLink)),
+		chromedp.WaitVisible(css(`#topic-partitions tr[data-partition="2"]`)),
+		chromedp.WaitVisible(css(lagCell)))
+	p0 := text(`#topic-partitions tr[data-partition="0"]`)
+	topicLag := text(lagCell)
+
+	do("browse partition 0",
+		chromedp.Click(css(`#topic-partitions tr[data-partition="0"] a`)),
+		chromedp.WaitVisible(css(`#records tr[data-offset="9"]`)))
+	records := text(`#records`)
+
+	do("open the group",
+		chromedp.Click(css(`#topic-groups a[data-group="e2e-billing"]`)),
+		chromedp.WaitVisible(css(`#group-offsets tr[data-partition="0"] td.lag`)))
+	groupLag := text(`#group-offsets tr[data-partition="0"] td.lag`)
+
+	do("open the cluster page",
+		chromedp.Click(css(`header nav a[data-nav="overview"]`)),
+		chromedp.WaitVisible(css(`#brokers tr[data-broker="1"]`)),
+		chromedp.WaitVisible(css(`#quorum`)),
+		chromedp.WaitVisible(css(`canvas`)))
+	brokers, quorum := text(`#brokers`), text(`#quorum`)
+
+	if topicLag != "7" {
+		t.Errorf("topic page: lag of e2e-billing = %q, want 7", topicLag)
+	}
+	if groupLag != "7" {
+		t.Errorf("group page: lag of partition 0 = %q, want 7", groupLag)
+	}
+	// Partition 0: leader 1, offsets 0 to 10.
+	if f := strings.Fields(p0); len(f) < 7 || f[0] != "0" || f[1] != "1" || f[5] != "0" || f[6] != "10" {
+		t.Errorf("partition 0 row = %q", p0)
+	}
+	if !strings.Contains(records, "k9") || !strings.Contains(records, "value-9") || !strings.Contains(records, "00ff10") {
+		t.Errorf("records table lacks k9/value-9/00ff10: %q", records)
+	}
+	if !strings.Contains(brokers, "controller") {
+		t.Errorf("brokers table does not mark the controller: %q", brokers)
+	}
+	if !strings.Contains(quorum, "Leader") {
+		t.Errorf("quorum table has no leader: %q", quorum)
+	}
+	select {
+	case e := <-exceptions:
+		t.Errorf("uncaught exception in the page: %s", e)
+	default:
+	}
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d == nil {
+		return "(no details)"
+	}
+	text := fmt.Sprintf("%s at %s:%d:%d", d.Text, d.URL, d.LineNumber+1, d.ColumnNumber+1)
+	if d.Exception != nil && d.Exception.Description != "" {
+		text += ": " + d.Exception.Description
+	}
+	return text
+}

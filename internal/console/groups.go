@@ -1,0 +1,235 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// groupSummary is one row of /api/groups.
+type groupSummary struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocolType"`
+	Type         string `json:"type,omitempty"` // classic or consumer (KIP-848), when the broker says
+	Coordinator  int32  `json:"coordinator"`
+	Members      int    `json:"members"`
+	// Lag is the sum over partitions with a commit; -1 when it could not
+	// be computed (Error says why).
+	Lag   int64  `json:"lag"`
+	Error string `json:"error,omitempty"`
+}
+
+type memberView struct {
+	MemberID   string           `json:"memberId"`
+	InstanceID string           `json:"instanceId,omitempty"`
+	ClientID   string           `json:"clientId"`
+	Host       string           `json:"host"`
+	Assigned   []assignmentView `json:"assigned"`
+}
+
+type assignmentView struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// offsetView is one row of kafka-consumer-groups --describe: a partition
+// the group committed to or owns.
+type offsetView struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // -1 when nothing is committed
+	EndOffset int64  `json:"endOffset"` // -1 when unknown
+	Lag       int64  `json:"lag"`       // -1 when not computable (no commit)
+	MemberID  string `json:"memberId,omitempty"`
+	ClientID  string `json:"clientId,omitempty"`
+	Host      string `json:"host,omitempty"`
+}
+
+type groupView struct {
+	Group        string       `json:"group"`
+	State        string       `json:"state"`
+	ProtocolType string       `json:"protocolType"`
+	Assignor     string       `json:"assignor"`
+	Coordinator  int32        `json:"coordinator"`
+	Members      []memberView `json:"members"`
+	Offsets      []offsetView `json:"offsets"`
+	TotalLag     int64        `json:"totalLag"`
+}
+
+func (c *Console) groups(ctx context.Context, _ *http.Request) (any, error) {
+	adm, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	out := []groupSummary{}
+	if len(listed) == 0 {
+		return out, nil
+	}
+	lags, err := adm.Lag(ctx, listed.Groups()...)
+	if err != nil {
+		return nil, fmt.Errorf("group lag: %w", err)
+	}
+	for _, lg := range listed.Sorted() {
+		s := groupSummary{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Type: lg.GroupType, Coordinator: lg.Coordinator, Lag: -1}
+		if l, ok := lags[lg.Group]; ok {
+			if err := l.Error(); err != nil {
+				s.Error = err.Error()
+			} else {
+				s.State, s.Members, s.Lag = l.State, len(l.Members), committedLag(l.Lag)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// committedLag sums the lag of partitions with a commit (a partition
+// owned but never committed has no lag to speak of yet).
+func committedLag(l kadm.GroupLag) int64 {
+	var total int64
+	for _, ps := range l {
+		for _, ml := range ps {
+			if ml.Commit.At >= 0 && ml.Lag > 0 {
+				total += ml.Lag
+			}
+		}
+	}
+	return total
+}
+
+func (c *Console) group(ctx context.Context, r *http.Request) (any, error) {
+	name := r.PathValue("group")
+	adm, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	lags, err := adm.Lag(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("describe group %q: %w", name, err)
+	}
+	l, ok := lags[name]
+	if !ok || l.State == "Dead" || errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
+		return nil, notFound("group %q does not exist", name)
+	}
+	if err := l.Error(); err != nil {
+		return nil, fmt.Errorf("describe group %q: %w", name, err)
+	}
+	v := &groupView{Group: name, State: l.State, ProtocolType: l.ProtocolType, Assignor: l.Protocol, Coordinator: l.Coordinator.NodeID, Members: []memberView{}, Offsets: []offsetView{}}
+	assigned := map[string]kadm.TopicsSet{} // member id -> partitions
+	for _, m := range l.Members {
+		mv := memberView{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+		if m.InstanceID != nil {
+			mv.InstanceID = *m.InstanceID
+		}
+		set := kadm.TopicsSet{}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range a.Topics {
+				set.Add(t.Topic, t.Partitions...)
+			}
+		}
+		assigned[m.MemberID] = set
+		v.Members = append(v.Members, mv)
+	}
+	// A KIP-848 group's assignments come from ConsumerGroupDescribe; a
+	// classic group (or a broker without the API) keeps the view above.
+	if cgs, err := adm.DescribeConsumerGroups(ctx, name); err == nil {
+		if cg, ok := cgs[name]; ok && cg.Err == nil {
+			v.State, v.Assignor, v.Coordinator, v.Members = cg.State, cg.AssignorName, cg.Coordinator.NodeID, []memberView{}
+			assigned = map[string]kadm.TopicsSet{}
+			for _, m := range cg.Members {
+				mv := memberView{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+				if m.InstanceID != nil {
+					mv.InstanceID = *m.InstanceID
+				}
+				// A broker that names assigned topics only by id leaves
+				// the name empty: nothing to show or look up.
+				delete(m.Assignment, "")
+				assigned[m.MemberID] = m.Assignment
+				v.Members = append(v.Members, mv)
+			}
+		}
+	}
+	owner := map[string]map[int32]*memberView{}
+	for i := range v.Members {
+		m := &v.Members[i]
+		m.Assigned = []assignmentView{}
+		for _, t := range assigned[m.MemberID].Sorted() {
+			m.Assigned = append(m.Assigned, assignmentView{Topic: t.Topic, Partitions: t.Partitions})
+			if owner[t.Topic] == nil {
+				owner[t.Topic] = map[int32]*memberView{}
+			}
+			for _, p := range t.Partitions {
+				owner[t.Topic][p] = m
+			}
+		}
+	}
+	seen := map[string]map[int32]bool{}
+	for _, ml := range l.Lag.Sorted() {
+		o := owner[ml.Topic][ml.Partition]
+		if ml.Commit.At < 0 && o == nil {
+			continue // neither committed nor owned: not the group's
+		}
+		if seen[ml.Topic] == nil {
+			seen[ml.Topic] = map[int32]bool{}
+		}
+		seen[ml.Topic][ml.Partition] = true
+		row := offsetView{Topic: ml.Topic, Partition: ml.Partition, Committed: -1, EndOffset: -1, Lag: -1}
+		if ml.Commit.At >= 0 {
+			row.Committed = ml.Commit.At
+		}
+		if ml.End.Err == nil && ml.End.Offset >= 0 {
+			row.EndOffset = ml.End.Offset
+		}
+		if ml.Commit.At >= 0 && ml.Lag >= 0 {
+			row.Lag = ml.Lag
+			v.TotalLag += ml.Lag
+		}
+		if o != nil {
+			row.MemberID, row.ClientID, row.Host = o.MemberID, o.ClientID, o.Host
+		}
+		v.Offsets = append(v.Offsets, row)
+	}
+	// Owned partitions Lag did not list (a KIP-848 assignment without a
+	// commit): rows with their end offsets.
+	var missing []string
+	for t, ps := range owner {
+		for p := range ps {
+			if !seen[t][p] {
+				missing = append(missing, t)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		ends, err := adm.ListEndOffsets(ctx, missing...)
+		if err != nil {
+			return nil, fmt.Errorf("list end offsets: %w", err)
+		}
+		for t, ps := range owner {
+			for p, o := range ps {
+				if seen[t][p] {
+					continue
+				}
+				row := offsetView{Topic: t, Partition: p, Committed: -1, EndOffset: -1, Lag: -1, MemberID: o.MemberID, ClientID: o.ClientID, Host: o.Host}
+				if e, ok := ends.Lookup(t, p); ok && e.Err == nil {
+					row.EndOffset = e.Offset
+				}
+				v.Offsets = append(v.Offsets, row)
+			}
+		}
+		sort.Slice(v.Offsets, func(i, j int) bool {
+			a, b := v.Offsets[i], v.Offsets[j]
+			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+		})
+	}
+	return v, nil
+}

@@ -1,0 +1,342 @@
+// Gregor console: a small single-page app over the JSON API under /api/.
+// Plain JavaScript, no build step and no external resources. Everything
+// the brokers return is put into the page as text (textContent), never as
+// HTML, so topic names, keys and values cannot inject markup.
+"use strict";
+
+const main = document.getElementById("main");
+let timers = []; // the current view's refresh timers, cleared on navigation
+let viewToken = 0; // bumps on navigation so late answers are dropped
+
+// el builds an element: el("td", {class: "num"}, "text", childNode...).
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function table(id, headers, rows) {
+  return el("table", {id},
+    el("thead", {}, el("tr", {}, headers.map(h => {
+      const [label, cls] = Array.isArray(h) ? h : [h, ""];
+      return el("th", {class: cls || null}, label);
+    }))),
+    el("tbody", {}, rows));
+}
+
+function num(v) { return el("td", {class: "num"}, v); }
+
+async function api(path) {
+  const resp = await fetch("/api/" + path, {cache: "no-store"});
+  const body = await resp.json().catch(() => ({error: resp.status + " " + resp.statusText}));
+  if (!resp.ok) throw new Error(body.error || resp.statusText);
+  return body;
+}
+
+function fmtNum(n) { return n < 0 ? "-" : Number(n).toLocaleString("en-US"); }
+function fmtOffset(n) { return n < 0 ? "-" : String(n); }
+function fmtBytes(n) {
+  if (n < 0) return "-";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+}
+function fmtRate(n, unit) {
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + "M" + unit;
+  if (n >= 1e3) return (n / 1e3).toFixed(1) + "k" + unit;
+  return (n >= 10 ? n.toFixed(0) : n.toFixed(1)) + unit;
+}
+function ago(ms) { return ms < 0 ? "-" : ms < 1000 ? ms + " ms" : (ms / 1000).toFixed(1) + " s"; }
+function ids(a) { return a && a.length ? a.join(",") : "-"; }
+function topicLink(name) { return el("a", {href: "#/topics/" + encodeURIComponent(name), "data-topic": name}, name); }
+function groupLink(name) { return el("a", {href: "#/groups/" + encodeURIComponent(name), "data-group": name}, name); }
+function card(label, value, cls) {
+  return el("div", {class: "card"}, el("div", {class: "label"}, label), el("div", {class: "value " + (cls || "")}, value));
+}
+
+// section is a part of a view that reloads itself: load() fetches, render()
+// draws; the DOM is replaced only when the answer changed, so a refresh
+// does not disturb what the reader is looking at.
+function section(parent, load, render, everyMs) {
+  const box = el("div");
+  parent.append(box);
+  const token = viewToken;
+  let last = null;
+  async function refresh() {
+    let content, key;
+    try {
+      const data = await load();
+      key = JSON.stringify(data);
+      if (key === last) return;
+      content = render(data);
+    } catch (e) {
+      key = "error:" + e.message;
+      if (key === last) return;
+      content = el("p", {class: "error"}, e.message);
+    }
+    if (token !== viewToken) return;
+    last = key;
+    box.replaceChildren(content);
+  }
+  refresh();
+  if (everyMs) timers.push(setInterval(refresh, everyMs));
+  return refresh;
+}
+
+// ---- Cluster: brokers, quorum, throughput ----
+
+function viewOverview() {
+  main.append(el("h1", {}, "Cluster"));
+  section(main, () => api("cluster"), c => {
+    document.getElementById("cluster-id").textContent = "cluster " + c.clusterId;
+    const brokers = c.brokers.map(b => el("tr", {"data-broker": b.id},
+      num(b.id), el("td", {}, b.host + ":" + b.port), el("td", {}, b.rack || "-"),
+      num(b.leaders), num(b.replicas),
+      el("td", {}, b.id === c.controllerId ? el("span", {class: "tag"}, "controller") : "")));
+    const parts = [
+      el("div", {class: "cards"}, card("Cluster id", c.clusterId), card("Brokers", c.brokers.length),
+        card("Active controller", c.controllerId >= 0 ? c.controllerId : "none", c.controllerId >= 0 ? "" : "bad")),
+      el("h2", {}, "Brokers"),
+      table("brokers", [["Id", "num"], "Address", "Rack", ["Leaders", "num"], ["Replicas", "num"], ""], brokers),
+      el("h2", {}, "Controller quorum (__cluster_metadata)"),
+    ];
+    if (c.quorum) {
+      const q = c.quorum;
+      parts.push(el("div", {class: "cards"}, card("Leader", q.leaderId), card("Epoch", q.leaderEpoch), card("High watermark", fmtNum(q.highWatermark))));
+      parts.push(table("quorum", [["Node", "num"], "Role", ["Log end offset", "num"], ["Lag", "num"], ["Last fetch", "num"], ["Last caught up", "num"]],
+        q.replicas.map(r => el("tr", {}, num(r.id), el("td", {}, r.role), num(fmtNum(r.logEndOffset)),
+          el("td", {class: "num " + (r.lag > 0 ? "warn" : "")}, fmtNum(r.lag)), num(ago(r.lastFetchMsAgo)), num(ago(r.lastCaughtUpMsAgo))))));
+    } else {
+      parts.push(el("p", {class: "error"}, c.quorumError || "no quorum information"));
+    }
+    return el("div", {}, parts);
+  }, 5000);
+  main.append(el("h2", {}, "Throughput"));
+  const records = chartBox("Records/s (cluster, growth of end offsets)", [["records/s", "#2f6fde"]]);
+  const bytes = chartBox("Bytes/s (this broker)", [["in", "#2e7d32"], ["out", "#b35900"]]);
+  main.append(el("div", {class: "charts"}, records.box, bytes.box));
+  async function tick() {
+    try {
+      const t = await api("throughput");
+      records.draw(t.samples, [s => s.recordsPerSec], "/s");
+      bytes.draw(t.samples, [s => s.bytesInPerSec, s => s.bytesOutPerSec], "B/s");
+    } catch (e) { /* the sections above show the error */ }
+  }
+  tick();
+  timers.push(setInterval(tick, 1000));
+}
+
+// chartBox is a line chart on a canvas: series of samples over time, null
+// values leave gaps.
+function chartBox(title, series) {
+  const canvas = el("canvas", {});
+  const box = el("div", {class: "chart"}, el("div", {}, title),
+    el("div", {class: "legend"}, series.map(([name, color]) => el("span", {}, el("i", {style: "background:" + color}), name))),
+    canvas);
+  function draw(samples, getters, unit) {
+    const dpr = window.devicePixelRatio || 1;
+    const w = canvas.clientWidth || 400, h = canvas.clientHeight || 180;
+    canvas.width = w * dpr; canvas.height = h * dpr;
+    const g = canvas.getContext("2d");
+    g.scale(dpr, dpr);
+    g.clearRect(0, 0, w, h);
+    const left = 56, right = 8, top = 8, bottom = 20;
+    let maxV = 0;
+    for (const s of samples) for (const get of getters) { const v = get(s); if (v !== null && v > maxV) maxV = v; }
+    maxV = maxV > 0 ? maxV * 1.15 : 1;
+    const t1 = samples.length ? samples[samples.length - 1].t : Date.now();
+    const span = 5 * 60 * 1000, t0 = t1 - span;
+    const x = t => left + (w - left - right) * (t - t0) / span;
+    const y = v => top + (h - top - bottom) * (1 - v / maxV);
+    g.font = "11px system-ui, sans-serif";
+    g.fillStyle = "#6b7385"; g.strokeStyle = "#dde1e8"; g.lineWidth = 1;
+    for (let i = 0; i <= 4; i++) {
+      const v = maxV * i / 4, yy = Math.round(y(v)) + 0.5;
+      g.beginPath(); g.moveTo(left, yy); g.lineTo(w - right, yy); g.stroke();
+      g.fillText(fmtRate(v, unit), 2, yy + 4);
+    }
+    for (let m = 0; m <= 5; m++) {
+      const t = t1 - m * 60000;
+      g.fillText(m === 0 ? "now" : "-" + m + "m", x(t) - (m === 0 ? 20 : 8), h - 4);
+    }
+    getters.forEach((get, i) => {
+      g.strokeStyle = series[i][1]; g.lineWidth = 1.5; g.beginPath();
+      let drawing = false;
+      for (const s of samples) {
+        const v = get(s);
+        if (v === null || v === undefined || s.t < t0) { drawing = false; continue; }
+        if (drawing) g.lineTo(x(s.t), y(v)); else g.moveTo(x(s.t), y(v));
+        drawing = true;
+      }
+      g.stroke();
+    });
+  }
+  return {box, draw};
+}
+
+// ---- Topics ----
+
+let showInternal = false; // the topics list's toggle, kept across refreshes
+
+function viewTopics() {
+  main.append(el("h1", {}, "Topics"));
+  const toggle = el("input", {type: "checkbox", id: "show-internal", checked: showInternal});
+  toggle.addEventListener("change", () => { showInternal = toggle.checked; route(); });
+  main.append(el("div", {class: "toolbar"}, el("label", {}, toggle, " show internal topics")));
+  section(main, () => api("topics"), topics => {
+    const rows = topics.filter(t => showInternal || !t.internal).map(t => el("tr", {},
+      el("td", {}, topicLink(t.name), t.internal ? el("span", {class: "tag"}, "internal") : null),
+      num(t.partitions), num(t.replicationFactor), num(fmtNum(t.records)), num(fmtBytes(t.size)),
+      el("td", {class: "num " + (t.underReplicated ? "warn" : "")}, t.underReplicated),
+      el("td", {class: "num " + (t.offline ? "bad" : "")}, t.offline)));
+    if (!rows.length) return el("p", {class: "muted"}, "No topics yet.");
+    return table("topics", ["Topic", ["Partitions", "num"], ["Replication", "num"], ["Records", "num"], ["Size", "num"],
+      ["Under-replicated", "num"], ["Offline", "num"]], rows);
+  }, 5000);
+}
+
+function viewTopic(name) {
+  main.append(el("h1", {}, "Topic ", el("span", {id: "topic-name"}, name)));
+  const path = "topics/" + encodeURIComponent(name);
+  const browse = recordBrowser(name);
+  section(main, () => api(path), t => {
+    const parts = [el("div", {class: "cards"},
+      card("Partitions", t.partitions), card("Replication factor", t.replicationFactor),
+      card("Records", fmtNum(t.records)), card("Size (one copy)", fmtBytes(t.size)),
+      card("Under-replicated", t.underReplicated, t.underReplicated ? "warn" : ""),
+      card("Offline", t.offline, t.offline ? "bad" : ""), card("Topic id", t.id))];
+    parts.push(el("h2", {}, "Partitions"));
+    parts.push(table("topic-partitions", [["Partition", "num"], ["Leader", "num"], ["Epoch", "num"], "Replicas", "ISR",
+      ["Start offset", "num"], ["End offset", "num"], ["Size", "num"], ""],
+      t.partitionList.map(p => el("tr", {"data-partition": p.partition},
+        num(p.partition), el("td", {class: "num " + (p.leader < 0 ? "bad" : "")}, p.leader < 0 ? "none" : p.leader), num(p.leaderEpoch),
+        el("td", {}, ids(p.replicas)), el("td", {class: p.isr.length < p.replicas.length ? "warn" : ""}, ids(p.isr)),
+        num(fmtOffset(p.startOffset)), num(fmtOffset(p.endOffset)), num(fmtBytes(p.size)),
+        el("td", {}, el("a", {href: "#", onclick: e => { e.preventDefault(); browse.show(p.partition, "latest"); }}, "browse"))))));
+    parts.push(el("h2", {}, "Consumer groups"));
+    parts.push(t.groups.length ? table("topic-groups", ["Group", "State", ["Lag", "num"]],
+      t.groups.map(g => el("tr", {}, el("td", {}, groupLink(g.group)), el("td", {}, g.state),
+        el("td", {class: "num", "data-group-lag": g.group}, fmtNum(g.lag)))))
+      : el("p", {class: "muted"}, "No group has committed offsets on this topic."));
+    return el("div", {}, parts);
+  }, 5000);
+  main.append(browse.box);
+  // Configs change rarely and make a long table: below the records, on a
+  // slower refresh.
+  section(main, () => api(path).then(t => t.configs), configs => {
+    const nonDefault = configs.filter(c => c.source !== "DEFAULT_CONFIG");
+    return el("div", {}, el("h2", {}, "Configs"),
+      el("p", {class: "muted"}, nonDefault.length + " set on the topic or broker, " + (configs.length - nonDefault.length) + " defaults"),
+      table("topic-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {},
+        el("td", {}, c.name), el("td", {class: "data"}, c.value),
+        el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source)))));
+  }, 30000);
+}
+
+// recordBrowser reads a few records of a partition on demand (never on a
+// timer: it is the reader's page).
+function recordBrowser(topic) {
+  const partition = el("input", {type: "number", min: 0, value: 0, id: "browse-partition", style: "width:6em"});
+  const offset = el("input", {type: "text", value: "latest", id: "browse-offset", style: "width:8em"});
+  const limit = el("input", {type: "number", min: 1, max: 100, value: 20, id: "browse-limit", style: "width:5em"});
+  const out = el("div", {id: "browse-out"});
+  const box = el("div", {},
+    el("h2", {}, "Records"),
+    el("div", {class: "toolbar"},
+      el("label", {}, "partition ", partition), el("label", {}, "from offset ", offset),
+      el("label", {}, "count ", limit),
+      el("button", {id: "browse-go", onclick: () => load()}, "Read"),
+      el("button", {onclick: () => { offset.value = "earliest"; load(); }}, "Earliest"),
+      el("button", {onclick: () => { offset.value = "latest"; load(); }}, "Latest")),
+    out);
+  function bytes(b) {
+    if (b === null) return el("span", {class: "muted"}, "null");
+    return el("span", {}, b.data, b.encoding === "hex" ? el("span", {class: "tag"}, "hex") : null,
+      b.truncated ? el("span", {class: "tag"}, "first of " + fmtBytes(b.size)) : null);
+  }
+  async function load() {
+    const q = new URLSearchParams({partition: partition.value, offset: offset.value, limit: limit.value});
+    out.replaceChildren(el("p", {class: "muted"}, "reading…"));
+    try {
+      const r = await api("topics/" + encodeURIComponent(topic) + "/records?" + q);
+      const rows = r.records.map(rec => el("tr", {"data-offset": rec.offset},
+        num(rec.offset), el("td", {}, new Date(rec.timestamp).toISOString()),
+        el("td", {class: "data"}, bytes(rec.key)), el("td", {class: "data"}, bytes(rec.value)),
+        el("td", {class: "data"}, rec.headers.map(h => el("div", {}, h.key + ": ", bytes(h.value))))));
+      const next = r.records.length ? r.records[r.records.length - 1].offset + 1 : r.from;
+      out.replaceChildren(
+        el("p", {class: "muted"}, "Partition " + r.partition + ": offsets " + r.startOffset + " to " + r.endOffset +
+          "; showing " + r.records.length + " from " + r.from + ". "),
+        rows.length ? table("records", [["Offset", "num"], "Timestamp", "Key", "Value", "Headers"], rows) : el("p", {class: "muted"}, "No records there."),
+        next < r.endOffset ? el("p", {}, el("button", {onclick: () => { offset.value = String(next); load(); }}, "Next")) : null);
+    } catch (e) {
+      out.replaceChildren(el("p", {class: "error"}, e.message));
+    }
+  }
+  return {box, show(p, from) { partition.value = p; offset.value = from; load(); box.scrollIntoView(); }};
+}
+
+// ---- Groups ----
+
+function viewGroups() {
+  main.append(el("h1", {}, "Consumer groups"));
+  section(main, () => api("groups"), groups => {
+    if (!groups.length) return el("p", {class: "muted"}, "No consumer groups.");
+    return table("groups", ["Group", "State", "Type", ["Members", "num"], ["Lag", "num"], ["Coordinator", "num"]],
+      groups.map(g => el("tr", {}, el("td", {}, groupLink(g.group)), el("td", {}, g.state),
+        el("td", {}, g.type || g.protocolType || "-"), num(g.members),
+        el("td", {class: "num", "data-group-lag": g.group}, g.error ? el("span", {class: "bad", title: g.error}, "error") : fmtNum(g.lag)),
+        num(g.coordinator))));
+  }, 5000);
+}
+
+function viewGroup(name) {
+  main.append(el("h1", {}, "Consumer group ", el("span", {id: "group-name"}, name)));
+  section(main, () => api("groups/" + encodeURIComponent(name)), g => el("div", {},
+    el("div", {class: "cards"}, card("State", g.state), card("Members", g.members.length),
+      card("Total lag", fmtNum(g.totalLag), g.totalLag > 0 ? "warn" : "ok"),
+      card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
+    el("h2", {}, "Members"),
+    g.members.length ? table("group-members", ["Member id", "Client id", "Host", "Assigned partitions"],
+      g.members.map(m => el("tr", {}, el("td", {class: "data"}, m.memberId, m.instanceId ? el("span", {class: "tag"}, "static " + m.instanceId) : null),
+        el("td", {}, m.clientId), el("td", {}, m.host),
+        el("td", {}, m.assigned.length ? m.assigned.map(a => el("div", {}, topicLink(a.topic), " " + a.partitions.join(","))) : "-"))))
+      : el("p", {class: "muted"}, "The group has no active members."),
+    el("h2", {}, "Offsets and lag"),
+    g.offsets.length ? table("group-offsets", ["Topic", ["Partition", "num"], ["Committed", "num"], ["End offset", "num"], ["Lag", "num"], "Member"],
+      g.offsets.map(o => el("tr", {"data-topic": o.topic, "data-partition": o.partition},
+        el("td", {}, topicLink(o.topic)), num(o.partition), num(fmtOffset(o.committed)), num(fmtOffset(o.endOffset)),
+        el("td", {class: "num lag " + (o.lag > 0 ? "warn" : "")}, fmtOffset(o.lag)),
+        el("td", {class: "data"}, o.memberId ? o.clientId + " (" + o.host + ")" : "-"))))
+      : el("p", {class: "muted"}, "No committed offsets.")), 5000);
+}
+
+// ---- Routing: #/, #/topics, #/topics/NAME, #/groups, #/groups/NAME ----
+
+function route() {
+  timers.forEach(clearInterval);
+  timers = [];
+  viewToken++;
+  main.replaceChildren();
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  const [kind, arg] = [parts[0], parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : ""];
+  document.querySelectorAll("[data-nav]").forEach(a => a.classList.toggle("active", a.dataset.nav === (kind || "overview")));
+  if (kind === "topics" && arg) viewTopic(arg);
+  else if (kind === "topics") viewTopics();
+  else if (kind === "groups" && arg) viewGroup(arg);
+  else if (kind === "groups") viewGroups();
+  else viewOverview();
+}
+
+window.addEventListener("hashchange", route);
+route();
+api("cluster").then(c => { document.getElementById("cluster-id").textContent = "cluster " + c.clusterId; }).catch(() => {});

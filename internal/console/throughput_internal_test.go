@@ -1,0 +1,134 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestRingKeepsTheNewestInOrder(t *testing.T) {
+	r := newThroughput(3)
+	for i := range 5 {
+		r.add(sample{T: int64(i)})
+		got := r.series()
+		want := max(0, i-2)
+		if len(got) != min(i+1, 3) || got[0].T != int64(want) || got[len(got)-1].T != int64(i) {
+			t.Fatalf("after %d adds: %+v", i+1, got)
+		}
+		for j := 1; j < len(got); j++ {
+			if got[j].T != got[j-1].T+1 {
+				t.Fatalf("after %d adds, out of order: %+v", i+1, got)
+			}
+		}
+	}
+}
+
+func TestRates(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	a, b := topicPartition{"a", 0}, topicPartition{"b", 0}
+	prev := reading{at: t0, bytesIn: 1000, bytesOut: 500, ends: map[topicPartition]int64{a: 10, b: 50}}
+	cur := reading{at: t0.Add(2 * time.Second), bytesIn: 3000, bytesOut: 500,
+		// a grew by 20; b was recreated (end went down): no records; c
+		// is new: no base to compare with.
+		ends: map[topicPartition]int64{a: 30, b: 5, {"c", 0}: 1000}}
+	s := rates(prev, cur)
+	if s.T != cur.at.UnixMilli() || s.BytesInPerSec != 1000 || s.BytesOutPerSec != 0 {
+		t.Errorf("sample = %+v", s)
+	}
+	if s.RecordsPerSec == nil || *s.RecordsPerSec != 10 {
+		t.Errorf("records/s = %v, want 10", s.RecordsPerSec)
+	}
+	// Without offsets on either side the records rate is unknown, not 0.
+	cur.ends = nil
+	if s := rates(prev, cur); s.RecordsPerSec != nil || s.BytesInPerSec != 1000 {
+		t.Errorf("sample without offsets = %+v", s)
+	}
+}
+
+func TestCounterSum(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	in := prometheus.NewCounterVec(prometheus.CounterOpts{Name: bytesInMetric}, []string{"topic"})
+	reg.MustRegister(in)
+	in.WithLabelValues("a").Add(3)
+	in.WithLabelValues("b").Add(4)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counterSum(mfs, bytesInMetric); got != 7 {
+		t.Errorf("bytes in = %v, want 7", got)
+	}
+	if got := counterSum(mfs, bytesOutMetric); got != 0 {
+		t.Errorf("bytes out = %v, want 0", got)
+	}
+}
+
+func TestViewBytes(t *testing.T) {
+	if viewBytes(nil) != nil {
+		t.Error("nil bytes must stay null")
+	}
+	for _, tc := range []struct {
+		in            []byte
+		encoding, out string
+	}{
+		{[]byte{}, "text", ""},
+		{[]byte("héllo\n\tworld"), "text", "héllo\n\tworld"},
+		{[]byte{0x01, 0x02}, "hex", "0102"},
+		{[]byte{0xff, 'a'}, "hex", "ff61"},
+	} {
+		v := viewBytes(tc.in)
+		if v.Encoding != tc.encoding || v.Data != tc.out || v.Size != len(tc.in) || v.Truncated {
+			t.Errorf("viewBytes(%q) = %+v", tc.in, v)
+		}
+	}
+	// Long text is cut at a rune boundary; long binary at maxShownBytes.
+	long := []byte(strings.Repeat("a", maxShownBytes-1) + "é" + "tail")
+	v := viewBytes(long)
+	if v.Encoding != "text" || !v.Truncated || v.Size != len(long) || v.Data != strings.Repeat("a", maxShownBytes-1) {
+		t.Errorf("long text: encoding %s truncated %v size %d len %d", v.Encoding, v.Truncated, v.Size, len(v.Data))
+	}
+	bin := make([]byte, maxShownBytes+10)
+	v = viewBytes(bin)
+	if v.Encoding != "hex" || !v.Truncated || len(v.Data) != 2*maxShownBytes {
+		t.Errorf("long binary: encoding %s truncated %v len %d", v.Encoding, v.Truncated, len(v.Data))
+	}
+}
+
+// A console whose broker listener is not up yet answers 503 for the
+// cluster and still samples the registry; Close stops the sampler.
+func TestBeforeTheBrokerListener(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	in := prometheus.NewCounterVec(prometheus.CounterOpts{Name: bytesInMetric}, []string{"topic"})
+	reg.MustRegister(in)
+	c := New(Config{Metrics: reg, SampleInterval: 10 * time.Millisecond})
+	defer c.Close()
+	mux := http.NewServeMux()
+	c.Mount(mux)
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/api/topics", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "not up yet") {
+		t.Errorf("/api/topics before the broker: %d %s", rec.Code, rec.Body)
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		in.WithLabelValues("a").Add(100)
+		var series []sample
+		if v, err := c.throughputSeries(t.Context(), nil); err == nil {
+			series = v.(throughputView).Samples
+		}
+		if slices.ContainsFunc(series, func(s sample) bool { return s.BytesInPerSec > 0 && s.RecordsPerSec == nil }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sample with bytes in: %+v", series)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
