@@ -23,4 +23,7 @@ for pkg in $(go list ./...); do
 done
 
 echo "== end-to-end suites (real processes, third-party clients)"
-go test -count=1 -tags e2e -timeout 20m ./test/...
+go test -count=1 -tags e2e -timeout 30m ./test/...
+
+echo "== kgo-suite compatibility gate (franz-go's integration tests; 1 node, then 3)"
+./test/kgo-suite/run.sh && ./test/kgo-suite/run.sh --cluster
