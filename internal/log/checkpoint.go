@@ -26,28 +26,33 @@ const (
 	PartitionMetadataFile       = "partition.metadata"
 )
 
-// writeFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content: write a temporary file, fsync it, rename it over
-// path, fsync the directory (Kafka's Utils.atomicMoveWithFallback path).
+// writeFileAtomic is WriteFileAtomic with tmp = path + ".tmp".
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
+	return WriteFileAtomic(path, path+".tmp", data)
+}
+
+// WriteFileAtomic replaces path with data so that a crash leaves either the
+// old or the new content: write tmp, fsync it, rename it over path, fsync
+// the directory (Kafka's Utils.atomicMoveWithFallback path). A failed
+// write removes tmp.
+func WriteFileAtomic(path, tmp string, data []byte) error {
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	return syncDir(filepath.Dir(path))
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"gregor/internal/log"
 )
 
 // QuorumStateFileName is the file holding a voter's Raft hard state, next to
@@ -58,39 +60,9 @@ func readQuorumState(dir string) (quorumState, error) {
 // leaves either the old or the new state, never a torn one.
 func writeQuorumState(dir string, st quorumState) error {
 	path := filepath.Join(dir, QuorumStateFileName)
-	tmp := path + ".tmp"
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return log.WriteFileAtomic(path, path+".tmp", b)
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gregor/internal/log"
 	"gregor/internal/metadata"
 	"gregor/internal/record"
 )
@@ -104,26 +105,8 @@ func listSnapshots(dir string) ([]SnapshotID, error) {
 func writeSnapshotFile(dir string, id SnapshotID, data []byte) error {
 	path := filepath.Join(dir, snapshotFileName(id))
 	tmp := strings.TrimSuffix(path, snapshotSuffix) + snapshotPartialSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write snapshot %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write snapshot %s: %w", path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("write snapshot %s: %w", path, err)
+	if err := log.WriteFileAtomic(path, tmp, data); err != nil {
+		return fmt.Errorf("write snapshot: %w", err)
 	}
 	return nil
 }
@@ -139,21 +122,6 @@ func deleteOldSnapshots(dir string) error {
 			return fmt.Errorf("delete snapshot: %w", err)
 		}
 		ids = ids[1:]
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
