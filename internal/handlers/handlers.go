@@ -104,6 +104,7 @@ var brokerAPIs = []*api{
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
 	// Replication.
 	&offsetForLeaderEpochAPI,
+	&describeTopicPartitionsAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -505,4 +506,69 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}
 	// The restarted broker keeps appending after the old records.
 	produceConsume(t, ts2, "durable", kgo.NoCompression(), 300)
+}
+
+// TestDescribeTopicPartitionsPages: topics by name, partitions by id, at
+// most ResponsePartitionLimit per answer, continued from NextCursor.
+func TestDescribeTopicPartitionsPages(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	cl := ts.client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctxT(t), 3, 1, nil, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctxT(t), 2, 1, nil, "b"); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		topic     string
+		partition int32
+	}
+	var got []seen
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = 2
+	pages := 0
+	for {
+		resp, err := req.RequestWith(ctxT(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != 0 {
+				t.Fatalf("topic %v: error %d", rt.Topic, rt.ErrorCode)
+			}
+			for _, p := range rt.Partitions {
+				if p.LeaderID != 1 || len(p.Replicas) != 1 {
+					t.Fatalf("%s-%d: leader %d replicas %v", *rt.Topic, p.Partition, p.LeaderID, p.Replicas)
+				}
+				got = append(got, seen{*rt.Topic, p.Partition})
+			}
+		}
+		if resp.NextCursor == nil {
+			break
+		}
+		c := kmsg.NewDescribeTopicPartitionsRequestCursor()
+		c.Topic, c.Partition = resp.NextCursor.Topic, resp.NextCursor.Partition
+		req.Cursor = &c
+		if pages > 10 {
+			t.Fatal("no end to the pages")
+		}
+	}
+	want := []seen{{"a", 0}, {"a", 1}, {"a", 2}, {"b", 0}, {"b", 1}}
+	if !slices.Equal(got, want) || pages != 3 {
+		t.Fatalf("%d pages: %v, want 3 pages of %v", pages, got, want)
+	}
+	// A named topic that does not exist.
+	req = kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = "nope"
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxT(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: %+v", resp.Topics)
+	}
 }
