@@ -250,3 +250,16 @@ func joinInt32(xs []int32) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// withAdmin runs fn with an admin client that answers within --timeout,
+// and closes the client afterwards.
+func (c *connFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, adm *kadm.Client) error) error {
+	ctx, cancel := c.deadline(cmd)
+	defer cancel()
+	adm, err := c.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return fn(ctx, adm)
+}

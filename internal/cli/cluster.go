@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -27,35 +28,30 @@ func NewClusterCommand() *cobra.Command {
 		Short: "Print the cluster id, the active controller and the brokers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			md, err := adm.BrokerMetadata(ctx)
-			if err != nil {
-				return fmt.Errorf("describe cluster: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Cluster ID: %s\n", md.Cluster)
-			if md.Controller >= 0 {
-				fmt.Fprintf(out, "Controller: %d\n", md.Controller)
-			} else {
-				fmt.Fprintln(out, "Controller: none")
-			}
-			fmt.Fprintf(out, "Brokers: %d\n", len(md.Brokers))
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tHOST\tPORT\tRACK")
-			for _, b := range md.Brokers {
-				rack := ""
-				if b.Rack != nil {
-					rack = *b.Rack
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				md, err := adm.BrokerMetadata(ctx)
+				if err != nil {
+					return fmt.Errorf("describe cluster: %w", err)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\n", b.NodeID, b.Host, b.Port, rack)
-			}
-			return tw.Flush()
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "Cluster ID: %s\n", md.Cluster)
+				if md.Controller >= 0 {
+					fmt.Fprintf(out, "Controller: %d\n", md.Controller)
+				} else {
+					fmt.Fprintln(out, "Controller: none")
+				}
+				fmt.Fprintf(out, "Brokers: %d\n", len(md.Brokers))
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tHOST\tPORT\tRACK")
+				for _, b := range md.Brokers {
+					rack := ""
+					if b.Rack != nil {
+						rack = *b.Rack
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\n", b.NodeID, b.Host, b.Port, rack)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	quorum := &cobra.Command{

@@ -122,49 +122,44 @@ func newConfigGet(conn *connFlags, ent *entityFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			var rcs kadm.ResourceConfigs
-			if e.topic {
-				rcs, err = adm.DescribeTopicConfigs(ctx, e.name)
-			} else if e.name == "" {
-				rcs, err = adm.DescribeBrokerConfigs(ctx)
-			} else {
-				rcs, err = adm.DescribeBrokerConfigs(ctx, e.broker)
-			}
-			if err != nil {
-				return fmt.Errorf("describe configs of %s: %w", e, err)
-			}
-			rc, err := rcs.On(e.name, nil)
-			if err == nil {
-				err = rc.Err
-			}
-			if err != nil {
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				var rcs kadm.ResourceConfigs
 				if e.topic {
-					return topicErr(e.name, err)
+					rcs, err = adm.DescribeTopicConfigs(ctx, e.name)
+				} else if e.name == "" {
+					rcs, err = adm.DescribeBrokerConfigs(ctx)
+				} else {
+					rcs, err = adm.DescribeBrokerConfigs(ctx, e.broker)
 				}
-				return fmt.Errorf("describe configs of %s: %w", e, err)
-			}
-			configs := rc.Configs
-			sort.Slice(configs, func(i, j int) bool { return configs[i].Key < configs[j].Key })
-			out := cmd.OutOrStdout()
-			if all {
-				fmt.Fprintf(out, "All configs for %s are:\n", e)
-			} else {
-				fmt.Fprintf(out, "Dynamic configs for %s are:\n", e)
-			}
-			for _, c := range configs {
-				if !all && !isDynamic(c.Source) {
-					continue
+				if err != nil {
+					return fmt.Errorf("describe configs of %s: %w", e, err)
 				}
-				fmt.Fprintf(out, "  %s=%s sensitive=%t synonyms={%s}\n", c.Key, configValue(c), c.Sensitive, synonyms(c))
-			}
-			return nil
+				rc, err := rcs.On(e.name, nil)
+				if err == nil {
+					err = rc.Err
+				}
+				if err != nil {
+					if e.topic {
+						return topicErr(e.name, err)
+					}
+					return fmt.Errorf("describe configs of %s: %w", e, err)
+				}
+				configs := rc.Configs
+				sort.Slice(configs, func(i, j int) bool { return configs[i].Key < configs[j].Key })
+				out := cmd.OutOrStdout()
+				if all {
+					fmt.Fprintf(out, "All configs for %s are:\n", e)
+				} else {
+					fmt.Fprintf(out, "Dynamic configs for %s are:\n", e)
+				}
+				for _, c := range configs {
+					if !all && !isDynamic(c.Source) {
+						continue
+					}
+					fmt.Fprintf(out, "  %s=%s sensitive=%t synonyms={%s}\n", c.Key, configValue(c), c.Sensitive, synonyms(c))
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "show every config, defaults included")
@@ -243,34 +238,29 @@ func runAlter(cmd *cobra.Command, conn *connFlags, ent *entityFlags, alters []ka
 	if err != nil {
 		return err
 	}
-	ctx, cancel := conn.deadline(cmd)
-	defer cancel()
-	adm, err := conn.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	if e.topic {
-		err = alterTopicConfigs(ctx, adm, e.name, alters)
-	} else {
-		var resps kadm.AlterConfigsResponses
-		if e.name == "" {
-			resps, err = adm.AlterBrokerConfigs(ctx, alters)
+	return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+		if e.topic {
+			err = alterTopicConfigs(ctx, adm, e.name, alters)
 		} else {
-			resps, err = adm.AlterBrokerConfigs(ctx, alters, e.broker)
-		}
-		if err == nil {
-			err = firstAlterErr(resps)
+			var resps kadm.AlterConfigsResponses
+			if e.name == "" {
+				resps, err = adm.AlterBrokerConfigs(ctx, alters)
+			} else {
+				resps, err = adm.AlterBrokerConfigs(ctx, alters, e.broker)
+			}
+			if err == nil {
+				err = firstAlterErr(resps)
+			}
+			if err != nil {
+				err = fmt.Errorf("alter configs of %s: %w", e, err)
+			}
 		}
 		if err != nil {
-			err = fmt.Errorf("alter configs of %s: %w", e, err)
+			return err
 		}
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Completed updating config for %s.\n", e)
-	return nil
+		fmt.Fprintf(cmd.OutOrStdout(), "Completed updating config for %s.\n", e)
+		return nil
+	})
 }
 
 // alterConfigs builds incremental SET and DELETE operations.

@@ -44,36 +44,31 @@ func newGroupList(conn *connFlags) *cobra.Command {
 		Short: "List consumer group ids; --state adds each group's state (and filters by the states given)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			var filter []string
-			for _, s := range strings.Split(states, ",") {
-				if s = strings.TrimSpace(s); s != "" && s != "all" {
-					filter = append(filter, s)
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				var filter []string
+				for _, s := range strings.Split(states, ",") {
+					if s = strings.TrimSpace(s); s != "" && s != "all" {
+						filter = append(filter, s)
+					}
 				}
-			}
-			groups, err := adm.ListGroups(ctx, filter...)
-			if err != nil {
-				return fmt.Errorf("list groups: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			if !cmd.Flags().Changed("state") {
+				groups, err := adm.ListGroups(ctx, filter...)
+				if err != nil {
+					return fmt.Errorf("list groups: %w", err)
+				}
+				out := cmd.OutOrStdout()
+				if !cmd.Flags().Changed("state") {
+					for _, g := range groups.Sorted() {
+						fmt.Fprintln(out, g.Group)
+					}
+					return nil
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tSTATE")
 				for _, g := range groups.Sorted() {
-					fmt.Fprintln(out, g.Group)
+					fmt.Fprintf(tw, "%s\t%s\n", g.Group, g.State)
 				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "GROUP\tSTATE")
-			for _, g := range groups.Sorted() {
-				fmt.Fprintf(tw, "%s\t%s\n", g.Group, g.State)
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().StringVar(&states, "state", "", "show states; with a value, only groups in these states (Stable, Empty, ...)")
@@ -91,30 +86,25 @@ func newGroupDelete(conn *connFlags) *cobra.Command {
 			if len(names) == 0 {
 				return errors.New("no group given (as an argument or with --group)")
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			resps, err := adm.DeleteGroups(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("delete groups: %w", err)
-			}
-			quoted := make([]string, len(names))
-			for i, name := range names {
-				r, ok := resps[name]
-				if !ok {
-					return fmt.Errorf("delete group %q: no answer", name)
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.DeleteGroups(ctx, names...)
+				if err != nil {
+					return fmt.Errorf("delete groups: %w", err)
 				}
-				if r.Err != nil {
-					return groupErr(name, r.Err)
+				quoted := make([]string, len(names))
+				for i, name := range names {
+					r, ok := resps[name]
+					if !ok {
+						return fmt.Errorf("delete group %q: no answer", name)
+					}
+					if r.Err != nil {
+						return groupErr(name, r.Err)
+					}
+					quoted[i] = "'" + name + "'"
 				}
-				quoted[i] = "'" + name + "'"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Deletion of requested consumer groups (%s) was successful.\n", strings.Join(quoted, ", "))
-			return nil
+				fmt.Fprintf(cmd.OutOrStdout(), "Deletion of requested consumer groups (%s) was successful.\n", strings.Join(quoted, ", "))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&groups, "group", nil, "group to delete (repeatable)")

@@ -30,49 +30,44 @@ func newGroupDescribe(conn *connFlags) *cobra.Command {
 			if members && state {
 				return errors.New("give only one of --members and --state")
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			lags, err := adm.Lag(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("describe groups: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			for i, name := range names {
-				l, ok := lags[name]
-				if !ok {
-					return groupErr(name, kerr.GroupIDNotFound)
-				}
-				if l.DescribeErr != nil {
-					return groupErr(name, l.DescribeErr)
-				}
-				if l.State == "Dead" {
-					return groupErr(name, kerr.GroupIDNotFound)
-				}
-				if l.FetchErr != nil {
-					return fmt.Errorf("committed offsets of group %q: %w", name, l.FetchErr)
-				}
-				v, err := newGroupView(ctx, adm, l)
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				lags, err := adm.Lag(ctx, names...)
 				if err != nil {
-					return err
+					return fmt.Errorf("describe groups: %w", err)
 				}
-				if i > 0 {
-					fmt.Fprintln(out)
+				out := cmd.OutOrStdout()
+				for i, name := range names {
+					l, ok := lags[name]
+					if !ok {
+						return groupErr(name, kerr.GroupIDNotFound)
+					}
+					if l.DescribeErr != nil {
+						return groupErr(name, l.DescribeErr)
+					}
+					if l.State == "Dead" {
+						return groupErr(name, kerr.GroupIDNotFound)
+					}
+					if l.FetchErr != nil {
+						return fmt.Errorf("committed offsets of group %q: %w", name, l.FetchErr)
+					}
+					v, err := newGroupView(ctx, adm, l)
+					if err != nil {
+						return err
+					}
+					if i > 0 {
+						fmt.Fprintln(out)
+					}
+					switch {
+					case state:
+						v.writeState(out)
+					case members:
+						v.writeMembers(out)
+					default:
+						v.writeOffsets(out)
+					}
 				}
-				switch {
-				case state:
-					v.writeState(out)
-				case members:
-					v.writeMembers(out)
-				default:
-					v.writeOffsets(out)
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&groups, "group", nil, "group to describe (repeatable)")

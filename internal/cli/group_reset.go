@@ -126,57 +126,52 @@ func (f *resetFlags) run(cmd *cobra.Command, conn *connFlags, args []string) err
 	if err != nil {
 		return err
 	}
-	ctx, cancel := conn.deadline(cmd)
-	defer cancel()
-	adm, err := conn.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
+	return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
 
-	// Kafka resets only groups without members: a live member would
-	// overwrite the new offsets with its next commit.
-	state, err := groupState(ctx, adm, group)
-	if err != nil {
-		return err
-	}
-	if state != "Empty" && state != "Dead" {
-		return fmt.Errorf("offsets can only be reset if group %q is inactive, but its state is %s", group, state)
-	}
-	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return groupErr(group, err)
-	}
-	set, err := f.partitions(ctx, adm, committed)
-	if err != nil {
-		return err
-	}
-	plan, err := planReset(ctx, adm, set, committed, target, f.toOffset, ms, f.shiftBy)
-	if err != nil {
-		return err
-	}
+		// Kafka resets only groups without members: a live member would
+		// overwrite the new offsets with its next commit.
+		state, err := groupState(ctx, adm, group)
+		if err != nil {
+			return err
+		}
+		if state != "Empty" && state != "Dead" {
+			return fmt.Errorf("offsets can only be reset if group %q is inactive, but its state is %s", group, state)
+		}
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return groupErr(group, err)
+		}
+		set, err := f.partitions(ctx, adm, committed)
+		if err != nil {
+			return err
+		}
+		plan, err := planReset(ctx, adm, set, committed, target, f.toOffset, ms, f.shiftBy)
+		if err != nil {
+			return err
+		}
 
-	out := cmd.OutOrStdout()
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tNEW-OFFSET")
-	for _, o := range plan.Sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", group, o.Topic, o.Partition, o.At)
-	}
-	tw.Flush()
-	if !f.execute {
-		if !f.dryRun {
-			fmt.Fprintln(cmd.ErrOrStderr(), "Dry run: no offsets were changed; add --execute to commit them.")
+		out := cmd.OutOrStdout()
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tNEW-OFFSET")
+		for _, o := range plan.Sorted() {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", group, o.Topic, o.Partition, o.At)
+		}
+		tw.Flush()
+		if !f.execute {
+			if !f.dryRun {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Dry run: no offsets were changed; add --execute to commit them.")
+			}
+			return nil
+		}
+		resps, err := adm.CommitOffsets(ctx, group, plan)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("commit offsets of group %q: %w", group, err)
 		}
 		return nil
-	}
-	resps, err := adm.CommitOffsets(ctx, group, plan)
-	if err == nil {
-		err = resps.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("commit offsets of group %q: %w", group, err)
-	}
-	return nil
+	})
 }
 
 // partitions are the partitions to reset: the topics given (all their

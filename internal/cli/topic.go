@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -61,31 +62,26 @@ func newTopicCreate(conn *connFlags) *cobra.Command {
 			for k, v := range kv {
 				cfg[k] = kadm.StringPtr(v)
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			resps, err := adm.CreateTopics(ctx, partitions, replication, cfg, names...)
-			if err != nil {
-				return fmt.Errorf("create topics: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			for _, name := range names {
-				r := resps[name]
-				switch {
-				case r.Err == nil:
-					fmt.Fprintf(out, "Created topic %s.\n", name)
-				case ifNotExists && errors.Is(r.Err, kerr.TopicAlreadyExists):
-				case errors.Is(r.Err, kerr.TopicAlreadyExists):
-					return fmt.Errorf("topic %q already exists", name)
-				default:
-					return fmt.Errorf("create topic %q: %w%s", name, r.Err, errDetail(r.ErrMessage, r.Err))
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.CreateTopics(ctx, partitions, replication, cfg, names...)
+				if err != nil {
+					return fmt.Errorf("create topics: %w", err)
 				}
-			}
-			return nil
+				out := cmd.OutOrStdout()
+				for _, name := range names {
+					r := resps[name]
+					switch {
+					case r.Err == nil:
+						fmt.Fprintf(out, "Created topic %s.\n", name)
+					case ifNotExists && errors.Is(r.Err, kerr.TopicAlreadyExists):
+					case errors.Is(r.Err, kerr.TopicAlreadyExists):
+						return fmt.Errorf("topic %q already exists", name)
+					default:
+						return fmt.Errorf("create topic %q: %w%s", name, r.Err, errDetail(r.ErrMessage, r.Err))
+					}
+				}
+				return nil
+			})
 		},
 	}
 	fs := cmd.Flags()
@@ -112,24 +108,19 @@ func newTopicList(conn *connFlags) *cobra.Command {
 		Short: "List topic names, one per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			tds, err := adm.ListTopicsWithInternal(ctx)
-			if err != nil {
-				return fmt.Errorf("list topics: %w", err)
-			}
-			for _, name := range tds.Names() {
-				if excludeInternal && tds[name].IsInternal {
-					continue
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				tds, err := adm.ListTopicsWithInternal(ctx)
+				if err != nil {
+					return fmt.Errorf("list topics: %w", err)
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), name)
-			}
-			return nil
+				for _, name := range tds.Names() {
+					if excludeInternal && tds[name].IsInternal {
+						continue
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), name)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics (__consumer_offsets, ...)")
@@ -143,63 +134,61 @@ func newTopicDescribe(conn *connFlags) *cobra.Command {
 		Short: "Show partitions (leader, replicas, ISR, start/end offsets, size) and non-default configs; all topics without arguments",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := topicArgs(args, topics)
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			var tds kadm.TopicDetails
-			if len(names) == 0 {
-				tds, err = adm.ListTopics(ctx)
-			} else {
-				tds, err = adm.ListTopics(ctx, names...)
-			}
-			if err != nil {
-				return fmt.Errorf("describe topics: %w", err)
-			}
-			for _, name := range names {
-				if td, ok := tds[name]; !ok || td.Err != nil {
-					return topicErr(name, td.Err)
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				var (
+					tds kadm.TopicDetails
+					err error
+				)
+				if len(names) == 0 {
+					tds, err = adm.ListTopics(ctx)
+				} else {
+					tds, err = adm.ListTopics(ctx, names...)
 				}
-			}
-			if len(names) == 0 {
-				names = tds.Names()
-			}
-			if len(names) == 0 {
-				return nil
-			}
-			starts, err := adm.ListStartOffsets(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("list start offsets: %w", err)
-			}
-			ends, err := adm.ListEndOffsets(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("list end offsets: %w", err)
-			}
-			// Sizes are best effort: a broker without DescribeLogDirs still
-			// gets its partitions described.
-			sizes := map[string]map[int32]int64{}
-			if dirs, err := adm.DescribeAllLogDirs(ctx, tds.TopicsSet()); err == nil {
-				dirs.Each(func(d kadm.DescribedLogDir) {
-					d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
-						if sizes[p.Topic] == nil {
-							sizes[p.Topic] = map[int32]int64{}
-						}
-						sizes[p.Topic][p.Partition] += p.Size
+				if err != nil {
+					return fmt.Errorf("describe topics: %w", err)
+				}
+				for _, name := range names {
+					if td, ok := tds[name]; !ok || td.Err != nil {
+						return topicErr(name, td.Err)
+					}
+				}
+				if len(names) == 0 {
+					names = tds.Names()
+				}
+				if len(names) == 0 {
+					return nil
+				}
+				starts, err := adm.ListStartOffsets(ctx, names...)
+				if err != nil {
+					return fmt.Errorf("list start offsets: %w", err)
+				}
+				ends, err := adm.ListEndOffsets(ctx, names...)
+				if err != nil {
+					return fmt.Errorf("list end offsets: %w", err)
+				}
+				// Sizes are best effort: a broker without DescribeLogDirs still
+				// gets its partitions described.
+				sizes := map[string]map[int32]int64{}
+				if dirs, err := adm.DescribeAllLogDirs(ctx, tds.TopicsSet()); err == nil {
+					dirs.Each(func(d kadm.DescribedLogDir) {
+						d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+							if sizes[p.Topic] == nil {
+								sizes[p.Topic] = map[int32]int64{}
+							}
+							sizes[p.Topic][p.Partition] += p.Size
+						})
 					})
-				})
-			}
-			configs, _ := adm.DescribeTopicConfigs(ctx, names...)
-			out := cmd.OutOrStdout()
-			for i, name := range names {
-				if i > 0 {
-					fmt.Fprintln(out)
 				}
-				writeTopic(out, tds[name], dynamicConfigs(configs, name), starts, ends, sizes[name])
-			}
-			return nil
+				configs, _ := adm.DescribeTopicConfigs(ctx, names...)
+				out := cmd.OutOrStdout()
+				for i, name := range names {
+					if i > 0 {
+						fmt.Fprintln(out)
+					}
+					writeTopic(out, tds[name], dynamicConfigs(configs, name), starts, ends, sizes[name])
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to describe (repeatable)")
@@ -275,18 +264,13 @@ func newTopicAlter(conn *connFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			if err := alterTopicConfigs(ctx, adm, topic, alters); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Updated config for topic %s.\n", topic)
-			return nil
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				if err := alterTopicConfigs(ctx, adm, topic, alters); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Updated config for topic %s.\n", topic)
+				return nil
+			})
 		},
 	}
 	fs := cmd.Flags()
@@ -309,28 +293,23 @@ func newTopicDelete(conn *connFlags) *cobra.Command {
 			if len(names) == 0 {
 				return errors.New("no topic given (as an argument or with --topic)")
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			resps, err := adm.DeleteTopics(ctx, names...)
-			if err != nil {
-				return fmt.Errorf("delete topics: %w", err)
-			}
-			for _, name := range names {
-				r := resps[name]
-				switch {
-				case r.Err == nil:
-					fmt.Fprintf(cmd.OutOrStdout(), "Deleted topic %s.\n", name)
-				case ifExists && errors.Is(r.Err, kerr.UnknownTopicOrPartition):
-				default:
-					return topicErr(name, r.Err)
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.DeleteTopics(ctx, names...)
+				if err != nil {
+					return fmt.Errorf("delete topics: %w", err)
 				}
-			}
-			return nil
+				for _, name := range names {
+					r := resps[name]
+					switch {
+					case r.Err == nil:
+						fmt.Fprintf(cmd.OutOrStdout(), "Deleted topic %s.\n", name)
+					case ifExists && errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+					default:
+						return topicErr(name, r.Err)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to delete (repeatable)")
@@ -354,29 +333,24 @@ func newTopicAddPartitions(conn *connFlags) *cobra.Command {
 			if partitions < 1 {
 				return errors.New("--partitions N (the new total, at least 1) is required")
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			adm, err := conn.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			resps, err := adm.UpdatePartitions(ctx, partitions, topic)
-			if err != nil {
-				return fmt.Errorf("add partitions: %w", err)
-			}
-			r, ok := resps[topic]
-			if !ok {
-				return fmt.Errorf("add partitions to %q: no answer for the topic", topic)
-			}
-			if r.Err != nil {
-				if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-					return topicErr(topic, r.Err)
+			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.UpdatePartitions(ctx, partitions, topic)
+				if err != nil {
+					return fmt.Errorf("add partitions: %w", err)
 				}
-				return fmt.Errorf("add partitions to %q: %w%s", topic, r.Err, errDetail(r.ErrMessage, r.Err))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Topic %s now has %d partitions.\n", topic, partitions)
-			return nil
+				r, ok := resps[topic]
+				if !ok {
+					return fmt.Errorf("add partitions to %q: no answer for the topic", topic)
+				}
+				if r.Err != nil {
+					if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+						return topicErr(topic, r.Err)
+					}
+					return fmt.Errorf("add partitions to %q: %w%s", topic, r.Err, errDetail(r.ErrMessage, r.Err))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Topic %s now has %d partitions.\n", topic, partitions)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to grow")
