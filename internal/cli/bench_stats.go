@@ -105,16 +105,13 @@ type benchProgress struct {
 	total   int64
 	live    bool
 	what    string
-	began   time.Time
 	records atomic.Int64
 	bytes   atomic.Int64
-
-	stop chan struct{}
-	done chan struct{}
+	ll      *liveLine
 }
 
 func newBenchProgress(out io.Writer, total int64, live bool, what string) *benchProgress {
-	return &benchProgress{out: out, total: total, live: live, what: what, stop: make(chan struct{}), done: make(chan struct{})}
+	return &benchProgress{out: out, total: total, live: live, what: what}
 }
 
 func (p *benchProgress) add(records, bytes int64) {
@@ -122,35 +119,10 @@ func (p *benchProgress) add(records, bytes int64) {
 	p.bytes.Add(bytes)
 }
 
-// start begins the redraw loop; its goroutine ends in finish.
-func (p *benchProgress) start() {
-	p.began = time.Now()
-	go func() {
-		defer close(p.done)
-		if !p.live {
-			<-p.stop
-			return
-		}
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				fmt.Fprintf(p.out, "\r%s\x1b[K", p.line(time.Since(p.began)))
-			}
-		}
-	}()
-}
+// start begins the redraws; finish ends them.
+func (p *benchProgress) start() { p.ll = startLiveLine(p.out, p.live, p.line) }
 
-func (p *benchProgress) finish() {
-	close(p.stop)
-	<-p.done
-	if p.live {
-		fmt.Fprint(p.out, "\r\x1b[K")
-	}
-}
+func (p *benchProgress) finish() { p.ll.stop() }
 
 func (p *benchProgress) line(elapsed time.Duration) string {
 	recs, b := p.records.Load(), p.bytes.Load()

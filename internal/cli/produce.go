@@ -360,16 +360,13 @@ type progress struct {
 	out     io.Writer
 	total   int64 // input bytes, -1 if unknown
 	live    bool  // redraw a line in place (a terminal)
-	began   time.Time
 	records atomic.Int64
 	bytes   atomic.Int64
-
-	stop chan struct{}
-	done chan struct{}
+	ll      *liveLine
 }
 
 func newProgress(out io.Writer, total int64, live bool) *progress {
-	return &progress{out: out, total: total, live: live, stop: make(chan struct{}), done: make(chan struct{})}
+	return &progress{out: out, total: total, live: live}
 }
 
 func (p *progress) acked(n int64) {
@@ -377,36 +374,11 @@ func (p *progress) acked(n int64) {
 	p.bytes.Add(n)
 }
 
-// start redraws the progress line twice a second on a terminal; the
-// goroutine ends in finish.
-func (p *progress) start() {
-	p.began = time.Now()
-	go func() {
-		defer close(p.done)
-		if !p.live {
-			<-p.stop
-			return
-		}
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				fmt.Fprintf(p.out, "\r%s\x1b[K", p.line(time.Since(p.began)))
-			}
-		}
-	}()
-}
+// start redraws the progress line twice a second on a terminal, until finish.
+func (p *progress) start() { p.ll = startLiveLine(p.out, p.live, p.line) }
 
 func (p *progress) finish(topic string) {
-	close(p.stop)
-	<-p.done
-	elapsed := time.Since(p.began)
-	if p.live {
-		fmt.Fprint(p.out, "\r\x1b[K")
-	}
+	elapsed := p.ll.stop()
 	recs, b := p.records.Load(), p.bytes.Load()
 	fmt.Fprintf(p.out, "Produced %d records (%s) to %s in %s (%.0f records/s, %s/s)\n",
 		recs, humanBytes(b), topic, elapsed.Round(time.Millisecond), rate(recs, elapsed), humanBytes(int64(rate(b, elapsed))))
