@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gregor/internal/metrics"
 	"net/http"
 	"sort"
 
@@ -232,4 +233,45 @@ func (c *Console) group(ctx context.Context, r *http.Request) (any, error) {
 		})
 	}
 	return v, nil
+}
+
+// GroupLags lists the committed lag of every group whose coordinator is
+// broker coordinator, for the metrics endpoint.
+func (c *Console) GroupLags(ctx context.Context, coordinator int32) ([]metrics.GroupLag, error) {
+	adm, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	var mine []string
+	for _, g := range listed.Sorted() {
+		if g.Coordinator == coordinator {
+			mine = append(mine, g.Group)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	lags, err := adm.Lag(ctx, mine...)
+	if err != nil {
+		return nil, fmt.Errorf("group lag: %w", err)
+	}
+	var out []metrics.GroupLag
+	for _, g := range mine {
+		l, ok := lags[g]
+		if !ok || l.Error() != nil {
+			continue
+		}
+		for topic, ps := range l.Lag {
+			for p, ml := range ps {
+				if ml.Commit.At >= 0 && ml.Err == nil {
+					out = append(out, metrics.GroupLag{Group: g, Topic: topic, Partition: p, Lag: max(ml.Lag, 0)})
+				}
+			}
+		}
+	}
+	return out, nil
 }

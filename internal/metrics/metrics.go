@@ -35,6 +35,8 @@ type Registry struct {
 
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
+
+	lag *groupLagCollector
 }
 
 // requestBuckets are latency buckets in milliseconds, as Kafka reports
@@ -89,6 +91,8 @@ func New(state func() State) *Registry {
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
 	}
+	r.lag = &groupLagCollector{}
+	r.reg.MustRegister(r.lag)
 	return r
 }
 

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
 
 	"gregor/internal/console"
+	"gregor/internal/metrics"
 )
 
 // newConsole makes the web console of a broker, mounted on the
@@ -19,6 +21,11 @@ func (s *Server) newConsole() func(mux *http.ServeMux) {
 	s.console = console.New(console.Config{
 		Metrics: s.metrics.Gatherer(),
 		Logger:  s.logger.With("component", "console"),
+	})
+	// Group lag in /metrics comes from the console's view of the cluster:
+	// the groups this broker coordinates.
+	s.metrics.SetGroupLag(func(ctx context.Context) ([]metrics.GroupLag, error) {
+		return s.console.GroupLags(ctx, s.cfg.NodeID)
 	})
 	return s.console.Mount
 }

@@ -86,4 +86,23 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("no %s in /metrics", name)
 		}
 	}
+	// A group committed at offset 1 of partition 0.
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctxT(t), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end0, _ := ends.Lookup("m", 0)
+	var commit kadm.Offsets
+	commit.Add(kadm.Offset{Topic: "m", Partition: 0, At: 1})
+	if _, err := adm.CommitOffsets(ctxT(t), "lagging", commit); err != nil {
+		t.Fatal(err)
+	}
+	_, text = scrape(t, ts, "/metrics")
+	if got, want := sample(text, `kafka_consumergroup_lag{group="lagging",partition="0",topic="m"}`), float64(max(end0.Offset-1, 0)); got != want {
+		t.Errorf("group lag = %v, want %v", got, want)
+	}
+	if got := sample(text, `kafka_consumergroup_lag_sum{group="lagging"}`); got != float64(max(end0.Offset-1, 0)) {
+		t.Errorf("group lag sum = %v", got)
+	}
 }
