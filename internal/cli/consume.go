@@ -145,6 +145,10 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 	if len(f.partitions) > 0 && len(topics) > 1 {
 		return errors.New("--partition needs exactly one topic")
 	}
+	if f.offset != "" && len(f.partitions) == 0 {
+		// As kafka-console-consumer: an offset is the offset of a partition.
+		return errors.New("--offset needs --partition")
+	}
 	start, err := f.startOffset()
 	if err != nil {
 		return err

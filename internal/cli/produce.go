@@ -155,6 +155,7 @@ func NewProduceCommand() *cobra.Command {
 		compression string
 		acks        string
 		partition   int32
+		partitioner string
 		lingerMs    int
 	)
 	cmd := &cobra.Command{
@@ -211,8 +212,17 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 				kgo.UnknownTopicRetries(2),
 				kgo.RecordDeliveryTimeout(conn.timeout),
 			)
-			if partition >= 0 {
+			switch {
+			case partition >= 0 && partitioner != "default":
+				return errors.New("--partition and --partitioner cannot be used together")
+			case partition >= 0:
 				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			default:
+				p, err := parsePartitioner(partitioner)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, kgo.RecordPartitioner(p))
 			}
 			cl, err := conn.client(ctx, opts...)
 			if err != nil {
@@ -246,6 +256,7 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 	fs.StringVar(&acks, "acks", "all", "all (-1), 1 or 0")
 	fs.StringVar(&acks, "request-required-acks", "all", "same as --acks (kafka-console-producer's name)")
 	fs.Int32Var(&partition, "partition", -1, "send every record to this partition (default: Kafka's partitioner, by key hash)")
+	fs.StringVar(&partitioner, "partitioner", "default", "partitioner.class: default (murmur2 of the key, sticky batches for keyless records), round-robin, or uniform-sticky (ignores keys)")
 	fs.IntVar(&lingerMs, "linger-ms", 5, "how long to wait to fill a batch")
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"none", "gzip", "snappy", "lz4", "zstd"}, cobra.ShellCompDirectiveNoFileComp
@@ -426,4 +437,17 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parsePartitioner maps Kafka's partitioner.class choices to franz-go's.
+func parsePartitioner(name string) (kgo.Partitioner, error) {
+	switch name {
+	case "default", "org.apache.kafka.clients.producer.internals.DefaultPartitioner":
+		return kgo.StickyKeyPartitioner(nil), nil
+	case "round-robin", "org.apache.kafka.clients.producer.RoundRobinPartitioner":
+		return kgo.RoundRobinPartitioner(), nil
+	case "uniform-sticky", "org.apache.kafka.clients.producer.UniformStickyPartitioner":
+		return kgo.StickyPartitioner(), nil
+	}
+	return nil, fmt.Errorf("--partitioner %q: want default, round-robin or uniform-sticky", name)
 }

@@ -95,7 +95,10 @@ func TestProduceConsume(t *testing.T) {
 	c.fails(`--compression "brotli"`, "produce", "lines", "--compression", "brotli")
 	c.fails(`--acks "2"`, "produce", "lines", "--acks", "2")
 	c.fails("--max-messages must be positive", "consume", "lines", "--max-messages", "0")
-	c.fails(`--offset "first"`, "consume", "lines", "--offset", "first")
+	c.fails(`--offset "first"`, "consume", "lines", "--offset", "first", "--partition", "0")
+	c.fails("--offset needs --partition", "consume", "lines", "--offset", "3")
+	c.fails("--partition and --partitioner", "produce", "lines", "--partition", "0", "--partitioner", "round-robin")
+	c.fails(`--partitioner "random"`, "produce", "lines", "--partitioner", "random")
 	c.fails(`--isolation-level "dirty"`, "consume", "lines", "--isolation-level", "dirty")
 	c.fails("cannot be used with --group", "consume", "lines", "--group", "g", "--partition", "0")
 	c.fails("unknown %q", "consume", "lines", "--format", "%q")
@@ -180,5 +183,19 @@ func TestProgressLine(t *testing.T) {
 	}
 	if got := humanBytes(3 << 20); got != "3.0 MiB" {
 		t.Fatalf("humanBytes %q", got)
+	}
+}
+
+func TestProduceRoundRobin(t *testing.T) {
+	c := startCluster(t, nil)
+	c.ok("topic", "create", "rr", "--partitions", "3")
+	if r := c.run("a\nb\nc\nd\ne\nf\n", "produce", "rr", "--partitioner", "round-robin"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	for p := range 3 {
+		out := c.ok("consume", "rr", "--partition", fmt.Sprint(p), "--offset", "earliest", "--max-messages", "2")
+		if n := len(strings.Fields(out)); n != 2 {
+			t.Fatalf("partition %d holds %q, want 2 records each", p, out)
+		}
 	}
 }
