@@ -400,6 +400,7 @@ func (p *progress) line(elapsed time.Duration) string {
 	bytesRate := rate(b, elapsed)
 	s := fmt.Sprintf("%d records, %s", recs, humanBytes(b))
 	if p.total > 0 {
+		s = progressBar(float64(b)/float64(p.total)) + " " + s
 		s += fmt.Sprintf(" of %s (%.0f%%)", humanBytes(p.total), 100*float64(b)/float64(p.total))
 	}
 	s += fmt.Sprintf(", %.0f records/s, %s/s", rate(recs, elapsed), humanBytes(int64(bytesRate)))
@@ -450,4 +451,11 @@ func parsePartitioner(name string) (kgo.Partitioner, error) {
 		return kgo.StickyPartitioner(), nil
 	}
 	return nil, fmt.Errorf("--partitioner %q: want default, round-robin or uniform-sticky", name)
+}
+
+// progressBar draws a 20-cell bar for a fraction done.
+func progressBar(done float64) string {
+	const cells = 20
+	n := min(max(int(done*cells), 0), cells)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", cells-n) + "]"
 }

@@ -178,7 +178,7 @@ func TestProgressLine(t *testing.T) {
 	for range 10 {
 		p.acked(50)
 	}
-	if got, want := p.line(2*time.Second), "10 records, 500 B of 1000 B (50%), 5 records/s, 250 B/s, ETA 2s"; got != want {
+	if got, want := p.line(2*time.Second), "[##########..........] 10 records, 500 B of 1000 B (50%), 5 records/s, 250 B/s, ETA 2s"; got != want {
 		t.Fatalf("progress %q, want %q", got, want)
 	}
 	if got := humanBytes(3 << 20); got != "3.0 MiB" {
