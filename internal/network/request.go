@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/rpc"
 )
 
 // apiVersionsKey is ApiVersions' API key. It is special on the wire twice: an
@@ -195,34 +196,11 @@ func readClientID(b []byte) (*string, []byte, error) {
 // skipTags skips a tagged-field section (KIP-482): a count, then per field a
 // tag, a size and that many bytes. The header defines no tags we use.
 func skipTags(b []byte) ([]byte, error) {
-	count, b, err := readUvarint32(b)
+	rest, err := rpc.SkipTags(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrMalformedRequest, err)
 	}
-	for i := uint32(0); i < count; i++ {
-		if _, b, err = readUvarint32(b); err != nil {
-			return nil, err
-		}
-		var size uint32
-		if size, b, err = readUvarint32(b); err != nil {
-			return nil, err
-		}
-		if uint64(size) > uint64(len(b)) {
-			return nil, fmt.Errorf("%w: tagged field of %d bytes with %d left", ErrMalformedRequest, size, len(b))
-		}
-		b = b[size:]
-	}
-	return b, nil
-}
-
-// readUvarint32 reads an unsigned varint of at most 5 bytes that fits an
-// int32, as Kafka's ByteUtils.readUnsignedVarint requires.
-func readUvarint32(b []byte) (uint32, []byte, error) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 || n > 5 || v > math.MaxInt32 {
-		return 0, nil, fmt.Errorf("%w: bad unsigned varint", ErrMalformedRequest)
-	}
-	return uint32(v), b[n:], nil
+	return rest, nil
 }
 
 // encodeResponse frames a response: size, response header, body. The header

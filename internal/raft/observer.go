@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/metadata"
-	"gregor/internal/network"
 	"gregor/internal/record"
+	"gregor/internal/rpc"
 )
 
 // MetadataTopic is the metadata log's topic name on the wire.
@@ -123,7 +123,7 @@ func (o *Observer) Start(ctx context.Context) error {
 
 func (o *Observer) run(ctx context.Context, caughtUp chan struct{}) {
 	target := int64(-1)
-	clients := map[int32]*network.Client{}
+	clients := map[int32]*rpc.Client{}
 	defer func() {
 		for _, c := range clients {
 			c.Close()
@@ -147,7 +147,7 @@ func (o *Observer) run(ctx context.Context, caughtUp chan struct{}) {
 		}
 		c := clients[id]
 		if c == nil {
-			c = network.NewClient(o.cfg.Voters[id], fmt.Sprintf("gregor-observer-%d", o.cfg.NodeID))
+			c = rpc.NewClient(o.cfg.Voters[id], fmt.Sprintf("gregor-observer-%d", o.cfg.NodeID))
 			clients[id] = c
 		}
 		hw, err := o.fetchOnce(ctx, c)
@@ -185,7 +185,7 @@ func (o *Observer) run(ctx context.Context, caughtUp chan struct{}) {
 // fetchOnce does one Fetch (and a snapshot transfer if the answer points to
 // one) and hands what it got to the listeners; it returns the quorum's high
 // watermark.
-func (o *Observer) fetchOnce(ctx context.Context, c *network.Client) (int64, error) {
+func (o *Observer) fetchOnce(ctx context.Context, c *rpc.Client) (int64, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	req.ClusterID = &o.cfg.ClusterID
@@ -277,7 +277,7 @@ func (o *Observer) apply(raw []byte) error {
 
 // fetchSnapshot transfers a snapshot with FetchSnapshot, in chunks, and
 // loads it into the listeners.
-func (o *Observer) fetchSnapshot(ctx context.Context, c *network.Client, endOffset int64, epoch int32) error {
+func (o *Observer) fetchSnapshot(ctx context.Context, c *rpc.Client, endOffset int64, epoch int32) error {
 	var data []byte
 	for {
 		req := kmsg.NewPtrFetchSnapshotRequest()

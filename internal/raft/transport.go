@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"gregor/internal/network"
+	"gregor/internal/rpc"
 )
 
 // Reporter is told about failed deliveries (the etcd raft node's
@@ -105,7 +105,7 @@ func (t *NetTransport) Send(msgs []raftpb.Message) {
 }
 
 func (t *NetTransport) sendLoop(ctx context.Context, to uint64, addr string, q chan raftpb.Message) {
-	client := network.NewClient(addr, fmt.Sprintf("gregor-raft-%d", t.cfg.NodeID))
+	client := rpc.NewClient(addr, fmt.Sprintf("gregor-raft-%d", t.cfg.NodeID))
 	defer client.Close()
 	var lastErr string
 	for {
@@ -156,7 +156,7 @@ func (t *NetTransport) sendLoop(ctx context.Context, to uint64, addr string, q c
 	}
 }
 
-func (t *NetTransport) send(ctx context.Context, client *network.Client, batch []raftpb.Message) error {
+func (t *NetTransport) send(ctx context.Context, client *rpc.Client, batch []raftpb.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.RequestTimeout)
 	defer cancel()
 	req := &RaftMessagesRequest{ClusterID: t.cfg.ClusterID, From: t.cfg.NodeID, Messages: batch}

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/log"
-	"gregor/internal/network"
 	"gregor/internal/partition"
 	"gregor/internal/record"
+	"gregor/internal/rpc"
 )
 
 // FetcherConfig is the follower side's settings (Kafka's replica.fetch.*).
@@ -83,7 +83,7 @@ func (f *fetcher) close() {
 
 func (f *fetcher) run(ctx context.Context) {
 	cfg := f.m.repl.Fetcher
-	client := network.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID)))
+	client := rpc.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID)))
 	defer client.Close()
 	var lastErr string
 	for ctx.Err() == nil {
@@ -117,7 +117,7 @@ func (f *fetcher) snapshot() []*partition.Partition {
 	return parts
 }
 
-func (f *fetcher) fetchOnce(ctx context.Context, client *network.Client) error {
+func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	cfg := f.m.repl.Fetcher
 	parts := f.snapshot()
 	if len(parts) == 0 {

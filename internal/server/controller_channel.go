@@ -11,6 +11,7 @@ import (
 
 	"gregor/internal/handlers"
 	"gregor/internal/network"
+	"gregor/internal/rpc"
 )
 
 // defaultControllerWait bounds a controller request whose context has no
@@ -68,7 +69,7 @@ func (s *Server) tryController(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	// One connection per request: controller requests are rare (admin
 	// requests, a heartbeat every few seconds) and a fresh connection
 	// needs no pool shared across goroutines.
-	c := network.NewClient(addr, fmt.Sprintf("gregor-broker-%d", s.cfg.NodeID))
+	c := rpc.NewClient(addr, fmt.Sprintf("gregor-broker-%d", s.cfg.NodeID))
 	defer c.Close()
 	return c.Request(ctx, req)
 }

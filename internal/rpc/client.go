@@ -1,4 +1,9 @@
-package network
+// Package rpc is the Kafka-protocol client one Gregor node uses to talk to
+// another: Raft messages between controllers, followers fetching from
+// leaders, brokers following the metadata log and talking to the active
+// controller. Both ends run the same binary, so there is no version
+// negotiation; it sits below every package that dials a peer.
+package rpc
 
 import (
 	"context"
@@ -6,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -113,7 +119,7 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() && req.Key() != apiVersionsKey {
 		var err error
-		if body, err = skipTags(body); err != nil {
+		if body, err = SkipTags(body); err != nil {
 			return nil, fmt.Errorf("response header tags: %w", err)
 		}
 	}
@@ -151,4 +157,43 @@ func apiName(key int16) string {
 		return name
 	}
 	return fmt.Sprintf("API key %d", key)
+}
+
+// apiVersionsKey is ApiVersions' API key: its response header is always
+// v0, even at flexible versions (KIP-511).
+const apiVersionsKey = 18
+
+// errBadTags is a tagged-field section that does not parse.
+var errBadTags = errors.New("malformed tagged fields")
+
+// SkipTags skips a flexible message's tagged-field section.
+func SkipTags(b []byte) ([]byte, error) {
+	count, b, err := ReadUvarint32(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := uint32(0); i < count; i++ {
+		if _, b, err = ReadUvarint32(b); err != nil {
+			return nil, err
+		}
+		var size uint32
+		if size, b, err = ReadUvarint32(b); err != nil {
+			return nil, err
+		}
+		if uint64(size) > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: tagged field of %d bytes with %d left", errBadTags, size, len(b))
+		}
+		b = b[size:]
+	}
+	return b, nil
+}
+
+// ReadUvarint32 reads an unsigned varint of at most 5 bytes that fits an
+// int32 (Kafka's lengths and counts).
+func ReadUvarint32(b []byte) (uint32, []byte, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || n > 5 || v > math.MaxInt32 {
+		return 0, nil, fmt.Errorf("%w: bad unsigned varint", errBadTags)
+	}
+	return uint32(v), b[n:], nil
 }

@@ -1,0 +1,105 @@
+package rpc_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+	"gregor/internal/rpc"
+)
+
+// metadataHandler answers Metadata with the request's version echoed in the
+// controller id, so a test sees which version crossed the wire.
+type metadataHandler struct{ block chan struct{} }
+
+func (metadataHandler) VersionRange(key int16) (int16, int16, bool) {
+	if key == 3 {
+		return 0, 12, true
+	}
+	return 0, 0, false
+}
+
+func (h metadataHandler) Handle(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.MetadataRequest)
+	if h.block != nil && len(r.Topics) > 0 {
+		select {
+		case <-h.block:
+		case <-ctx.Done():
+		}
+	}
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ControllerID = int32(r.Version)
+	return resp, nil
+}
+
+func start(t *testing.T, h network.Handler) string {
+	t.Helper()
+	srv := network.NewServer(network.Config{Listeners: []network.ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"}}}, h)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return srv.Addr("PLAINTEXT").(*net.TCPAddr).String()
+}
+
+func TestClientFlexibleAndClassicVersions(t *testing.T) {
+	c := rpc.NewClient(start(t, metadataHandler{}), "test")
+	defer c.Close()
+	for _, v := range []int16{1, 9, 12} { // classic, first flexible, newest
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = v
+		resp, err := c.Request(context.Background(), req)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if got := resp.(*kmsg.MetadataResponse).ControllerID; got != int32(v) {
+			t.Fatalf("v%d answered as v%d", v, got)
+		}
+	}
+}
+
+func TestClientCancelAndRedial(t *testing.T) {
+	block := make(chan struct{})
+	c := rpc.NewClient(start(t, metadataHandler{block: block}), "test")
+	defer c.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	name := "wait"
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = &name
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := c.Request(ctx, req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("blocked request: %v, want the context's deadline", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	close(block)
+	// The failed request closed the connection; the next one dials again.
+	req.Topics = nil
+	if _, err := c.Request(context.Background(), req); err != nil {
+		t.Fatalf("after a cancelled request: %v", err)
+	}
+}
+
+func TestSkipTagsRejectsGarbage(t *testing.T) {
+	if rest, err := rpc.SkipTags([]byte{0, 7}); err != nil || len(rest) != 1 {
+		t.Fatalf("empty tags: %v %v", rest, err)
+	}
+	if rest, err := rpc.SkipTags([]byte{1, 0, 2, 9, 9, 5}); err != nil || len(rest) != 1 || rest[0] != 5 {
+		t.Fatalf("one tag of 2 bytes: %v %v", rest, err)
+	}
+	for _, bad := range [][]byte{{}, {1, 0, 9}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}} {
+		if _, err := rpc.SkipTags(bad); err == nil {
+			t.Fatalf("SkipTags(%v) accepted", bad)
+		}
+	}
+}
