@@ -105,6 +105,8 @@ var brokerAPIs = []*api{
 	// Replication.
 	&offsetForLeaderEpochAPI,
 	&describeTopicPartitionsAPI,
+	// Idempotent (and, later, transactional) producers.
+	&describeProducersAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -212,4 +213,31 @@ func (m *Manager) deleteProducerSnapshots() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ProducerInfo is one producer the partition remembers (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32 // -1 when no batch is retained
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64 // -1 outside a transaction
+}
+
+// Producers lists the producers the partition remembers, by producer id.
+func (l *Log) Producers() []ProducerInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ProducerInfo, 0, len(l.producers.producers))
+	for _, e := range l.producers.producers {
+		info := ProducerInfo{ProducerID: e.producerID, ProducerEpoch: e.epoch, LastSequence: -1,
+			LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.currentTxnFirstOffset}
+		if !e.isEmpty() {
+			info.LastSequence = e.lastSeq()
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
 }

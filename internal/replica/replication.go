@@ -367,3 +367,13 @@ func (m *Manager) PreferredReadReplica(topic string, p int32, clientRack string,
 	}
 	return best
 }
+
+// DescribeProducers lists the producers a partition this broker leads
+// remembers (Kafka's DescribeProducers, answered by the leader).
+func (m *Manager) DescribeProducers(topic string, p int32) ([]log.ProducerInfo, error) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return nil, err
+	}
+	return part.Log().Producers(), nil
+}

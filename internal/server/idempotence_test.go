@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/record"
+	"gregor/internal/rpc"
 )
 
 // initProducerID asks for a producer id (no transactional id).
@@ -269,5 +270,49 @@ func TestIdempotenceAcrossRestart(t *testing.T) {
 	}
 	if r := rawProduce(t, ts.client(), topic, pid, epoch, 4, 1, false); r.ErrorCode != 0 || r.BaseOffset != 4 {
 		t.Fatalf("next batch after restart: %v base %d", kerr.ErrorForCode(r.ErrorCode), r.BaseOffset)
+	}
+}
+
+// TestDescribeProducers: the leader lists the idempotent producer that
+// wrote to a partition, with its epoch and last sequence; a partition
+// that does not exist is UNKNOWN_TOPIC_OR_PARTITION.
+func TestDescribeProducers(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	if _, err := ts.admin().CreateTopic(ctxT(t), 1, 1, nil, "dp"); err != nil {
+		t.Fatal(err)
+	}
+	initProducerID(t, ts.client())
+	producer := ts.client(kgo.DefaultProduceTopic("dp"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	var pid int64
+	var epoch int16
+	for i := range 5 {
+		r, err := producer.ProduceSync(ctxT(t), &kgo.Record{Value: []byte{byte(i)}}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, epoch = r.ProducerID, r.ProducerEpoch
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "dp", []int32{0, 7}
+	req.Topics = append(req.Topics, rt)
+	// Straight to the broker: franz-go would refuse to route partition 7.
+	c := rpc.NewClient(ts.addr(), "test")
+	defer c.Close()
+	kresp, err := c.Request(ctxT(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kresp.(*kmsg.DescribeProducersResponse)
+	parts := resp.Topics[0].Partitions
+	if len(parts) != 2 || parts[0].ErrorCode != 0 || len(parts[0].ActiveProducers) != 1 {
+		t.Fatalf("partition 0: %+v", parts)
+	}
+	ap := parts[0].ActiveProducers[0]
+	if ap.ProducerID != pid || ap.ProducerEpoch != int32(epoch) || ap.LastSequence != 4 || ap.CurrentTxnStartOffset != -1 || ap.LastTimestamp <= 0 {
+		t.Fatalf("producer %+v, want id %d epoch %d last sequence 4, no transaction", ap, pid, epoch)
+	}
+	if parts[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("partition 7: error %d", parts[1].ErrorCode)
 	}
 }
