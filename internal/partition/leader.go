@@ -160,3 +160,17 @@ func (p *Partition) ISR() []int32 {
 	defer p.mu.RUnlock()
 	return append([]int32(nil), p.isr...)
 }
+
+// AsFollower runs fn while this broker follows the partition in leader
+// epoch epoch, holding off leadership changes until it returns; once the
+// partition is led here or its epoch moved on, fn is not run (false). A
+// fetch answer from a former leader thus never lands in a log that has
+// started its own epoch.
+func (p *Partition) AsFollower(epoch int32, fn func() error) (bool, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.leader == p.nodeID || p.leaderEpoch != epoch {
+		return false, nil
+	}
+	return true, fn()
+}

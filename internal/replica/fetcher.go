@@ -135,11 +135,15 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.ResponseMax
 	byTopic := map[string]int{}
+	// The leader epoch each partition was fetched in: an answer is applied
+	// only while the partition still follows in that epoch.
+	epochs := map[log.TopicPartition]int32{}
 	for _, p := range parts {
 		l := p.Log()
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.TopicPartition.Partition
 		rp.CurrentLeaderEpoch = p.LeaderEpoch()
+		epochs[p.TopicPartition] = rp.CurrentLeaderEpoch
 		rp.FetchOffset = l.LogEndOffset()
 		rp.LogStartOffset = l.LogStartOffset()
 		rp.LastFetchedEpoch = -1
@@ -178,7 +182,10 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 			if p == nil {
 				continue // removed meanwhile
 			}
-			if err := f.handle(p, rp); err != nil && firstErr == nil {
+			// Under the partition's lock, so it cannot become leader (and
+			// start its epoch at the log end) halfway through the append.
+			_, err := p.AsFollower(epochs[tp], func() error { return f.handle(p, rp) })
+			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("%s: %w", tp, err)
 			}
 		}
