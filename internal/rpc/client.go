@@ -129,13 +129,18 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	return resp, nil
 }
 
-// ctxErr prefers the context's error to the i/o error it caused.
+// ctxErr prefers the context's error to the i/o error it caused. The
+// connection's deadline is the context's, and may fire a moment before the
+// context reports it: a timeout at or past the deadline is the deadline.
 func ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl.Add(-10*time.Millisecond)) {
+			return fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+		}
 		return fmt.Errorf("timed out: %w", err)
 	}
 	return err

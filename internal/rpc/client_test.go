@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +66,14 @@ func TestClientFlexibleAndClassicVersions(t *testing.T) {
 
 func TestClientCancelAndRedial(t *testing.T) {
 	block := make(chan struct{})
-	c := rpc.NewClient(start(t, metadataHandler{block: block}), "test")
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(block) }) }
+	addr := start(t, metadataHandler{block: block})
+	// Registered after the server's cleanup, so it runs first (cleanups
+	// run last in, first out): a failed test must not leave the handler
+	// blocking the server's shutdown.
+	t.Cleanup(unblock)
+	c := rpc.NewClient(addr, "test")
 	defer c.Close()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
@@ -82,7 +90,7 @@ func TestClientCancelAndRedial(t *testing.T) {
 	if d := time.Since(began); d > 2*time.Second {
 		t.Fatalf("cancel took %v", d)
 	}
-	close(block)
+	unblock()
 	// The failed request closed the connection; the next one dials again.
 	req.Topics = nil
 	if _, err := c.Request(context.Background(), req); err != nil {
