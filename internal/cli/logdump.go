@@ -427,40 +427,23 @@ func (d *dumper) dumpTxnIndex(path string) {
 // stderr.
 func (d *dumper) printSummary() {
 	w := d.errOut
-	for _, f := range d.indexMismatches.files {
-		fmt.Fprintf(w, "Mismatches in :%s\n", f)
-		for _, p := range d.indexMismatches.pairs[f] {
-			fmt.Fprintf(w, "  Index offset: %d, log offset: %d\n", p.first, p.second)
-		}
-	}
-	for _, f := range d.indexNotIncreasing.files {
-		fmt.Fprintf(w, "Non-increasing index offsets in :%s\n", f)
-		for _, p := range d.indexNotIncreasing.pairs[f] {
-			fmt.Fprintf(w, "  Index offset: %d, previous index offset: %d\n", p.first, p.second)
-		}
-	}
-	for _, f := range d.timeMismatches.files {
-		fmt.Fprintf(w, "Found timestamp mismatch in :%s\n", f)
-		for _, p := range d.timeMismatches.pairs[f] {
-			fmt.Fprintf(w, "  Index timestamp: %d, log timestamp: %d\n", p.first, p.second)
-		}
-	}
-	for _, f := range d.timeOutOfOrder.files {
-		fmt.Fprintf(w, "Found out of order timestamp in :%s\n", f)
-		for _, p := range d.timeOutOfOrder.pairs[f] {
-			fmt.Fprintf(w, "  Index timestamp: %d, Previously indexed timestamp: %d\n", p.first, p.second)
-		}
-	}
-	for _, f := range d.timeOffsetNotFound.files {
-		fmt.Fprintf(w, "The following indexed offsets are not found in the log (%s).\n", f)
-		for _, p := range d.timeOffsetNotFound.pairs[f] {
-			fmt.Fprintf(w, "Indexed offset: %d, found log offset: %d\n", p.first, p.second)
-		}
-	}
-	for _, f := range d.nonConsecutiveInLog.files {
-		fmt.Fprintf(w, "Non-consecutive offsets in %s\n", f)
-		for _, p := range d.nonConsecutiveInLog.pairs[f] {
-			fmt.Fprintf(w, "  %d is followed by %d\n", p.first, p.second)
+	// Each kind of finding with kafka-dump-log's heading and line wording.
+	for _, k := range []struct {
+		ff            *fileFindings
+		heading, line string
+	}{
+		{&d.indexMismatches, "Mismatches in :%s\n", "  Index offset: %d, log offset: %d\n"},
+		{&d.indexNotIncreasing, "Non-increasing index offsets in :%s\n", "  Index offset: %d, previous index offset: %d\n"},
+		{&d.timeMismatches, "Found timestamp mismatch in :%s\n", "  Index timestamp: %d, log timestamp: %d\n"},
+		{&d.timeOutOfOrder, "Found out of order timestamp in :%s\n", "  Index timestamp: %d, Previously indexed timestamp: %d\n"},
+		{&d.timeOffsetNotFound, "The following indexed offsets are not found in the log (%s).\n", "Indexed offset: %d, found log offset: %d\n"},
+		{&d.nonConsecutiveInLog, "Non-consecutive offsets in %s\n", "  %d is followed by %d\n"},
+	} {
+		for _, f := range k.ff.files {
+			fmt.Fprintf(w, k.heading, f)
+			for _, p := range k.ff.pairs[f] {
+				fmt.Fprintf(w, k.line, p.first, p.second)
+			}
 		}
 	}
 	for _, ff := range []*fileFindings{&d.indexMismatches, &d.indexNotIncreasing, &d.timeMismatches,
