@@ -5,7 +5,11 @@
 // is written through the normal log path (replica.Manager.Append, acks=-1)
 // before it is acknowledged. Each shard is owned by one goroutine that runs
 // its operations one at a time and fires its timers; the shard is unloaded
-// when this broker stops leading the partition.
+// when this broker stops leading the partition. A shard may also keep state
+// written inside transactions (TransactionalShard): such writes are
+// transactional batches of the producer, and the transaction's marker is
+// written and applied through the shard (CompleteTransaction), so records
+// and markers apply in the partition's order, live as on reload.
 package coordinator
 
 import (
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/metadata"
 	"gregor/internal/record"
@@ -38,6 +43,18 @@ type Shard interface {
 	NextDeadline() time.Time
 	// Unload answers whatever waits on the shard: it is going away.
 	Unload()
+}
+
+// TransactionalShard is a Shard that also keeps state written inside
+// transactions (the group coordinator's TxnOffsetCommit). Loading feeds it
+// the records of transactional batches with their producer, and each
+// transaction marker; a shard that does not implement it gets those
+// records through Replay and never sees a marker.
+type TransactionalShard interface {
+	// ReplayTransactional applies one record of producerID's transaction.
+	ReplayTransactional(now time.Time, producerID int64, producerEpoch int16, key, value []byte) error
+	// ReplayEndTxn applies the transaction's marker: COMMIT or ABORT.
+	ReplayEndTxn(producerID int64, commit bool) error
 }
 
 // Config configures a Runtime.
@@ -71,6 +88,9 @@ type shard struct {
 	stop        chan struct{}
 	done        chan struct{}
 	loaded      chan struct{}
+	// ctx ends when the shard is unloaded: writes that wait on it give up.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a runtime with no shards; Publish loads them.
@@ -118,6 +138,7 @@ func (r *Runtime) loadLocked(partition, epoch int32) {
 		partition: partition, leaderEpoch: epoch, impl: r.cfg.NewShard(partition),
 		ops: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), loaded: make(chan struct{}),
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	r.shards[partition] = s
 	r.wg.Add(1)
 	go func() {
@@ -130,6 +151,7 @@ func (r *Runtime) loadLocked(partition, epoch int32) {
 func (r *Runtime) unloadLocked(s *shard) {
 	delete(r.shards, s.partition)
 	close(s.stop)
+	s.cancel()
 }
 
 // Close unloads every shard and waits for their goroutines.
@@ -145,7 +167,7 @@ func (r *Runtime) Close() {
 
 // run is a shard's goroutine: load, then serve operations and timers.
 func (r *Runtime) run(s *shard) {
-	w := &Writer{r: r, partition: s.partition}
+	w := &Writer{r: r, s: s, ctx: s.ctx}
 	defer s.impl.Unload()
 	start := time.Now()
 	if err := r.load(s); err != nil {
@@ -180,9 +202,11 @@ func (r *Runtime) run(s *shard) {
 	}
 }
 
-// load replays the partition from its start to the high watermark.
+// load replays the partition from its start to the high watermark. A
+// TransactionalShard gets transactional records and markers as such.
 func (r *Runtime) load(s *shard) error {
 	now := r.cfg.Now()
+	txnShard, _ := s.impl.(TransactionalShard)
 	offset := int64(-1)
 	for {
 		select {
@@ -213,20 +237,53 @@ func (r *Runtime) load(s *shard) error {
 			batch := b[:h.Size()]
 			b = b[h.Size():]
 			offset = h.NextOffset()
-			if h.IsControl() {
+			if h.IsControl() && (txnShard == nil || !h.IsTransactional()) {
 				continue
 			}
 			_, recs, err := record.ReadRecords(batch)
 			if err != nil {
 				return fmt.Errorf("read batch of %s-%d at %d: %w", r.cfg.Topic, s.partition, h.BaseOffset, err)
 			}
+			if h.IsControl() {
+				for _, rec := range recs {
+					commit, ok := markerType(rec.Key)
+					if !ok {
+						continue
+					}
+					if err := txnShard.ReplayEndTxn(h.ProducerID, commit); err != nil {
+						return fmt.Errorf("replay marker of producer %d at %d of %s-%d: %w", h.ProducerID, h.BaseOffset, r.cfg.Topic, s.partition, err)
+					}
+				}
+				continue
+			}
 			for _, rec := range recs {
-				if err := s.impl.Replay(now, rec.Key, rec.Value); err != nil {
+				if txnShard != nil && h.IsTransactional() {
+					err = txnShard.ReplayTransactional(now, h.ProducerID, h.ProducerEpoch, rec.Key, rec.Value)
+				} else {
+					err = s.impl.Replay(now, rec.Key, rec.Value)
+				}
+				if err != nil {
 					return err
 				}
 			}
 		}
 	}
+}
+
+// markerType reads a control record's key (version, type): COMMIT or ABORT
+// for a transaction marker; ok is false for other control records.
+func markerType(key []byte) (commit, ok bool) {
+	var k kmsg.ControlRecordKey
+	if err := k.ReadFrom(key); err != nil {
+		return false, false
+	}
+	switch k.Type {
+	case kmsg.ControlRecordKeyTypeCommit:
+		return true, true
+	case kmsg.ControlRecordKeyTypeAbort:
+		return false, true
+	}
+	return false, false
 }
 
 // Do runs fn on a partition's shard goroutine and waits for it. The shard
@@ -247,7 +304,12 @@ func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *W
 	done := make(chan struct{})
 	op := func() {
 		defer close(done)
-		fn(s.impl, &Writer{r: r, partition: partition})
+		// The operation's waits end with the caller's context or the
+		// shard's unload, whichever comes first.
+		opCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.ctx, cancel)()
+		fn(s.impl, &Writer{r: r, s: s, ctx: opCtx})
 	}
 	select {
 	case s.ops <- op:
@@ -263,8 +325,9 @@ func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *W
 // Writer appends records to a shard's partition. It is used only on the
 // shard's goroutine, so writes keep the order of the operations.
 type Writer struct {
-	r         *Runtime
-	partition int32
+	r   *Runtime
+	s   *shard
+	ctx context.Context // bounds WriteTxnMarker's wait
 }
 
 // Write appends records as one batch and waits for it to be committed (acks=-1).
@@ -272,22 +335,99 @@ func (w *Writer) Write(records []Record) error {
 	if len(records) == 0 {
 		return nil
 	}
+	batch, err := w.build(record.BuilderOptions{ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch}, records)
+	if err != nil {
+		return err
+	}
+	res := w.r.cfg.Replica.Append(w.r.cfg.Topic, w.s.partition, -1, batch)
+	if res.Err != nil {
+		return fmt.Errorf("append to %s-%d: %w", w.r.cfg.Topic, w.s.partition, res.Err)
+	}
+	return nil
+}
+
+// WriteTransactional appends records as one transactional batch of the
+// producer (Kafka's transactional write operation) and waits for it to be
+// committed. The log checks the producer epoch, not the sequence: the batch
+// comes from the coordinator, not from the producer's own sequence.
+func (w *Writer) WriteTransactional(producerID int64, producerEpoch int16, records []Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	batch, err := w.build(record.BuilderOptions{ProducerID: producerID, ProducerEpoch: producerEpoch, Transactional: true}, records)
+	if err != nil {
+		return err
+	}
+	res := w.r.cfg.Replica.AppendCoordinator(w.r.cfg.Topic, w.s.partition, batch)
+	if res.Err != nil {
+		return fmt.Errorf("append transactional batch of producer %d to %s-%d: %w", producerID, w.r.cfg.Topic, w.s.partition, res.Err)
+	}
+	return nil
+}
+
+func (w *Writer) build(opts record.BuilderOptions, records []Record) ([]byte, error) {
 	now := w.r.cfg.Now().UnixMilli()
-	b := record.NewBuilder(record.BuilderOptions{
-		Codec: w.r.cfg.Codec, ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence,
-	})
+	opts.Codec, opts.BaseSequence = w.r.cfg.Codec, record.NoSequence
+	b := record.NewBuilder(opts)
 	for _, rec := range records {
 		b.Append(now, rec.Key, rec.Value, nil)
 	}
 	batch, err := b.Build()
 	if err != nil {
-		return fmt.Errorf("build %s-%d batch: %w", w.r.cfg.Topic, w.partition, err)
+		return nil, fmt.Errorf("build %s-%d batch: %w", w.r.cfg.Topic, w.s.partition, err)
 	}
-	res := w.r.cfg.Replica.Append(w.r.cfg.Topic, w.partition, -1, batch)
-	if res.Err != nil {
-		return fmt.Errorf("append to %s-%d: %w", w.r.cfg.Topic, w.partition, res.Err)
+	return batch, nil
+}
+
+// WriteTxnMarker appends a transaction marker (a control batch) and waits
+// for it to be committed; it gives up when the shard is unloaded or the
+// operation's context ends.
+func (w *Writer) WriteTxnMarker(marker replica.TxnMarker) error {
+	if err := w.r.cfg.Replica.WriteTxnMarker(w.ctx, w.r.cfg.Topic, w.s.partition, marker); err != nil {
+		if w.s.ctx.Err() != nil {
+			// Unloaded meanwhile: another broker coordinates the partition now.
+			err = fmt.Errorf("%w (%w)", kerr.NotCoordinator, err)
+		}
+		return fmt.Errorf("write marker of producer %d to %s-%d: %w", marker.ProducerID, w.r.cfg.Topic, w.s.partition, err)
 	}
 	return nil
+}
+
+// completeTransactionTimeout bounds CompleteTransaction when its caller
+// sets no deadline: Kafka's request.timeout.ms default, the bound of its
+// group coordinator's transaction completion.
+const completeTransactionTimeout = 30 * time.Second
+
+// CompleteTransaction writes a transaction marker to a partition through
+// its shard, after the shard's earlier writes, and then applies it to the
+// shard (Kafka's CoordinatorRuntime.scheduleTransactionCompletion), so the
+// marker and the transaction's records apply in the partition's order.
+// Errors: those of Do (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), the
+// marker write's (wrapped kerr errors), or the shard keeping no
+// transactional state.
+func (r *Runtime) CompleteTransaction(ctx context.Context, partition int32, marker replica.TxnMarker) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, completeTransactionTimeout)
+		defer cancel()
+	}
+	var err error
+	if doErr := r.Do(ctx, partition, func(s Shard, w *Writer) {
+		ts, ok := s.(TransactionalShard)
+		if !ok {
+			err = fmt.Errorf("%s-%d keeps no transactional state", r.cfg.Topic, partition)
+			return
+		}
+		if err = w.WriteTxnMarker(marker); err != nil {
+			return
+		}
+		if err = ts.ReplayEndTxn(marker.ProducerID, marker.Commit); err != nil {
+			err = fmt.Errorf("apply marker of producer %d to %s-%d: %w", marker.ProducerID, r.cfg.Topic, partition, err)
+		}
+	}); doErr != nil {
+		return doErr
+	}
+	return err
 }
 
 // PartitionFor is the partition of a key, as Kafka computes it:

@@ -11,9 +11,11 @@ package handlers
 // partition's producer state there: a retried batch is answered with its
 // original base offset and no error, a sequence gap with
 // OUT_OF_ORDER_SEQUENCE_NUMBER, an older producer epoch with
-// INVALID_PRODUCER_EPOCH, a transactional batch (no transactions yet) with
-// INVALID_TXN_STATE. acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every
-// partition. With acks=0 nothing is answered; if any partition failed, the
+// INVALID_PRODUCER_EPOCH, a plain batch from a producer whose transaction
+// is open with INVALID_TXN_STATE; a transactional batch opens the producer's
+// transaction on the partition, which holds the last stable offset back
+// until the coordinator's marker. acks must be -1, 0 or 1, else
+// INVALID_REQUIRED_ACKS for every partition. With acks=0 nothing is answered; if any partition failed, the
 // connection is closed, which is how Kafka tells an acks=0 producer that
 // something went wrong.
 

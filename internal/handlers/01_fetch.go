@@ -2,7 +2,9 @@ package handlers
 
 // Fetch (key 1), v4-16. Reads each partition from its leader, bounded by the
 // high watermark (read_uncommitted) or the last stable offset
-// (read_committed). Limits as Kafka: the request's max bytes over the whole
+// (read_committed); a read_committed answer lists the aborted transactions
+// overlapping what it returns (empty list when none, null for
+// read_uncommitted and on errors), so the consumer can drop their records. Limits as Kafka: the request's max bytes over the whole
 // response and each partition's max bytes, except that the first batch of
 // the first partition with data is returned even if larger ("first batch
 // always returned", so a large batch cannot block a consumer). With less
@@ -203,7 +205,14 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchRespo
 					total += int(res.File.Size)
 				}
 				if readCommitted && rp.ErrorCode == 0 {
-					rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+					// A list (maybe empty) for read_committed, null
+					// otherwise and on errors, as Kafka answers.
+					rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTransactions))
+					for i, a := range res.AbortedTransactions {
+						at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+						at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+						rp.AbortedTransactions[i] = at
+					}
 				}
 			}
 			if rp.ErrorCode != 0 {

@@ -2,9 +2,10 @@ package handlers
 
 // OffsetFetch (key 9), versions 1-9 (Kafka 4.0 removed 0): committed offsets
 // of one group, or of several (v8+). Null topics mean all of the group's
-// offsets. require_stable (v7+) goes to the shard (see Shard.FetchOffsets:
-// with nothing pending it answers as a plain fetch, as Kafka does; the
-// UNSTABLE_OFFSET_COMMIT path arrives with TxnOffsetCommit). v9 names the
+// offsets. require_stable (v7+) goes to the shard (see Shard.FetchOffsets):
+// a partition with an offset in an open transaction (TxnOffsetCommit, no
+// marker yet) answers UNSTABLE_OFFSET_COMMIT with offset -1, the group no
+// error, as Kafka does. v9 names the
 // member and its epoch: a KIP-848 group checks them first (Kafka's
 // ConsumerGroup.validateOffsetFetch).
 

@@ -1,15 +1,11 @@
 package handlers
 
 // FindCoordinator (key 10), versions 0-5. A group's coordinator is the
-// leader of partition abs(hash(group)) % N of __consumer_offsets; the first
-// request creates that topic and answers COORDINATOR_NOT_AVAILABLE until it
-// exists and has a leader. v4+ batches keys. Transaction keys (key type 1)
-// answer INVALID_REQUEST with a message until Gregor has a transaction
-// coordinator: COORDINATOR_NOT_AVAILABLE (Kafka's answer while
-// __transaction_state cannot be created) is retriable, so transactional
-// clients would hang until their timeout instead of failing at once (see
-// 22_init_producer_id.go). Other key types (share groups, v6) are
-// INVALID_REQUEST too.
+// leader of partition abs(hash(group)) % N of __consumer_offsets, a
+// transactional id's (key type 1) that of __transaction_state; the first
+// request creates the topic and answers COORDINATOR_NOT_AVAILABLE until it
+// exists and has a leader. v4+ batches keys. An empty transactional id is
+// INVALID_REQUEST, as are other key types (share groups, v6).
 
 import (
 	"context"
@@ -51,23 +47,24 @@ func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listen
 		c.ErrorMessage = &msg
 		return c
 	}
+	topic, ensure, partition := OffsetsTopic, h.ensureOffsetsTopic, h.groupPartition
 	switch keyType {
 	case 0:
 	case 1:
-		c.ErrorCode = kerr.InvalidRequest.Code
-		msg := "Gregor has no transaction coordinator yet."
-		c.ErrorMessage = &msg
-		return c
+		if key == "" {
+			return fail(kerr.InvalidRequest)
+		}
+		topic, ensure, partition = TransactionStateTopic, h.ensureTxnTopic, h.txnPartition
 	default:
 		return fail(kerr.InvalidRequest)
 	}
 	img := h.image()
-	t := img.Topics.ByName[OffsetsTopic]
+	t := img.Topics.ByName[topic]
 	if t == nil {
-		h.ensureOffsetsTopic(ctx)
+		ensure(ctx)
 		return fail(kerr.CoordinatorNotAvailable)
 	}
-	p := t.Partitions[h.groupPartition(key)]
+	p := t.Partitions[partition(key)]
 	if p == nil || p.Leader < 0 {
 		return fail(kerr.CoordinatorNotAvailable)
 	}

@@ -11,17 +11,10 @@ package handlers
 // block arrives the answer is COORDINATOR_LOAD_IN_PROGRESS, which clients
 // retry.
 //
-// With a transactional id: Gregor has no transaction coordinator yet, and
-// FindCoordinator is not advertised, so real clients never send this (they
-// look up the coordinator first). The answer is the one a Kafka broker gives
-// when it does not host the transactional id's coordinator: NOT_COORDINATOR
-// (after Kafka's own checks: an empty id is INVALID_REQUEST, a timeout
-// outside 1..transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT). A client
-// reacts by looking up the coordinator, which fails at once since the broker
-// does not offer FindCoordinator: fast and honest. COORDINATOR_NOT_AVAILABLE
-// (what Kafka answers while __transaction_state cannot be created) would make
-// clients retry until their timeout instead, and an authorization error would
-// name a cause that is not the real one.
+// With a transactional id, the transaction coordinator of that id answers
+// (package txn): a new producer id or a bumped epoch, an ongoing
+// transaction fenced and aborted first (CONCURRENT_TRANSACTIONS until it
+// is), PRODUCER_FENCED for a KIP-360 producer that is no longer current.
 // Errors carry producer id -1 and epoch -1, as Kafka's initTransactionError.
 
 import (
@@ -31,12 +24,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/coordinator"
+	"gregor/internal/coordinator/txn"
 	"gregor/internal/network"
 )
 
 var initProducerIDAPI = api{key: 22, min: 0, max: 5, handle: (*Handlers).initProducerID}
 
-func (h *Handlers) initProducerID(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) initProducerID(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -51,7 +46,16 @@ func (h *Handlers) initProducerID(_ context.Context, req *network.Request) (kmsg
 		case r.TransactionTimeoutMillis <= 0 || int64(r.TransactionTimeoutMillis) > h.transactionMaxTimeoutMs():
 			resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		default:
-			resp.ErrorCode = kerr.NotCoordinator.Code
+			var o txn.Outcome
+			if code := h.onTxnShard(ctx, *r.TransactionalID, func(c txn.Coordinated, w *coordinator.Writer) {
+				o = c.Run(w, c.InitProducerID(nowMs(), r))
+			}); code != 0 {
+				o.ErrorCode = code
+			}
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = o.ErrorCode, o.ProducerID, o.ProducerEpoch
+			if resp.ErrorCode != 0 {
+				resp.ProducerID, resp.ProducerEpoch = -1, -1
+			}
 		}
 		return resp, nil
 	}

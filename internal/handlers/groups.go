@@ -13,6 +13,7 @@ import (
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/group"
 	"gregor/internal/network"
+	"gregor/internal/replica"
 )
 
 // OffsetsTopic is the internal topic of group offsets and metadata.
@@ -50,6 +51,36 @@ func (h *Handlers) onGroupShard(ctx context.Context, groupID string, fn func(s *
 		return ke.Code
 	}
 	return kerr.CoordinatorNotAvailable.Code
+}
+
+// completeGroupTransaction writes a transaction marker to a
+// __consumer_offsets partition through its shard, so that the marker and
+// the transaction's offsets apply in the partition's order, and returns the
+// Kafka error code for the marker's partition. As in Kafka's
+// WriteTxnMarkers handler, a partition whose coordinator is not ready here
+// (not leader, loading, unloaded meanwhile) answers NOT_LEADER_OR_FOLLOWER,
+// which the transaction coordinator retries; a write error is answered as is.
+func (h *Handlers) completeGroupTransaction(ctx context.Context, partition int32, m replica.TxnMarker) int16 {
+	if h.d.Groups == nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	err := h.d.Groups.CompleteTransaction(ctx, partition, m)
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		switch ke {
+		case kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable:
+			return kerr.NotLeaderForPartition.Code
+		}
+		return ke.Code
+	case ctx.Err() != nil:
+		return kerr.RequestTimedOut.Code
+	}
+	h.d.Logger.Warn("complete group transaction", "partition", partition, "producer", m.ProducerID, "err", err)
+	return kerr.UnknownServerError.Code
 }
 
 // finish writes a Result and delivers its replies.
@@ -96,12 +127,24 @@ func clientInfo(req *network.Request) (clientID, clientHost string) {
 // ensureOffsetsTopic creates __consumer_offsets through the controller, as
 // Kafka's broker does on the first FindCoordinator for a group:
 // offsets.topic.num.partitions partitions, compacted, segment.bytes =
-// offsets.topic.segment.bytes. Kafka refuses to create it with fewer live
-// brokers than offsets.topic.replication.factor; Gregor caps the factor at
-// the live brokers so that a single node works with Kafka's default of 3.
+// offsets.topic.segment.bytes.
 func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
+	b := h.d.Broker
+	h.ensureInternalTopic(ctx, OffsetsTopic, b.OffsetsTopicNumPartitions, b.OffsetsTopicReplicationFactor, map[string]string{
+		"cleanup.policy":   "compact",
+		"segment.bytes":    strconv.Itoa(int(b.OffsetsTopicSegmentBytes)),
+		"compression.type": "producer",
+	})
+}
+
+// ensureInternalTopic creates an internal topic through the controller
+// unless it exists. Kafka refuses to create one with fewer live brokers
+// than its replication factor; Gregor caps the factor (and
+// min.insync.replicas with it) at the live brokers so that a single node
+// works with Kafka's default of 3.
+func (h *Handlers) ensureInternalTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) {
 	img := h.image()
-	if _, ok := img.Topics.ByName[OffsetsTopic]; ok {
+	if _, ok := img.Topics.ByName[name]; ok {
 		return
 	}
 	live := int16(0)
@@ -110,17 +153,16 @@ func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
 			live++
 		}
 	}
-	rf := min(h.d.Broker.OffsetsTopicReplicationFactor, max(live, 1))
+	rf := min(replicationFactor, max(live, 1))
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = createTopicsAPI.max
 	req.TimeoutMillis = 30000
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = OffsetsTopic, h.d.Broker.OffsetsTopicNumPartitions, rf
-	for k, v := range map[string]string{
-		"cleanup.policy":   "compact",
-		"segment.bytes":    strconv.Itoa(int(h.d.Broker.OffsetsTopicSegmentBytes)),
-		"compression.type": "producer",
-	} {
+	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, rf
+	for k, v := range configs {
+		if n, err := strconv.Atoi(v); err == nil && k == "min.insync.replicas" && n > int(rf) {
+			v = strconv.Itoa(int(rf)) // the factor was capped too
+		}
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = k, kmsg.StringPtr(v)
 		t.Configs = append(t.Configs, c)
@@ -129,7 +171,7 @@ func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
 	resp := h.d.Controller.CreateTopics(ctx, req)
 	for _, rt := range resp.Topics {
 		if rt.ErrorCode != 0 && rt.ErrorCode != kerr.TopicAlreadyExists.Code {
-			h.d.Logger.Warn("create __consumer_offsets failed", "err", kerr.ErrorForCode(rt.ErrorCode))
+			h.d.Logger.Warn("create internal topic failed", "topic", name, "err", kerr.ErrorForCode(rt.ErrorCode))
 		}
 	}
 }

@@ -45,6 +45,8 @@ type Deps struct {
 
 	// Groups runs the group coordinator's shards (__consumer_offsets).
 	Groups *coordinator.Runtime
+	// Txns runs the transaction coordinator's shards (__transaction_state).
+	Txns *coordinator.Runtime
 
 	// Quorum is this node's metadata quorum voter (controller listeners;
 	// nil on a one-voter node, which has no peers or observers).
@@ -96,7 +98,7 @@ var brokerAPIs = []*api{
 	// Consumer groups (classic protocol) and committed offsets.
 	&findCoordinatorAPI, &joinGroupAPI, &syncGroupAPI, &heartbeatAPI, &leaveGroupAPI,
 	&describeGroupsAPI, &listGroupsAPI, &deleteGroupsAPI,
-	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI,
+	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI, &txnOffsetCommitAPI,
 	// Consumer groups, KIP-848 protocol.
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
 	// Forwarded to the active controller.
@@ -105,8 +107,10 @@ var brokerAPIs = []*api{
 	// Replication.
 	&offsetForLeaderEpochAPI,
 	&describeTopicPartitionsAPI,
-	// Idempotent (and, later, transactional) producers.
+	// Idempotent and transactional producers.
 	&describeProducersAPI,
+	&addPartitionsToTxnAPI, &addOffsetsToTxnAPI, &endTxnAPI, &writeTxnMarkersAPI,
+	&describeTransactionsAPI, &listTransactionsAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's

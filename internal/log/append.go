@@ -35,7 +35,9 @@ type AppendInfo struct {
 // batches is not written, and the answer carries the original batch's
 // offsets, with its max timestamp as LogAppendTime, as Kafka answers;
 // a sequence gap is ErrOutOfOrderSequence, an old epoch
-// ErrInvalidProducerEpoch, a transactional batch ErrInvalidTxnState.
+// ErrInvalidProducerEpoch, a plain batch from a producer with an open
+// transaction ErrInvalidTxnState. A transactional batch opens the
+// producer's transaction if none is open.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.ValidateOptions) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,7 +87,8 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.Vali
 	if err := l.appendLocked(res.Records, &info); err != nil {
 		return info, err
 	}
-	l.producers.update(h)
+	// Clients cannot write control batches, so no transaction completes.
+	l.producers.update(h, nil)
 	l.producers.lastMapOffset = info.LastOffset + 1
 	return info, nil
 }
@@ -157,7 +160,10 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err := l.appendLocked(records[:valid], &info); err != nil {
 		return info, err
 	}
-	l.updateProducersAsFollower(records[:valid])
+	segs, _ := l.snapshot()
+	if err := l.applyProducerBatchesLocked(segs[len(segs)-1], records[:valid]); err != nil {
+		return info, err
+	}
 	l.producers.lastMapOffset = info.LastOffset + 1
 	return info, nil
 }

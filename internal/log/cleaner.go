@@ -24,8 +24,8 @@ import (
 //     groups of at most segment.bytes, each group into one .cleaned segment
 //     that is then swapped in (Log.replaceSegments).
 //
-// The active segment and anything at or past the upper bound (the high
-// watermark, or the layer above's last stable offset) are never cleaned:
+// The active segment and anything at or past the upper bound (the last
+// stable offset, so no open transaction is cleaned) are never cleaned:
 // the first uncleanable offset is a segment base offset below both.
 type cleaner struct {
 	id           int
@@ -110,6 +110,7 @@ func (c *cleaner) clean(ctx context.Context, ltc logToClean, now int64, stats *C
 		now:               now,
 		deleteRetentionMs: cfg.DeleteRetentionMs,
 		lastDataOffsets:   lastDataOffsets,
+		markerEpochs:      l.lastMarkerEpochs(),
 		upperBound:        ltc.firstUncleanableOffset,
 		stats:             stats,
 		keep:              c.filter.keep,
@@ -150,12 +151,16 @@ func (c *cleaner) scanner(seg *segment, start, end int64) *batchScanner {
 func (c *cleaner) buildOffsetMap(ctx context.Context, segs []*segment, start, end int64, stats *CleanerStats) error {
 	c.offsetMap.clear()
 	maxDesired := int(float64(c.offsetMap.slots) * c.loadFactor)
+	txns := newCleanedTxnState(nil)
 	for i := max(floorSegment(segs, start), 0); i < len(segs) && segs[i].baseOffset < end; i++ {
 		nextStart := end
 		if i+1 < len(segs) && segs[i+1].baseOffset < end {
 			nextStart = segs[i+1].baseOffset
 		}
-		full, err := c.buildOffsetMapForSegment(ctx, segs[i], start, nextStart, maxDesired, stats)
+		if err := txns.addSegment(segs, i); err != nil {
+			return fmt.Errorf("build offset map of segment %d: %w", segs[i].baseOffset, err)
+		}
+		full, err := c.buildOffsetMapForSegment(ctx, segs[i], start, nextStart, maxDesired, txns, stats)
 		if err != nil {
 			return fmt.Errorf("build offset map of segment %d: %w", segs[i].baseOffset, err)
 		}
@@ -169,7 +174,7 @@ func (c *cleaner) buildOffsetMap(ctx context.Context, segs []*segment, start, en
 
 // buildOffsetMapForSegment maps one segment's keyed records at or after
 // start and reports whether the map became full.
-func (c *cleaner) buildOffsetMapForSegment(ctx context.Context, seg *segment, start, nextStart int64, maxDesired int, stats *CleanerStats) (bool, error) {
+func (c *cleaner) buildOffsetMapForSegment(ctx context.Context, seg *segment, start, nextStart int64, maxDesired int, txns *cleanedTxnState, stats *CleanerStats) (bool, error) {
 	_, pos := seg.offsetIdx.lookup(start)
 	sc := c.scanner(seg, pos, seg.size.Load())
 	for sc.next() {
@@ -177,9 +182,25 @@ func (c *cleaner) buildOffsetMapForSegment(ctx context.Context, seg *segment, st
 			return false, err
 		}
 		h := sc.hdr
-		// Transactional batches stay untouched (see cleanFilter); their
-		// keys must not make older values look superseded.
-		if !h.IsControl() && !h.IsTransactional() && h.LastOffset() >= start {
+		// Markers and aborted transactions' records never enter the map:
+		// an aborted value must not make an older one look superseded.
+		aborted := false
+		if h.IsControl() {
+			b, err := sc.batch()
+			if err != nil {
+				return false, err
+			}
+			marker, err := markerOf(b, h)
+			if err != nil {
+				return false, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+			}
+			if _, err := txns.onControlBatch(h, marker, h.NumRecords == 0); err != nil {
+				return false, err
+			}
+		} else {
+			aborted = txns.onDataBatch(h)
+		}
+		if !h.IsControl() && !aborted && h.LastOffset() >= start {
 			b, err := sc.batch()
 			if err != nil {
 				return false, err
@@ -292,7 +313,18 @@ func (c *cleaner) cleanSegments(ctx context.Context, l *Log, cfg Config, group [
 	}()
 	w := cleanedWriter{seg: cleaned, buf: c.writeBuf[:0], flushAt: c.ioBufferSize, indexInterval: int64(cfg.IndexIntervalBytes),
 		maxTimestamp: noTimestamp, offsetOfMaxTimestamp: cleaned.baseOffset}
+	// The transaction state runs over the group; the kept aborted
+	// transactions go into the cleaned segment's transaction index.
+	c.filter.txns = newCleanedTxnState(cleaned.txnIdx)
 	for _, seg := range group {
+		segs, _ := l.snapshot()
+		i := floorSegment(segs, seg.baseOffset)
+		if i < 0 || segs[i] != seg {
+			return fmt.Errorf("%w: segments of %s changed during cleaning", errCleaningAborted, l.dir)
+		}
+		if err := c.filter.txns.addSegment(segs, i); err != nil {
+			return l.checkIO(fmt.Errorf("clean segment %d of %s: %w", seg.baseOffset, l.dir, err))
+		}
 		if err := c.cleanInto(ctx, seg, &w, stats); err != nil {
 			return fmt.Errorf("clean segment %d of %s: %w", seg.baseOffset, l.dir, err)
 		}

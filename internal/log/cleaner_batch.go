@@ -32,11 +32,15 @@ import (
 //     timestamp, flagged by attribute bit 6); a later clean at or past the
 //     horizon drops the tombstone.
 //
-// Where Gregor differs: transactional batches and control batches (markers)
-// are copied untouched and their keys never enter the offset map. Kafka
-// removes aborted transactions' records and, later, their markers, using the
-// aborted-transaction index; Gregor has no transactions yet, so it keeps them
-// whole, which can only keep more than Kafka would.
+// Transactions (cleaner_txn.go, Kafka's CleanedTransactionMetadata): the
+// batches of aborted transactions are dropped whole (an empty header stays
+// when it is the producer's last data batch); committed transactional
+// batches are cleaned like any other; markers are kept while their
+// transaction still has batches, else stamped with a delete horizon and
+// dropped by a clean past it. A producer's last marker stays, at least as an
+// empty batch, when the producer state holds no data batch of it (its epoch
+// fences zombies). Cleaning never passes the last stable offset (the
+// manager's upper bound), so no open transaction is ever cleaned.
 type cleanFilter struct {
 	offsetMap         *offsetMap
 	now               int64
@@ -44,6 +48,11 @@ type cleanFilter struct {
 	// lastDataOffsets maps each producer id to the last offset of its last
 	// data batch in the log (Kafka's lastRecordsOfActiveProducers).
 	lastDataOffsets map[int64]int64
+	// markerEpochs maps the producers whose state holds no data batch to
+	// their epoch: a marker of that epoch is their last entry.
+	markerEpochs map[int64]int16
+	// txns follows transactions through the group being cleaned.
+	txns *cleanedTxnState
 	// upperBound is the round's first uncleanable offset.
 	upperBound int64
 	stats      *CleanerStats
@@ -62,10 +71,8 @@ type retainedBatch struct {
 // ok is false when nothing of the batch is kept.
 func (f *cleanFilter) filterBatch(dst, b []byte, h record.BatchHeader) (out []byte, kept retainedBatch, ok bool, err error) {
 	kept = retainedBatch{lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}
-	if h.IsControl() || h.IsTransactional() {
-		f.stats.MessagesRead += int64(h.NumRecords)
-		f.stats.MessagesRetained += int64(h.NumRecords)
-		return append(dst, b...), kept, true, nil
+	if h.IsControl() {
+		return f.filterControlBatch(dst, b, h)
 	}
 	lastOfProducer := false
 	if h.ProducerID >= 0 {
@@ -73,6 +80,14 @@ func (f *cleanFilter) filterBatch(dst, b []byte, h record.BatchHeader) (out []by
 		lastOfProducer = found && last == h.LastOffset()
 	}
 	retainEmpty := lastOfProducer || h.NextOffset() == f.upperBound
+	if f.txns != nil && f.txns.onDataBatch(h) {
+		// An aborted transaction's batch: no record of it survives.
+		f.stats.MessagesRead += int64(h.NumRecords)
+		if retainEmpty {
+			return appendEmptyBatch(dst, h), kept, true, nil
+		}
+		return dst, kept, false, nil
+	}
 
 	_, recs, err := record.ReadRecords(b)
 	if err != nil {
@@ -107,6 +122,50 @@ func (f *cleanFilter) filterBatch(dst, b []byte, h record.BatchHeader) (out []by
 	default:
 		return dst, kept, false, nil
 	}
+}
+
+// filterControlBatch keeps, stamps or drops a control batch (Kafka's
+// Cleaner.cleanInto checkBatchRetention for control batches): a marker that
+// may go gets a delete horizon first and is dropped by a clean past it; the
+// producer's last marker stays as an empty batch even then.
+func (f *cleanFilter) filterControlBatch(dst, b []byte, h record.BatchHeader) (out []byte, kept retainedBatch, ok bool, err error) {
+	kept = retainedBatch{lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}
+	f.stats.MessagesRead += int64(h.NumRecords)
+	canDiscard := false
+	if f.txns != nil {
+		marker, err := markerOf(b, h)
+		if err != nil {
+			return dst, kept, false, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		if canDiscard, err = f.txns.onControlBatch(h, marker, h.NumRecords == 0); err != nil {
+			return dst, kept, false, err
+		}
+	}
+	lastOfProducer := false
+	if epoch, found := f.markerEpochs[h.ProducerID]; found && h.ProducerID >= 0 {
+		lastOfProducer = epoch == h.ProducerEpoch
+	}
+	discard := canDiscard && h.HasDeleteHorizon() && h.BaseTimestamp <= f.now
+	switch {
+	case discard && (lastOfProducer || h.NextOffset() == f.upperBound):
+		return appendEmptyBatch(dst, h), kept, true, nil
+	case discard:
+		return dst, kept, false, nil
+	case canDiscard && !h.HasDeleteHorizon() && h.NumRecords > 0:
+		_, recs, err := record.ReadRecords(b)
+		if err != nil {
+			return dst, kept, false, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		f.keep = f.keep[:0]
+		for i := range recs {
+			f.keep = append(f.keep, i)
+		}
+		f.stats.MessagesRetained += int64(len(recs))
+		out, f.scratch, kept.maxTimestamp, err = appendRetainedBatch(dst, f.scratch, h, recs, f.keep, saturatingAdd(f.now, f.deleteRetentionMs))
+		return out, kept, err == nil, err
+	}
+	f.stats.MessagesRetained += int64(h.NumRecords)
+	return append(dst, b...), kept, true, nil
 }
 
 // shouldRetain is Kafka's Cleaner.shouldRetainRecord for magic v2.

@@ -127,7 +127,7 @@ func newTestCleaner(t testing.TB, dedupeBytes int64) *testCleaner {
 	return &testCleaner{c: c}
 }
 
-// cleanOnce cleans whatever is cleanable below the high watermark at time
+// cleanOnce cleans whatever is cleanable below the last stable offset at time
 // now (ms), ignoring the dirty ratio; it reports whether anything ran.
 func (tc *testCleaner) cleanOnce(t testing.TB, l *Log, now int64) bool {
 	t.Helper()
@@ -139,7 +139,7 @@ func (tc *testCleaner) cleanOnce(t testing.TB, l *Log, now int64) bool {
 }
 
 func (tc *testCleaner) tryClean(ctx context.Context, l *Log, now int64) (bool, error) {
-	ltc, _ := cleanableOffsets(l, tc.checkpoint, tc.has, now, l.HighWatermark())
+	ltc, _ := cleanableOffsets(l, tc.checkpoint, tc.has, now, l.LastStableOffset())
 	if ltc.cleanableBytes == 0 {
 		return false, nil
 	}

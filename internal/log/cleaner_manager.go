@@ -31,7 +31,9 @@ type CleanerConfig struct {
 	IOBufferLoadFactor float64
 	BackoffMs          int64 // log.cleaner.backoff.ms
 	// UpperBound returns the offset a log may be cleaned up to (exclusive):
-	// Kafka's last stable offset. Nil means the log's high watermark.
+	// Kafka's last stable offset. Nil means the log's last stable offset
+	// (LastStableOffset: the high watermark, or the first offset of the
+	// oldest transaction not yet complete and replicated).
 	UpperBound func(TopicPartition, *Log) int64
 	// Now is the cleaner's clock, for tests; nil means time.Now.
 	Now func() time.Time
@@ -54,7 +56,7 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 		c.BackoffMs = 15000
 	}
 	if c.UpperBound == nil {
-		c.UpperBound = func(_ TopicPartition, l *Log) int64 { return l.HighWatermark() }
+		c.UpperBound = func(_ TopicPartition, l *Log) int64 { return l.LastStableOffset() }
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -76,7 +76,8 @@ func createCleanedSegment(dir string, baseOffset int64, cfg Config) (*segment, e
 	}
 	idxPath := segmentFileName(dir, baseOffset, indexFileSuffix) + cleanedFileSuffix
 	timeIdxPath := segmentFileName(dir, baseOffset, timeIndexFileSuffix) + cleanedFileSuffix
-	for _, p := range []string{idxPath, timeIdxPath} {
+	txnIdxPath := segmentFileName(dir, baseOffset, txnIndexFileSuffix) + cleanedFileSuffix
+	for _, p := range []string{idxPath, timeIdxPath, txnIdxPath} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("remove leftover cleaned index: %w", err)
 		}
@@ -95,10 +96,16 @@ func createCleanedSegment(dir string, baseOffset int64, cfg Config) (*segment, e
 		f.Close()
 		return nil, err
 	}
+	if s.txnIdx, err = openTxnIndex(txnIdxPath, baseOffset); err != nil {
+		s.timeIdx.close()
+		s.offsetIdx.close()
+		f.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
-// changeFileSuffix renames the segment's .log, .index and .timeindex from
+// changeFileSuffix renames the segment's .log, .index, .timeindex and .txnindex from
 // one suffix to another (Kafka's LogSegment.changeFileSuffixes), the log
 // first: the loader completes a swap from the .log.swap alone.
 func (s *segment) changeFileSuffix(from, to string, afterLog func() bool) error {
@@ -111,6 +118,9 @@ func (s *segment) changeFileSuffix(from, to string, afterLog func() bool) error 
 		return errSimulatedCrash
 	}
 	if err := s.offsetIdx.rename(segmentFileName(s.dir, s.baseOffset, indexFileSuffix) + to); err != nil {
+		return err
+	}
+	if err := s.txnIdx.rename(segmentFileName(s.dir, s.baseOffset, txnIndexFileSuffix) + to); err != nil {
 		return err
 	}
 	return s.timeIdx.rename(segmentFileName(s.dir, s.baseOffset, timeIndexFileSuffix) + to)

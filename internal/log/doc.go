@@ -4,14 +4,18 @@
 // or timestamp, rolled by size, age or full index, and recovered after a crash
 // by rescanning what was not flushed. Each log also keeps its producers'
 // state (epochs and last sequences of idempotent producers, with Kafka's
-// <offset>.snapshot files) and checks producer batches against it, and its
+// <offset>.snapshot files) and checks producer batches against it; with
+// it the open transactions, which bound the last stable offset, and per
+// segment a .txnindex of aborted transactions for read_committed fetches
+// and the cleaner. Each log also keeps its
 // leader epoch cache (the first offset of each leader epoch, kept in the
 // leader-epoch-checkpoint file), which answers OffsetsForLeaderEpoch. The
 // Manager owns every log of a broker's log.dirs, their checkpoint files and
 // the background flusher, retention and producer expiry.
 //
 // The layering follows Kafka's: Log (UnifiedLog/LocalLog) -> segment
-// (LogSegment) -> offsetIndex/timeIndex. Record batches are stored exactly as
-// validated by package record; nothing here decodes records except the
-// timestamp search, which needs record-level timestamps.
+// (LogSegment) -> offsetIndex/timeIndex/txnIndex. Record batches are stored
+// exactly as validated by package record; nothing here decodes records
+// except the timestamp search, which needs record-level timestamps, the
+// transaction markers and the cleaner.
 package log

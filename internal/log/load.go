@@ -97,6 +97,10 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		l.recoveryPoint.Store(min(recoveryPoint, leo))
 	}
 	l.flushTarget.Store(l.recoveryPoint.Load())
+	if err := l.rebuildTxnIndexes(segs, logStart); err != nil {
+		closeSegments(segs)
+		return nil, fmt.Errorf("open log %s: rebuild transaction indexes: %w", dir, err)
+	}
 	if err := l.loadProducerStateLocked(hadCleanShutdown); err != nil {
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: load producer state: %w", dir, err)
@@ -187,7 +191,7 @@ func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int6
 		}
 		reason := errors.New("index files missing")
 		if indexesPresent {
-			reason = errors.Join(seg.offsetIdx.sanityCheck(seg.size.Load()), seg.timeIdx.sanityCheck())
+			reason = errors.Join(seg.offsetIdx.sanityCheck(seg.size.Load()), seg.timeIdx.sanityCheck(), seg.txnIdx.sanityCheck())
 		}
 		if reason == nil {
 			continue

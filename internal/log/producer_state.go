@@ -28,10 +28,17 @@ import (
 //     deleted) is accepted at any epoch and sequence: since KIP-360 (Kafka
 //     2.5) the broker no longer answers UNKNOWN_PRODUCER_ID on produce.
 //
-// Followers and log recovery apply batches without checks (Kafka's
-// AppendOrigin.REPLICATION). Transactional batches are refused until
-// Gregor has a transaction coordinator (INVALID_TXN_STATE, as Kafka answers a
-// transactional batch that is not part of a verified ongoing transaction).
+// Transactions (producer_state_txn.go): a producer's first transactional
+// batch starts its transaction at that batch's first offset; a plain batch
+// while it is open is INVALID_TXN_STATE; the transaction ends with a marker
+// (a control batch, COMMIT or ABORT) that the transaction coordinator
+// writes (AppendOrigin.COORDINATOR: epochs checked, no sequences), which may
+// carry a bumped producer epoch (KIP-890) and must not carry an older
+// coordinator epoch than the last one (TRANSACTION_COORDINATOR_FENCED).
+//
+// Followers and log recovery apply batches and markers without checks
+// (Kafka's AppendOrigin.REPLICATION), so that every replica knows the same
+// open transactions and so the same last stable offset.
 //
 // Producers are forgotten after producer.id.expiration.ms without a batch
 // (by the batch's max timestamp, as Kafka). They are not forgotten when their
@@ -54,9 +61,12 @@ var (
 	// older than the producer's (Kafka 2.7+ answers this instead of
 	// PRODUCER_FENCED on produce, KIP-588).
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
-	// ErrInvalidTxnState is INVALID_TXN_STATE: a transactional batch outside
-	// an ongoing transaction; without a transaction coordinator, every one.
+	// ErrInvalidTxnState is INVALID_TXN_STATE: a non-transactional batch
+	// from a producer whose transaction is open.
 	ErrInvalidTxnState = errors.New("invalid transaction state")
+	// ErrTransactionCoordinatorFenced is TRANSACTION_COORDINATOR_FENCED: a
+	// marker from a coordinator epoch older than the last marker's.
+	ErrTransactionCoordinatorFenced = errors.New("transaction coordinator fenced")
 )
 
 // batchMetadata is one appended batch of a producer (Kafka's BatchMetadata).
@@ -77,7 +87,7 @@ type producerStateEntry struct {
 	coordinatorEpoch int32
 	lastTimestamp    int64
 	// currentTxnFirstOffset is the first offset of the producer's ongoing
-	// transaction, -1 for none; kept for the snapshot format.
+	// transaction, -1 for none.
 	currentTxnFirstOffset int64
 	// batches holds the last n batches, oldest first.
 	batches [numBatchesToRetain]batchMetadata
@@ -152,6 +162,9 @@ type producerStateManager struct {
 	dir          string
 	expirationMs int64
 	producers    map[int64]*producerStateEntry
+	// txns are the open and the not yet replicated transactions, which
+	// bound the last stable offset.
+	txns txnTracker
 	// snapshots are the offsets of the .snapshot files in dir, ascending.
 	snapshots []int64
 	// lastMapOffset is the offset after the last batch the state reflects;
@@ -172,34 +185,67 @@ func newProducerStateManager(dir string, expirationMs int64) (*producerStateMana
 
 func (m *producerStateManager) isEmpty() bool { return len(m.producers) == 0 }
 
-// checkClientBatch decides a producer's batch appended as leader, whose
-// offsets are already assigned (h.BaseOffset is its first offset). It returns
-// the original batch when h is a duplicate, or the reason to refuse it.
+// checkClientBatch decides a producer's batch appended as leader (Kafka's
+// AppendOrigin.CLIENT); see check.
 func (m *producerStateManager) checkClientBatch(h record.BatchHeader, tp string) (dup batchMetadata, isDup bool, err error) {
+	return m.check(h, nil, originClient, tp)
+}
+
+// check decides a producer batch whose offsets are already assigned
+// (h.BaseOffset is its first offset) before it is written, by Kafka's rules
+// for its origin (UnifiedLog.analyzeAndValidateProducerState and
+// ProducerAppendInfo). It changes nothing. It returns the original batch when
+// a client's batch is a duplicate, or the reason to refuse the batch. marker
+// is the end transaction marker of a control batch, nil otherwise.
+func (m *producerStateManager) check(h record.BatchHeader, marker *endTxnMarker, origin appendOrigin, tp string) (dup batchMetadata, isDup bool, err error) {
+	if h.ProducerID < 0 || origin == originReplication {
+		return batchMetadata{}, false, nil
+	}
 	e := m.producers[h.ProducerID]
 	current := record.NoProducerEpoch
+	coordinatorEpoch := int32(-1)
+	ongoing := false
 	if e != nil {
-		if d, ok := e.findDuplicate(h); ok {
-			return d, true, nil
+		if origin == originClient && !h.IsControl() {
+			if d, ok := e.findDuplicate(h); ok {
+				return d, true, nil
+			}
 		}
-		current = e.epoch
+		current, coordinatorEpoch, ongoing = e.epoch, e.coordinatorEpoch, e.currentTxnFirstOffset >= 0
+	}
+	if h.IsControl() {
+		if marker == nil {
+			return batchMetadata{}, false, nil
+		}
+		return batchMetadata{}, false, checkMarker(h, *marker, current, coordinatorEpoch, ongoing, tp)
 	}
 	if h.ProducerEpoch < current {
 		return batchMetadata{}, false, fmt.Errorf("%w: epoch of producer %d at offset %d in %s is %d, which is smaller than the last seen epoch %d",
 			ErrInvalidProducerEpoch, h.ProducerID, h.BaseOffset, tp, h.ProducerEpoch, current)
 	}
-	if h.IsTransactional() {
-		return batchMetadata{}, false, fmt.Errorf("%w: record was not part of an ongoing transaction (transactions are not supported yet)", ErrInvalidTxnState)
+	if origin == originClient {
+		if err := m.checkSequence(h, e, current, tp); err != nil {
+			return batchMetadata{}, false, err
+		}
 	}
+	if ongoing && !h.IsTransactional() {
+		return batchMetadata{}, false, fmt.Errorf("%w: expected transactional write from producer %d at offset %d in %s",
+			ErrInvalidTxnState, h.ProducerID, h.BaseOffset, tp)
+	}
+	return batchMetadata{}, false, nil
+}
+
+// checkSequence is Kafka's ProducerAppendInfo.checkSequence.
+func (m *producerStateManager) checkSequence(h record.BatchHeader, e *producerStateEntry, current int16, tp string) error {
 	first := h.BaseSequence
 	if h.ProducerEpoch != current {
 		// A new epoch starts its sequences over; an unknown producer
 		// (current == NoProducerEpoch) may start anywhere.
 		if first != 0 && current != record.NoProducerEpoch {
-			return batchMetadata{}, false, fmt.Errorf("%w: invalid sequence number for new epoch of producer %d at offset %d in %s: %d (request epoch), %d (seq. number), %d (current producer epoch)",
+			return fmt.Errorf("%w: invalid sequence number for new epoch of producer %d at offset %d in %s: %d (request epoch), %d (seq. number), %d (current producer epoch)",
 				ErrOutOfOrderSequence, h.ProducerID, h.BaseOffset, tp, h.ProducerEpoch, first, current)
 		}
-		return batchMetadata{}, false, nil
+		return nil
 	}
 	lastSeq := record.NoSequence
 	if e != nil {
@@ -208,10 +254,31 @@ func (m *producerStateManager) checkClientBatch(h record.BatchHeader, tp string)
 	// With no epoch on record any sequence is accepted (Kafka: the producer's
 	// batches may all have been deleted by retention or DeleteRecords).
 	if current != record.NoProducerEpoch && !inSequence(lastSeq, first) {
-		return batchMetadata{}, false, fmt.Errorf("%w: out of order sequence number for producer %d at offset %d in %s: %d (incoming seq. number), %d (current end sequence number)",
+		return fmt.Errorf("%w: out of order sequence number for producer %d at offset %d in %s: %d (incoming seq. number), %d (current end sequence number)",
 			ErrOutOfOrderSequence, h.ProducerID, h.BaseOffset, tp, first, lastSeq)
 	}
-	return batchMetadata{}, false, nil
+	return nil
+}
+
+// checkMarker is Kafka's appendEndTxnMarker checks for a marker from the
+// transaction coordinator: the producer epoch (at least the current one; for
+// KIP-890 transactions, version 2, strictly above it, except a retry of the
+// marker that ended the last transaction) and the coordinator epoch (no
+// older than the last marker's, else the coordinator is a zombie).
+func checkMarker(h record.BatchHeader, marker endTxnMarker, current int16, coordinatorEpoch int32, ongoing bool, tp string) error {
+	invalid := h.ProducerEpoch < current
+	if marker.transactionVersion >= 2 {
+		invalid = h.ProducerEpoch <= current && !(h.ProducerEpoch == current && !ongoing)
+	}
+	if invalid {
+		return fmt.Errorf("%w: epoch of producer %d at offset %d in %s is %d, which is smaller than the last seen epoch %d (transaction version %d)",
+			ErrInvalidProducerEpoch, h.ProducerID, h.BaseOffset, tp, h.ProducerEpoch, current, marker.transactionVersion)
+	}
+	if coordinatorEpoch > marker.coordinatorEpoch {
+		return fmt.Errorf("%w: invalid coordinator epoch for producer %d at offset %d in %s: %d (zombie), %d (current)",
+			ErrTransactionCoordinatorFenced, h.ProducerID, h.BaseOffset, tp, marker.coordinatorEpoch, coordinatorEpoch)
+	}
+	return nil
 }
 
 // inSequence reports whether next follows last (Kafka's
@@ -221,16 +288,37 @@ func inSequence(last, next int32) bool {
 }
 
 // update records an appended producer batch (checked, or from replication
-// or recovery, which are not checked). Control batches carry transaction
-// markers, which come with transactions; they are skipped until then.
-func (m *producerStateManager) update(h record.BatchHeader) {
-	if h.ProducerID < 0 || h.IsControl() {
-		return
+// or recovery, which are not checked): Kafka's ProducerAppendInfo.append
+// followed by ProducerStateManager.update. A transactional data batch of a
+// producer without an ongoing transaction starts one at its first offset; a
+// marker (control batch with an end transaction marker) ends it, takes the
+// marker's producer epoch (the coordinator bumps it with KIP-890) and
+// coordinator epoch, and returns the completed transaction, if the producer
+// had one: the caller indexes an abort and calls completeTxn. A control
+// batch without a marker (emptied by the cleaner) changes nothing.
+func (m *producerStateManager) update(h record.BatchHeader, marker *endTxnMarker) (completedTxn, bool) {
+	if h.ProducerID < 0 || (h.IsControl() && marker == nil) {
+		return completedTxn{}, false
 	}
 	e := m.producers[h.ProducerID]
 	if e == nil {
 		e = newProducerStateEntry(h.ProducerID)
 		m.producers[h.ProducerID] = e
+	}
+	if h.IsControl() {
+		var c completedTxn
+		ok := e.currentTxnFirstOffset >= 0
+		if ok {
+			c = completedTxn{producerID: h.ProducerID, firstOffset: e.currentTxnFirstOffset, lastOffset: h.BaseOffset, aborted: !marker.commit}
+		}
+		if e.epoch != h.ProducerEpoch {
+			e.n = 0
+			e.epoch = h.ProducerEpoch
+		}
+		e.currentTxnFirstOffset = -1
+		e.coordinatorEpoch = marker.coordinatorEpoch
+		e.lastTimestamp = h.MaxTimestamp
+		return c, ok
 	}
 	e.addBatch(h.ProducerEpoch, batchMetadata{
 		lastSeq:     h.LastSequence(),
@@ -238,6 +326,11 @@ func (m *producerStateManager) update(h record.BatchHeader) {
 		offsetDelta: h.LastOffsetDelta,
 		timestamp:   h.MaxTimestamp,
 	})
+	if h.IsTransactional() && e.currentTxnFirstOffset < 0 {
+		e.currentTxnFirstOffset = h.BaseOffset
+		m.txns.begin(h.ProducerID, h.BaseOffset)
+	}
+	return completedTxn{}, false
 }
 
 // isExpired is Kafka's isProducerExpired: no ongoing transaction and no
@@ -258,5 +351,8 @@ func (m *producerStateManager) removeExpired(nowMs int64) int {
 	return n
 }
 
-// clear forgets every producer.
-func (m *producerStateManager) clear() { clear(m.producers) }
+// clear forgets every producer and transaction.
+func (m *producerStateManager) clear() {
+	clear(m.producers)
+	m.txns.reset()
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"gregor/internal/record"
 )
 
 // How a Log keeps its producer state (producer_state.go) in step with its
@@ -89,7 +87,7 @@ func (l *Log) rebuildProducerStateLocked(lastOffset int64, reloadFromCleanShutdo
 					return err
 				}
 			}
-			if err := replayProducerBatches(ps, seg, start, lastOffset); err != nil {
+			if err := replayProducerBatches(ps, seg, start, lastOffset, l.highWatermark.Load(), nil); err != nil {
 				return err
 			}
 		}
@@ -100,8 +98,11 @@ func (l *Log) rebuildProducerStateLocked(lastOffset int64, reloadFromCleanShutdo
 }
 
 // replayProducerBatches applies the producer batches of seg in [from, to)
-// without checks (Kafka's loadProducersFromRecords).
-func replayProducerBatches(ps *producerStateManager, seg *segment, from, to int64) error {
+// without checks (Kafka's loadProducersFromRecords). Transactions that
+// markers end are completed; onAbort, if set, hears of each aborted one
+// first, with the last stable offset it left (segment recovery indexes
+// them).
+func replayProducerBatches(ps *producerStateManager, seg *segment, from, to, highWatermark int64, onAbort func(AbortedTxn) error) error {
 	first, found, err := seg.translateOffset(from, seg.size.Load())
 	if err != nil {
 		return fmt.Errorf("rebuild producer state: %w", err)
@@ -112,28 +113,38 @@ func replayProducerBatches(ps *producerStateManager, seg *segment, from, to int6
 	sc := newBatchScanner(seg.logFile, first.pos, seg.size.Load())
 	defer sc.release()
 	for sc.next() {
-		if sc.hdr.BaseOffset >= to {
+		h := sc.hdr
+		if h.BaseOffset >= to {
 			break
 		}
-		ps.update(sc.hdr)
+		if h.ProducerID < 0 {
+			continue
+		}
+		var marker *endTxnMarker
+		if h.IsControl() {
+			b, err := sc.batch()
+			if err != nil {
+				return fmt.Errorf("rebuild producer state from segment %d: %w", seg.baseOffset, err)
+			}
+			// An unreadable marker is skipped, as an empty control batch.
+			marker, _ = markerOf(b, h)
+		}
+		c, ok := ps.update(h, marker)
+		if !ok {
+			continue
+		}
+		if c.aborted && onAbort != nil {
+			a := AbortedTxn{ProducerID: c.producerID, FirstOffset: c.firstOffset, LastOffset: c.lastOffset, LastStableOffset: ps.txns.lastStableOffset(c)}
+			if err := onAbort(a); err != nil {
+				return err
+			}
+		}
+		ps.txns.complete(c, highWatermark)
 	}
 	if sc.err != nil {
 		return fmt.Errorf("rebuild producer state from segment %d: %w", seg.baseOffset, sc.err)
 	}
 	return nil
-}
-
-// updateProducersAsFollower records the producer batches of appended
-// records, unchecked (Kafka's AppendOrigin.REPLICATION).
-func (l *Log) updateProducersAsFollower(records []byte) {
-	for rest := records; len(rest) > 0; {
-		h, err := record.ParseHeader(rest)
-		if err != nil || len(rest) < h.Size() {
-			return
-		}
-		l.producers.update(h)
-		rest = rest[h.Size():]
-	}
 }
 
 // RemoveExpiredProducers forgets the producers without a batch for

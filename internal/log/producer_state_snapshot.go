@@ -249,11 +249,7 @@ func (m *producerStateManager) loadLatestSnapshot(logStartOffset, nowMs int64) e
 			m.lastSnapOffset, m.lastMapOffset = logStartOffset, logStartOffset
 			return nil
 		}
-		b, err := os.ReadFile(producerSnapshotPath(m.dir, off))
-		var entries []*producerStateEntry
-		if err == nil {
-			entries, err = decodeProducerSnapshot(b)
-		}
+		entries, err := m.readSnapshot(off)
 		if err != nil {
 			if !errors.Is(err, errCorruptSnapshot) && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("load producer snapshot %d: %w", off, err)
@@ -266,11 +262,54 @@ func (m *producerStateManager) loadLatestSnapshot(logStartOffset, nowMs int64) e
 		for _, e := range entries {
 			if !m.isExpired(nowMs, e) {
 				m.producers[e.producerID] = e
+				if e.currentTxnFirstOffset >= 0 {
+					m.txns.begin(e.producerID, e.currentTxnFirstOffset)
+				}
 			}
 		}
 		m.lastSnapOffset, m.lastMapOffset = off, off
 		return nil
 	}
+}
+
+// readSnapshot reads and decodes the snapshot at off.
+func (m *producerStateManager) readSnapshot(off int64) ([]*producerStateEntry, error) {
+	b, err := os.ReadFile(producerSnapshotPath(m.dir, off))
+	if err != nil {
+		return nil, err
+	}
+	return decodeProducerSnapshot(b)
+}
+
+// loadSnapshotAtOrBelow loads the newest readable snapshot at or below
+// offset without deleting anything (segment recovery's view of the past);
+// without one the state starts empty at logStartOffset.
+func (m *producerStateManager) loadSnapshotAtOrBelow(offset, logStartOffset, nowMs int64) error {
+	for i := len(m.snapshots) - 1; i >= 0; i-- {
+		off := m.snapshots[i]
+		if off > offset {
+			continue
+		}
+		entries, err := m.readSnapshot(off)
+		if err != nil {
+			if errors.Is(err, errCorruptSnapshot) || errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("load producer snapshot %d: %w", off, err)
+		}
+		for _, e := range entries {
+			if !m.isExpired(nowMs, e) {
+				m.producers[e.producerID] = e
+				if e.currentTxnFirstOffset >= 0 {
+					m.txns.begin(e.producerID, e.currentTxnFirstOffset)
+				}
+			}
+		}
+		m.lastSnapOffset, m.lastMapOffset = off, off
+		return nil
+	}
+	m.lastSnapOffset, m.lastMapOffset = logStartOffset, logStartOffset
+	return nil
 }
 
 // truncateAndReload drops the snapshots outside (logStartOffset, logEnd]

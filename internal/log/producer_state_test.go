@@ -75,7 +75,10 @@ func TestProducerStateChecks(t *testing.T) {
 		{name: "old batch of the old epoch is no longer a duplicate but fenced", pid: pid, epoch: 0, seq: 45, n: 2, wantErr: ErrInvalidProducerEpoch},
 		{name: "old epoch", pid: pid, epoch: 0, seq: 2, n: 1, wantErr: ErrInvalidProducerEpoch},
 		{name: "continues after the bump", pid: pid, epoch: 1, seq: 2, n: 1, wantDupOf: -1},
-		{name: "transactional batch refused", pid: pid, epoch: 1, seq: 3, n: 1, transactional: true, wantErr: ErrInvalidTxnState},
+		{name: "transactional batch opens a transaction", pid: pid, epoch: 1, seq: 3, n: 1, transactional: true, wantDupOf: -1},
+		{name: "plain batch while the transaction is open", pid: pid, epoch: 1, seq: 4, n: 1, wantErr: ErrInvalidTxnState},
+		{name: "transactional batch continues it", pid: pid, epoch: 1, seq: 4, n: 1, transactional: true, wantDupOf: -1},
+		{name: "duplicate transactional batch", pid: pid, epoch: 1, seq: 4, n: 1, transactional: true, wantDupOf: 9},
 		{name: "transactional batch at an old epoch is fenced first", pid: pid, epoch: 0, seq: 0, n: 1, transactional: true, wantErr: ErrInvalidProducerEpoch},
 		{name: "another producer is independent", pid: pid + 1, epoch: 3, seq: 0, n: 1, wantDupOf: -1},
 	}
@@ -103,7 +106,7 @@ func TestProducerStateChecks(t *testing.T) {
 		case isDup:
 			t.Fatalf("%s: unexpected duplicate of %d", s.name, dup.firstOffset())
 		}
-		ps.update(h)
+		ps.update(h, nil)
 		next = h.LastOffset() + 1
 	}
 }
@@ -115,7 +118,7 @@ func TestProducerStateRetainsFiveBatches(t *testing.T) {
 		if _, dup, err := ps.checkClientBatch(h, "t-0"); err != nil || dup {
 			t.Fatalf("batch %d: dup %v err %v", i, dup, err)
 		}
-		ps.update(h)
+		ps.update(h, nil)
 	}
 	for i := 0; i < 7; i++ {
 		h := header(t, producerBatch(t, 1, 0, int32(i), 1, 1000, false), 100)
@@ -136,15 +139,15 @@ func TestProducerSequenceWrapsAtMaxInt32(t *testing.T) {
 	if h.LastSequence() != math.MaxInt32 {
 		t.Fatalf("last sequence %d", h.LastSequence())
 	}
-	ps.update(h)
+	ps.update(h, nil)
 	wrapped := header(t, producerBatch(t, 1, 0, 0, 2, 1000, false), 2)
 	if _, dup, err := ps.checkClientBatch(wrapped, "t-0"); err != nil || dup {
 		t.Fatalf("wrapped sequence: dup %v err %v", dup, err)
 	}
-	ps.update(wrapped)
+	ps.update(wrapped, nil)
 	// A batch spanning the wrap: MaxInt32 .. 1 after a producer at MaxInt32-1.
 	ps2, _ := newProducerStateManager(t.TempDir(), 86400000)
-	ps2.update(header(t, producerBatch(t, 2, 0, math.MaxInt32-2, 2, 1000, false), 0))
+	ps2.update(header(t, producerBatch(t, 2, 0, math.MaxInt32-2, 2, 1000, false), 0), nil)
 	span := header(t, producerBatch(t, 2, 0, math.MaxInt32, 3, 1000, false), 2)
 	if span.LastSequence() != 1 {
 		t.Fatalf("spanning batch last sequence %d, want 1", span.LastSequence())
@@ -152,7 +155,7 @@ func TestProducerSequenceWrapsAtMaxInt32(t *testing.T) {
 	if _, _, err := ps2.checkClientBatch(span, "t-0"); err != nil {
 		t.Fatal(err)
 	}
-	ps2.update(span)
+	ps2.update(span, nil)
 	if _, dup, _ := ps2.checkClientBatch(span, "t-0"); !dup {
 		t.Fatal("a batch spanning the wrap is not found as duplicate")
 	}
@@ -163,8 +166,8 @@ func TestProducerSequenceWrapsAtMaxInt32(t *testing.T) {
 
 func TestProducerExpiry(t *testing.T) {
 	ps, _ := newProducerStateManager(t.TempDir(), 1000)
-	ps.update(header(t, producerBatch(t, 1, 0, 0, 1, 5000, false), 0))
-	ps.update(header(t, producerBatch(t, 2, 0, 0, 1, 5500, false), 1))
+	ps.update(header(t, producerBatch(t, 1, 0, 0, 1, 5000, false), 0), nil)
+	ps.update(header(t, producerBatch(t, 2, 0, 0, 1, 5500, false), 1), nil)
 	if n := ps.removeExpired(5999); n != 0 {
 		t.Fatalf("removed %d before expiry", n)
 	}
@@ -180,8 +183,8 @@ func TestProducerExpiry(t *testing.T) {
 func TestProducerSnapshotRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ps, _ := newProducerStateManager(dir, 86400000)
-	ps.update(header(t, producerBatch(t, 1, 2, 10, 3, 5000, false), 100))
-	ps.update(header(t, producerBatch(t, 9, 0, 0, 1, 6000, false), 103))
+	ps.update(header(t, producerBatch(t, 1, 2, 10, 3, 5000, false), 100), nil)
+	ps.update(header(t, producerBatch(t, 9, 0, 0, 1, 6000, false), 103), nil)
 	ps.lastMapOffset = 104
 	path, err := ps.takeSnapshot(true)
 	if err != nil || filepath.Base(path) != "00000000000000000104.snapshot" {

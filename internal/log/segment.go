@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +42,7 @@ type segment struct {
 	logPath   string
 	offsetIdx *offsetIndex
 	timeIdx   *timeIndex
+	txnIdx    *txnIndex
 
 	size atomic.Int64 // bytes of complete batches
 
@@ -58,6 +58,10 @@ type segment struct {
 	created                  time.Time
 	rollJitterMs             int64
 	preallocated             bool
+	// txnIndexStale is set by recover, which empties the transaction
+	// index; the log rebuilds it with the producer state of the time
+	// (rebuildTxnIndexes).
+	txnIndexStale bool
 
 	// tsMu guards the largest timestamp seen and the offset of the batch
 	// holding it; readers use it for ListOffsets and the timestamp search.
@@ -106,6 +110,13 @@ func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64) (
 	}
 	s.timeIdx, err = openTimeIndex(segmentFileName(dir, baseOffset, timeIndexFileSuffix), baseOffset, int(cfg.SegmentIndexBytes))
 	if err != nil {
+		s.offsetIdx.close()
+		f.Close()
+		return nil, err
+	}
+	s.txnIdx, err = openTxnIndex(segmentFileName(dir, baseOffset, txnIndexFileSuffix), baseOffset)
+	if err != nil {
+		s.timeIdx.close()
 		s.offsetIdx.close()
 		f.Close()
 		return nil, err
@@ -286,6 +297,12 @@ func (s *segment) scanNextOffset(start int64) (int64, error) {
 func (s *segment) recover() (truncated int64, reason error, err error) {
 	s.offsetIdx.truncateEntries(0)
 	s.timeIdx.truncateEntries(0)
+	// The transaction index needs the producer state at the segment's
+	// start; the log rebuilds it after recovery (rebuildTxnIndexes).
+	if err := s.txnIdx.reset(); err != nil {
+		return 0, nil, err
+	}
+	s.txnIndexStale = true
 	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
 		return 0, nil, err
 	}
@@ -374,6 +391,9 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 	}
 	s.offsetIdx.truncateTo(offset)
 	s.timeIdx.truncateTo(offset)
+	if err := s.txnIdx.truncateTo(offset); err != nil {
+		return 0, err
+	}
 	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
 		return 0, err
 	}
@@ -463,6 +483,9 @@ func (s *segment) flush() error {
 	if err := s.offsetIdx.flush(); err != nil {
 		return err
 	}
+	if err := s.txnIdx.flush(); err != nil {
+		return err
+	}
 	return s.timeIdx.flush()
 }
 
@@ -476,7 +499,7 @@ func (s *segment) close() error {
 		ts, off := s.maxTimestampAndOffset()
 		errs = append(errs, s.timeIdx.maybeAppend(ts, off, true))
 	}
-	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.trimLogFile(), s.closeLogFile())
+	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.txnIdx.close(), s.trimLogFile(), s.closeLogFile())
 	return errors.Join(errs...)
 }
 
@@ -492,11 +515,7 @@ func (s *segment) renameWithSuffix(suffix string) error {
 	if err := s.timeIdx.rename(s.timeIdx.path + suffix); err != nil {
 		return err
 	}
-	txn := segmentFileName(s.dir, s.baseOffset, txnIndexFileSuffix)
-	if err := os.Rename(txn, txn+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("rename transaction index: %w", err)
-	}
-	return nil
+	return s.txnIdx.rename(s.txnIdx.path + suffix)
 }
 
 // closeAndDelete closes the segment and removes its files, whatever their
@@ -508,11 +527,5 @@ func (s *segment) closeAndDelete() error {
 			err = errors.Join(err, fmt.Errorf("delete segment file: %w", rmErr))
 		}
 	}
-	// The transaction index carries the same extra suffix (".deleted") as the log.
-	suffix := strings.TrimPrefix(s.logPath, segmentFileName(s.dir, s.baseOffset, logFileSuffix))
-	txn := segmentFileName(s.dir, s.baseOffset, txnIndexFileSuffix) + suffix
-	if rmErr := os.Remove(txn); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
-		err = errors.Join(err, fmt.Errorf("delete transaction index: %w", rmErr))
-	}
-	return err
+	return errors.Join(err, s.txnIdx.delete())
 }

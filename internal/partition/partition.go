@@ -127,6 +127,23 @@ func (p *Partition) CheckLeaderEpoch(current int32) error {
 // AppendAsLeader validates and appends a produce request's records. With
 // acks=-1 the ISR must hold at least min.insync.replicas replicas.
 func (p *Partition) AppendAsLeader(records []byte, acks int16, now int64) (log.AppendInfo, error) {
+	return p.appendAsLeader(acks, now, func(epoch int32, opts record.ValidateOptions) (log.AppendInfo, error) {
+		return p.log.AppendAsLeader(records, epoch, opts)
+	})
+}
+
+// AppendAsCoordinator appends one batch a coordinator built (a transaction
+// marker, a transactional offset commit: Kafka's AppendOrigin.COORDINATOR)
+// with acks=-1 (log.Log.AppendAsCoordinator).
+func (p *Partition) AppendAsCoordinator(records []byte, transactionVersion int16, now int64) (log.AppendInfo, error) {
+	return p.appendAsLeader(-1, now, func(epoch int32, opts record.ValidateOptions) (log.AppendInfo, error) {
+		return p.log.AppendAsCoordinator(records, epoch, transactionVersion, opts)
+	})
+}
+
+// appendAsLeader checks leadership and, for acks=-1, min.insync.replicas,
+// appends with the current leader epoch, and moves the high watermark.
+func (p *Partition) appendAsLeader(acks int16, now int64, appendFn func(epoch int32, opts record.ValidateOptions) (log.AppendInfo, error)) (log.AppendInfo, error) {
 	p.mu.RLock()
 	if p.leader != p.nodeID {
 		p.mu.RUnlock()
@@ -143,7 +160,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16, now int64) (log.A
 	epoch := p.leaderEpoch
 	p.mu.RUnlock()
 
-	info, err := p.log.AppendAsLeader(records, epoch, opts)
+	info, err := appendFn(epoch, opts)
 	if err != nil {
 		return info, fmt.Errorf("append to %s: %w", p.TopicPartition, err)
 	}
@@ -169,9 +186,12 @@ func (p *Partition) publishHighWatermarkLocked() {
 // HighWatermark is the offset below which records are committed.
 func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
 
-// LastStableOffset bounds read_committed consumers. Without transactions it
-// equals the high watermark.
-func (p *Partition) LastStableOffset() int64 { return p.log.HighWatermark() }
+// LastStableOffset bounds read_committed consumers: the first offset of the
+// oldest transaction that is open or whose marker is not yet replicated,
+// capped by the high watermark (Kafka's UnifiedLog.lastStableOffset). A
+// follower computes it the same way from the markers it replicated and the
+// high watermark it learnt from its leader.
+func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset() }
 
 // LogConfig maps a topic configuration to the log's settings.
 func LogConfig(t config.Topic) log.Config {

@@ -314,7 +314,17 @@ type FetchResult struct {
 	// range of a segment file for a zero-copy send, which the caller
 	// releases (File.Release) once sent.
 	File log.FileRange
-	Err  error
+	// AbortedTransactions, for read_committed reads only (nil otherwise),
+	// are the aborted transactions whose records the answer may hold, which
+	// the consumer drops (Kafka's FetchResponse AbortedTransactions).
+	AbortedTransactions []AbortedTxn
+	Err                 error
+}
+
+// AbortedTxn is an aborted transaction as a fetch response lists it.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // Read reads from a partition this broker leads, bounded by the high
@@ -362,6 +372,9 @@ func (m *Manager) readReplica(topic string, p int32, currentLeaderEpoch int32, o
 	bound := res.HighWatermark
 	if readCommitted {
 		bound = res.LastStableOffset
+		// Kafka answers read_committed reads with a list, empty when there
+		// is nothing to drop (null is for read_uncommitted).
+		res.AbortedTransactions = []AbortedTxn{}
 	}
 	// An offset between the bound and the log end is valid but has nothing
 	// to return yet; only offsets outside the log are out of range.
@@ -374,9 +387,23 @@ func (m *Manager) readReplica(topic string, p int32, currentLeaderEpoch int32, o
 		return res
 	}
 	var info log.ReadInfo
-	if zeroCopy {
+	switch {
+	case readCommitted:
 		res.File, err = l.ReadFileRange(offset, maxBytes, bound, minOneBatch)
-	} else {
+		if err == nil {
+			res.AbortedTransactions, err = abortedTransactions(l, offset, res.File)
+		}
+		if err == nil && !zeroCopy {
+			info.Records, err = res.File.ReadAll()
+			res.File.Release()
+			res.File = log.FileRange{FirstBatchOffset: -1}
+		}
+		if err != nil {
+			res.File.Release()
+		}
+	case zeroCopy:
+		res.File, err = l.ReadFileRange(offset, maxBytes, bound, minOneBatch)
+	default:
 		info, err = l.Read(offset, maxBytes, bound, minOneBatch)
 	}
 	if err != nil {
@@ -386,8 +413,24 @@ func (m *Manager) readReplica(topic string, p int32, currentLeaderEpoch int32, o
 		// As Kafka: a failed read reports no offsets.
 		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 	}
-	res.Records = info.Records
+	if len(info.Records) > 0 {
+		res.Records = info.Records
+	}
 	return res
+}
+
+// abortedTransactions lists the aborted transactions a read_committed
+// consumer needs with range r read at offset.
+func abortedTransactions(l *log.Log, offset int64, r log.FileRange) ([]AbortedTxn, error) {
+	txns, err := l.AbortedTransactions(offset, r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AbortedTxn, len(txns))
+	for i, t := range txns {
+		out[i] = AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset}
+	}
+	return out, nil
 }
 
 // Appended returns a channel closed at the next append anywhere on this
@@ -456,8 +499,14 @@ func (m *Manager) ListOffset(topic string, p int32, currentLeaderEpoch int32, ts
 	if ts < 0 {
 		return -1, -1, -1, false, kerr.InvalidRequest
 	}
+	// Kafka's Partition.fetchOffsetForTimestamp: only offsets a consumer of
+	// this isolation level may read count.
+	lastFetchable := part.HighWatermark()
+	if readCommitted {
+		lastFetchable = part.LastStableOffset()
+	}
 	off, recordTs, ok := l.OffsetForTimestamp(ts)
-	if !ok || off >= part.HighWatermark() {
+	if !ok || off >= lastFetchable {
 		return -1, -1, -1, false, nil
 	}
 	return off, recordTs, epoch, true, nil

@@ -236,7 +236,8 @@ func (m *Manager) DivergingEpoch(topic string, p int32, lastFetchedEpoch int32, 
 // WaitReplicated waits until an acks=all append ending before
 // requiredOffset is replicated to the ISR (Kafka's DelayedProduce): nil
 // once the high watermark passes it, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
-// the ISR shrank below min.insync.replicas, REQUEST_TIMED_OUT at ctx's end.
+// the ISR shrank below min.insync.replicas, REQUEST_TIMED_OUT at ctx's end,
+// NOT_LEADER_OR_FOLLOWER when the manager closes meanwhile.
 func (m *Manager) WaitReplicated(ctx context.Context, topic string, p int32, requiredOffset int64) error {
 	for {
 		wake := m.appended.wait()
@@ -250,6 +251,8 @@ func (m *Manager) WaitReplicated(ctx context.Context, topic string, p int32, req
 		}
 		select {
 		case <-wake:
+		case <-m.stopping:
+			return fmt.Errorf("%s-%d: broker shutting down: %w", topic, p, kerr.NotLeaderForPartition)
 		case <-ctx.Done():
 			return fmt.Errorf("%s-%d: replication to the ISR: %w", topic, p, kerr.RequestTimedOut)
 		}

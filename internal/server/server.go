@@ -22,6 +22,7 @@ import (
 	"gregor/internal/controller"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
+	"gregor/internal/coordinator/txnmarker"
 	"gregor/internal/handlers"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
@@ -58,6 +59,8 @@ type Server struct {
 	replica     *replica.Manager
 	producerIDs *producerid.Manager
 	groups      *coordinator.Runtime
+	txns        *coordinator.Runtime
+	txnMarkers  *txnmarker.Sender
 	brokerNet   *network.Server
 	lifecycle   *lifecycle
 
@@ -225,6 +228,14 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	s.loader.AddPublisher(s.replica)
 	s.groups = s.newGroupCoordinator()
 	s.loader.AddPublisher(s.groups)
+	// Transaction shards may load before the broker has started; ids are
+	// handed out once its first block arrives.
+	s.producerIDs = producerid.New(producerid.Config{
+		Allocate: s.allocateProducerIDs,
+		Logger:   s.logger.With("component", "producerid"),
+	})
+	s.txns, s.txnMarkers = s.newTxnCoordinator()
+	s.loader.AddPublisher(s.txns)
 	return nil
 }
 
@@ -356,10 +367,6 @@ func (s *Server) startControllerListener() error {
 // startBroker starts the broker listeners, registers with the active
 // controller and waits to be unfenced (caught up with the metadata log).
 func (s *Server) startBroker(ctx, runCtx context.Context) error {
-	s.producerIDs = producerid.New(producerid.Config{
-		Allocate: s.allocateProducerIDs,
-		Logger:   s.logger.With("component", "producerid"),
-	})
 	deps := handlers.Deps{
 		NodeID:      s.cfg.NodeID,
 		ClusterID:   s.clusterID,
@@ -372,9 +379,11 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		ProducerIDs: s.producerIDs,
 		Logger:      s.logger.With("component", "handlers"),
 		Groups:      s.groups,
+		Txns:        s.txns,
 		Metrics:     s.metrics,
 	}
 	s.lifecycle = newLifecycle(s)
+	s.txnMarkers.Start()
 	s.replica.StartReplication(replica.ReplicationConfig{
 		AlterPartition: func(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
 			resp, err := s.controllerRequest(ctx, req)
@@ -482,6 +491,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.ctrlNet != nil {
 		errs = append(errs, s.ctrlNet.Shutdown(ctx))
 	}
+	if s.txnMarkers != nil {
+		s.txnMarkers.Close()
+	}
 	if s.producerIDs != nil {
 		s.producerIDs.Close()
 	}
@@ -490,6 +502,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.groups != nil {
 		s.groups.Close()
+	}
+	if s.txns != nil {
+		s.txns.Close()
 	}
 	if s.controller != nil {
 		errs = append(errs, s.controller.Close())

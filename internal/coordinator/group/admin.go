@@ -88,7 +88,9 @@ func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGrou
 }
 
 // DeleteGroup deletes an empty group and its offsets: tombstones for each
-// offset and for the group metadata.
+// offset, for each partition only an open transaction holds an offset of
+// (an open transaction does not keep a group from deletion, as in Kafka),
+// and for the group metadata.
 func (s *Shard) DeleteGroup(now int64, groupID string) (int16, Result) {
 	var r Result
 	g := s.groups[groupID]
@@ -102,6 +104,9 @@ func (s *Shard) DeleteGroup(now int64, groupID string) (int16, Result) {
 		for p := range ps {
 			r.Records = append(r.Records, Record{Key: offsetKey(g.id, topic, p)})
 		}
+	}
+	for _, tp := range g.txnOnlyPartitions() {
+		r.Records = append(r.Records, Record{Key: offsetKey(g.id, tp.topic, tp.partition)})
 	}
 	r.Records = append(r.Records, diffRecords(g.consumerRecords(), nil)...)
 	r.Records = append(r.Records, Record{Key: groupKey(g.id)})

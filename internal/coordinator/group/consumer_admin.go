@@ -161,13 +161,13 @@ func (s *Shard) expireConsumerOffsets(now int64, g *group, r *Result) {
 			if o.expireTs >= 0 {
 				expired = now >= o.expireTs
 			}
-			if expired {
+			if expired && !g.hasTxnOffset(topic, p) {
 				r.Records = append(r.Records, Record{Key: offsetKey(g.id, topic, p)})
 				g.deleteOffset(topic, p)
 			}
 		}
 	}
-	if len(c.members) == 0 && len(g.offsets) == 0 && len(g.pending) == 0 {
+	if len(c.members) == 0 && len(g.offsets) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0 {
 		r.Records = append(r.Records, diffRecords(g.consumerRecords(), nil)...)
 		r.Records = append(r.Records, Record{Key: groupKey(g.id)})
 		g.transition(Dead, now)

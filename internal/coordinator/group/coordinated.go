@@ -16,11 +16,25 @@ type Coordinated struct {
 	*Shard
 }
 
-var _ coordinator.Shard = Coordinated{}
+var (
+	_ coordinator.Shard              = Coordinated{}
+	_ coordinator.TransactionalShard = Coordinated{}
+)
 
 // Replay implements coordinator.Shard.
 func (c Coordinated) Replay(now time.Time, key, value []byte) error {
 	return c.Shard.Replay(now.UnixMilli(), key, value)
+}
+
+// ReplayTransactional implements coordinator.TransactionalShard.
+func (c Coordinated) ReplayTransactional(now time.Time, producerID int64, _ int16, key, value []byte) error {
+	return c.Shard.ReplayTransactional(now.UnixMilli(), producerID, key, value)
+}
+
+// ReplayEndTxn implements coordinator.TransactionalShard.
+func (c Coordinated) ReplayEndTxn(producerID int64, commit bool) error {
+	c.Shard.ReplayEndTxn(producerID, commit)
+	return nil
 }
 
 // Tick implements coordinator.Shard.
@@ -44,11 +58,20 @@ type RuntimeWriter struct{ W *coordinator.Writer }
 
 // Write implements Writer.
 func (w RuntimeWriter) Write(records []Record) error {
+	return w.W.Write(runtimeRecords(records))
+}
+
+// WriteTransactional implements Writer.
+func (w RuntimeWriter) WriteTransactional(producerID int64, producerEpoch int16, records []Record) error {
+	return w.W.WriteTransactional(producerID, producerEpoch, runtimeRecords(records))
+}
+
+func runtimeRecords(records []Record) []coordinator.Record {
 	out := make([]coordinator.Record, len(records))
 	for i, r := range records {
 		out[i] = coordinator.Record{Key: r.Key, Value: r.Value}
 	}
-	return w.W.Write(out)
+	return out
 }
 
 // AppendErrorCode maps a failed write to __consumer_offsets to the code a

@@ -3,7 +3,6 @@ package group
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +25,8 @@ import (
 //
 //	shard [max-size=N] [initial-delay=MS] [min-session=MS] [max-session=MS] [metadata-max=N]
 //	      [retention=MS] [consumer-max-size=N] [consumer-session=MS]   a new empty shard at time 0
-//	writer [max-bytes=N]       writes of more bytes fail with MESSAGE_TOO_LARGE (0: no limit)
+//	writer [max-bytes=N] [min-epoch=E]   writes of more bytes fail with MESSAGE_TOO_LARGE (0: no limit);
+//	                           transactional writes of an older producer epoch with INVALID_PRODUCER_EPOCH
 //	topics NAME=PARTITIONS...  the cluster's topics, for consumer-heartbeat
 //	join [member=ID] [instance=I] [client=C] [session=MS] [rebalance=MS] [type=T]
 //	     [protocols=(P,..)] [meta=M] [meta-bytes=N] [v=N]
@@ -34,6 +34,9 @@ import (
 //	heartbeat member=ID gen=N [instance=I]
 //	leave members=(ID|ID/INSTANCE|/INSTANCE,..) [v=N]
 //	commit [member=ID] [gen=N] [instance=I] offsets=(T/P=O,..) [metadata=S] [metadata-len=N] [v=N]
+//	txn-commit producer=PID [epoch=E] [member=ID] [gen=N] [instance=I] offsets=(T/P=O,..) [metadata=S] [v=N]
+//	                           TxnOffsetCommit: a transactional batch of the producer
+//	txn-marker producer=PID commit|abort   the transaction's marker written, then applied
 //	fetch-offsets [topics=(T/P,..)] [require-stable] [member=ID] [epoch=N]   member/epoch: v9's check first
 //	offset-delete topics=(T/P,..)
 //	describe [v=N]
@@ -42,7 +45,7 @@ import (
 //	     [rack=R] [rebalance=MS] [assignor=A] [v=N]   owned absent: not reported (nil), except at epoch 0
 //	consumer-describe
 //	state                      the shard's groups in full, offsets included
-//	reload                     a new shard rebuilt from the records written so far (a coordinator failover)
+//	reload                     a new shard rebuilt from the records and markers written so far (a coordinator failover)
 //	delete-group               DeleteGroups for one group
 //	subscription-metadata      the last ConsumerGroupPartitionMetadata value written for the group
 func TestGoldenScripts(t *testing.T) {
@@ -55,15 +58,16 @@ func TestGoldenScripts(t *testing.T) {
 }
 
 type golden struct {
-	cfg    Config
-	s      *Shard
-	now    int64
-	seq    int
-	log    []Record
-	max    int
-	topics Topics
-	names  map[[16]byte]string
-	out    *strings.Builder
+	cfg      Config
+	s        *Shard
+	now      int64
+	seq      int
+	log      []logged
+	max      int
+	minEpoch int16
+	topics   Topics
+	names    map[[16]byte]string
+	out      *strings.Builder
 }
 
 func newGolden(d *datadriven.TestData) *golden {
@@ -105,9 +109,30 @@ func newGolden(d *datadriven.TestData) *golden {
 	return h
 }
 
+// logged is one entry of the golden log: a record, of a producer's
+// transaction when producerID >= 0, or a transaction marker.
+type logged struct {
+	Record
+	producerID int64
+	marker     bool
+	commit     bool
+}
+
 // Write is the shard's log: it keeps what it writes, refusing batches over
 // the size limit as a partition refuses a batch over max.message.bytes.
-func (h *golden) Write(rs []Record) error {
+func (h *golden) Write(rs []Record) error { return h.write(-1, rs) }
+
+// WriteTransactional is Write for a producer's transactional batch; the
+// log refuses an epoch older than min-epoch, as a fenced producer's write.
+func (h *golden) WriteTransactional(producerID int64, producerEpoch int16, rs []Record) error {
+	if producerEpoch < h.minEpoch {
+		fmt.Fprintf(h.out, "transactional write of producer %d epoch %d failed: INVALID_PRODUCER_EPOCH\n", producerID, producerEpoch)
+		return fmt.Errorf("append to __consumer_offsets: %w", kerr.InvalidProducerEpoch)
+	}
+	return h.write(producerID, rs)
+}
+
+func (h *golden) write(producerID int64, rs []Record) error {
 	size := 0
 	for _, r := range rs {
 		size += len(r.Key) + len(r.Value)
@@ -116,12 +141,16 @@ func (h *golden) Write(rs []Record) error {
 		fmt.Fprintf(h.out, "write of %d records (%d bytes) failed: MESSAGE_TOO_LARGE\n", len(rs), size)
 		return fmt.Errorf("append to __consumer_offsets: %w", kerr.MessageTooLarge)
 	}
-	h.log = append(h.log, rs...)
 	var parts []string
 	for _, r := range rs {
+		h.log = append(h.log, logged{Record: r, producerID: producerID})
 		parts = append(parts, describeRecord(r))
 	}
-	fmt.Fprintf(h.out, "wrote %s\n", strings.Join(parts, ", "))
+	txn := ""
+	if producerID >= 0 {
+		txn = fmt.Sprintf(" (transaction of producer %d)", producerID)
+	}
+	fmt.Fprintf(h.out, "wrote %s%s\n", strings.Join(parts, ", "), txn)
 	return nil
 }
 
@@ -226,6 +255,7 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		h.out = &out
 	case "writer":
 		h.max = int(num(t, d, "max-bytes", 0))
+		h.minEpoch = int16(num(t, d, "min-epoch", 0))
 		summary = false
 	case "topics":
 		h.topics, h.names = Topics{}, map[[16]byte]string{}
@@ -324,6 +354,38 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 			req.Topics = append(req.Topics, rt)
 		}
 		h.finish(h.s.OffsetCommit(h.now, req, h.respond(d)))
+	case "txn-commit":
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version = int16(num(t, d, "v", 4))
+		req.TransactionalID = "tx"
+		req.ProducerID, req.ProducerEpoch = num(t, d, "producer", 1), int16(num(t, d, "epoch", 0))
+		req.Group, req.MemberID, req.InstanceID = groupID, str(d, "member", ""), optStr(d, "instance")
+		req.Generation = int32(num(t, d, "gen", -1))
+		meta := optStr(d, "metadata")
+		for _, o := range vals(d, "offsets") {
+			tpart, off, _ := strings.Cut(o, "=")
+			topic, part, _ := strings.Cut(tpart, "/")
+			p, _ := strconv.Atoi(part)
+			offset, _ := strconv.ParseInt(off, 10, 64)
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.Metadata = int32(p), offset, meta
+			if n := len(req.Topics); n > 0 && req.Topics[n-1].Topic == topic {
+				req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
+				continue
+			}
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic, rt.Partitions = topic, []kmsg.TxnOffsetCommitRequestTopicPartition{rp}
+			req.Topics = append(req.Topics, rt)
+		}
+		h.finish(h.s.TxnOffsetCommit(h.now, req, h.respond(d)))
+	case "txn-marker":
+		pid, commit := num(t, d, "producer", 1), d.HasArg("commit")
+		if commit == d.HasArg("abort") {
+			d.Fatalf(t, "txn-marker needs commit or abort")
+		}
+		h.log = append(h.log, logged{producerID: pid, marker: true, commit: commit})
+		fmt.Fprintf(&out, "wrote marker producer=%d commit=%t\n", pid, commit)
+		h.s.ReplayEndTxn(pid, commit)
 	case "fetch-offsets":
 		var topics []kmsg.OffsetFetchRequestGroupTopic
 		for _, tpart := range vals(d, "topics") {
@@ -350,6 +412,9 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		for _, rt := range got {
 			for _, rp := range rt.Partitions {
 				fmt.Fprintf(&out, " %s/%d=%d", rt.Topic, rp.Partition, rp.Offset)
+				if rp.ErrorCode != 0 {
+					fmt.Fprintf(&out, "!%s", errName(rp.ErrorCode))
+				}
 				if rp.Metadata != nil && *rp.Metadata != "" {
 					fmt.Fprintf(&out, "(%q)", *rp.Metadata)
 				}
@@ -419,7 +484,16 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		s := NewShard(h.cfg)
 		s.nextExpiry = h.s.nextExpiry
 		for _, r := range h.log {
-			if err := s.Replay(h.now, r.Key, r.Value); err != nil {
+			var err error
+			switch {
+			case r.marker:
+				s.ReplayEndTxn(r.producerID, r.commit)
+			case r.producerID >= 0:
+				err = s.ReplayTransactional(h.now, r.producerID, r.Key, r.Value)
+			default:
+				err = s.Replay(h.now, r.Key, r.Value)
+			}
+			if err != nil {
 				d.Fatalf(t, "replay: %v", err)
 			}
 		}
@@ -481,251 +555,4 @@ func (h *golden) consumerHeartbeat(t *testing.T, d *datadriven.TestData, groupID
 		}
 	}
 	return req
-}
-
-func (h *golden) formatResponse(r kmsg.Response) string {
-	switch r := r.(type) {
-	case *kmsg.JoinGroupResponse:
-		s := fmt.Sprintf("JoinGroup err=%s gen=%d member=%s", errName(r.ErrorCode), r.Generation, r.MemberID)
-		if r.ErrorCode != 0 {
-			return s
-		}
-		s += fmt.Sprintf(" leader=%s protocol=%s", r.LeaderID, deref(r.Protocol))
-		if r.SkipAssignment {
-			s += " skip-assignment"
-		}
-		if len(r.Members) > 0 {
-			var ms []string
-			for _, m := range r.Members {
-				ms = append(ms, m.MemberID+instance(m.InstanceID)+":"+short(m.ProtocolMetadata))
-			}
-			s += " members=[" + strings.Join(ms, " ") + "]"
-		}
-		return s
-	case *kmsg.SyncGroupResponse:
-		if r.ErrorCode != 0 {
-			return "SyncGroup err=" + errName(r.ErrorCode)
-		}
-		return fmt.Sprintf("SyncGroup err=NONE protocol=%s assignment=%q", deref(r.Protocol), r.MemberAssignment)
-	case *kmsg.HeartbeatResponse:
-		return "Heartbeat err=" + errName(r.ErrorCode)
-	case *kmsg.LeaveGroupResponse:
-		s := "LeaveGroup err=" + errName(r.ErrorCode)
-		for _, m := range r.Members {
-			s += fmt.Sprintf(" %s%s:%s", m.MemberID, instance(m.InstanceID), errName(m.ErrorCode))
-		}
-		return s
-	case *kmsg.OffsetCommitResponse:
-		s := "OffsetCommit"
-		for _, rt := range r.Topics {
-			for _, rp := range rt.Partitions {
-				s += fmt.Sprintf(" %s/%d:%s", rt.Topic, rp.Partition, errName(rp.ErrorCode))
-			}
-		}
-		return s
-	case *kmsg.OffsetDeleteResponse:
-		s := "OffsetDelete err=" + errName(r.ErrorCode)
-		for _, rt := range r.Topics {
-			for _, rp := range rt.Partitions {
-				s += fmt.Sprintf(" %s/%d:%s", rt.Topic, rp.Partition, errName(rp.ErrorCode))
-			}
-		}
-		return s
-	case *kmsg.ConsumerGroupHeartbeatResponse:
-		s := fmt.Sprintf("ConsumerGroupHeartbeat err=%s", errName(r.ErrorCode))
-		if r.ErrorCode != 0 {
-			if r.ErrorMessage != nil {
-				s += fmt.Sprintf(" (%s)", *r.ErrorMessage)
-			}
-			return s
-		}
-		s += fmt.Sprintf(" member=%s epoch=%d", deref(r.MemberID), r.MemberEpoch)
-		if r.Assignment != nil {
-			var parts []string
-			for _, t := range r.Assignment.Topics {
-				parts = append(parts, h.topicParts(t.TopicID, t.Partitions))
-			}
-			s += " assignment=[" + strings.Join(parts, " ") + "]"
-		}
-		return s
-	}
-	return fmt.Sprintf("%T", r)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "<null>"
-	}
-	return *s
-}
-
-func (h *golden) topicParts(id [16]byte, ps []int32) string {
-	var s []string
-	for _, p := range ps {
-		s = append(s, strconv.Itoa(int(p)))
-	}
-	return h.names[id] + ":" + strings.Join(s, ",")
-}
-
-func (h *golden) kmsgAssignment(ts []kmsg.AssignmentTopicPartition) string {
-	var parts []string
-	for _, t := range ts {
-		parts = append(parts, h.topicParts(t.TopicID, t.Partitions))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-func (h *golden) assignmentString(a assignment) string {
-	ids, parts := a.byTopic()
-	var out []string
-	for _, id := range ids {
-		out = append(out, h.topicParts(id, parts[id]))
-	}
-	return "[" + strings.Join(out, " ") + "]"
-}
-
-// summary is one line per group: what a reader checks after each step.
-func (h *golden) summary(out *strings.Builder) {
-	for _, id := range h.s.sortedGroupIDs() {
-		g := h.s.groups[id]
-		name := id
-		if name == "" {
-			name = "<empty>"
-		}
-		if c := g.consumer; c != nil && len(g.members) == 0 {
-			var ms []string
-			for _, mid := range c.sortedMembers() {
-				m := c.members[mid]
-				ms = append(ms, fmt.Sprintf("%s%s@%d:%s", mid, instance(m.instanceID), m.epoch, m.state))
-			}
-			fmt.Fprintf(out, "> %s: consumer %s epoch=%d assignment-epoch=%d members=[%s]%s\n", name, c.state(), c.epoch, c.assignmentEpoch, strings.Join(ms, " "), offsetsString(g))
-			continue
-		}
-		var ms []string
-		for _, mid := range g.order {
-			ms = append(ms, mid+instance(g.members[mid].instanceID))
-		}
-		fmt.Fprintf(out, "> %s: %s gen=%d", name, g.state, g.generation)
-		if g.protocolType != "" || g.protocolName != "" {
-			fmt.Fprintf(out, " protocol=%s/%s", g.protocolType, g.protocolName)
-		}
-		if g.leader != "" {
-			fmt.Fprintf(out, " leader=%s", g.leader)
-		}
-		fmt.Fprintf(out, " members=[%s]%s\n", strings.Join(ms, " "), offsetsString(g))
-	}
-}
-
-func offsetsString(g *group) string {
-	var ps []string
-	for topic, parts := range g.offsets {
-		for p, c := range parts {
-			ps = append(ps, fmt.Sprintf("%s/%d=%d", topic, p, c.offset))
-		}
-	}
-	if len(ps) == 0 {
-		return ""
-	}
-	sort.Strings(ps)
-	return " offsets=[" + strings.Join(ps, " ") + "]"
-}
-
-// state prints the groups in full.
-func (h *golden) state(out *strings.Builder) {
-	fmt.Fprintf(out, "now=%d next-deadline=%d\n", h.now, h.s.NextDeadline())
-	for _, id := range h.s.sortedGroupIDs() {
-		g := h.s.groups[id]
-		fmt.Fprintf(out, "group %q: %s since %d gen=%d type=%q protocol=%q leader=%q\n", id, g.state, g.stateTimestamp, g.generation, g.protocolType, g.protocolName, g.leader)
-		if g.state == PreparingRebalance {
-			fmt.Fprintf(out, "  join deadline=%d\n", g.joinDeadline)
-		}
-		if len(g.pendingSync) > 0 {
-			var ps []string
-			for p := range g.pendingSync {
-				ps = append(ps, p)
-			}
-			sort.Strings(ps)
-			fmt.Fprintf(out, "  pending sync=%v deadline=%d\n", ps, g.syncDeadline)
-		}
-		if len(g.pending) > 0 {
-			var ps []string
-			for p := range g.pending {
-				ps = append(ps, p)
-			}
-			sort.Strings(ps)
-			fmt.Fprintf(out, "  pending members=%v\n", ps)
-		}
-		for _, mid := range g.order {
-			m := g.members[mid]
-			var waits []string
-			if m.joinReply != nil {
-				waits = append(waits, "awaiting-join")
-			}
-			if m.syncReply != nil {
-				waits = append(waits, "awaiting-sync")
-			}
-			fmt.Fprintf(out, "  member %s%s session=%d rebalance=%d due=%d assignment=%q %s\n", mid, instance(m.instanceID),
-				m.sessionTimeoutMs, m.rebalanceTimeoutMs, m.heartbeatDue, m.assignment, strings.Join(waits, " "))
-		}
-		if c := g.consumer; c != nil {
-			fmt.Fprintf(out, "  consumer %s epoch=%d assignment-epoch=%d\n", c.state(), c.epoch, c.assignmentEpoch)
-			for _, mid := range c.sortedMembers() {
-				m := c.members[mid]
-				due := fmt.Sprintf("session-due=%d", m.sessionDue)
-				if m.revokeDue > 0 {
-					due += fmt.Sprintf(" revoke-due=%d", m.revokeDue)
-				}
-				fmt.Fprintf(out, "  consumer member %s%s epoch=%d %s assigned=%s revoking=%s target=%s %s\n", mid, instance(m.instanceID),
-					m.epoch, m.state, h.assignmentString(m.assigned), h.assignmentString(m.revoking), h.assignmentString(c.target[mid]), due)
-			}
-		}
-		var topics []string
-		for topic := range g.offsets {
-			topics = append(topics, topic)
-		}
-		sort.Strings(topics)
-		for _, topic := range topics {
-			var ps []int
-			for p := range g.offsets[topic] {
-				ps = append(ps, int(p))
-			}
-			sort.Ints(ps)
-			for _, p := range ps {
-				c := g.offsets[topic][int32(p)]
-				fmt.Fprintf(out, "  offset %s/%d=%d metadata=%q committed=%d\n", topic, p, c.offset, c.metadata, c.commitTs)
-			}
-		}
-	}
-}
-
-// subscriptionMetadata decodes the last ConsumerGroupPartitionMetadata
-// record written for the group.
-func (h *golden) subscriptionMetadata(t *testing.T, d *datadriven.TestData, out *strings.Builder, groupID string) {
-	key := cgKey(cgPartitionMetadataType, groupID, nil)
-	for i := len(h.log) - 1; i >= 0; i-- {
-		if string(h.log[i].Key) != key {
-			continue
-		}
-		if h.log[i].Value == nil {
-			out.WriteString("tombstone\n")
-			return
-		}
-		vd := dec{b: h.log[i].Value}
-		fmt.Fprintf(out, "version=%d", vd.i16())
-		topics := readSubscription(&vd)
-		if vd.err != nil || len(vd.b) != 0 {
-			d.Fatalf(t, "bad ConsumerGroupPartitionMetadataValue: %v (%d bytes left)", vd.err, len(vd.b))
-		}
-		var names []string
-		for n := range topics {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(out, " %s(id=%d partitions=%d)", n, topics[n].ID[0], topics[n].Partitions)
-		}
-		out.WriteString("\n")
-		return
-	}
-	out.WriteString("none\n")
 }

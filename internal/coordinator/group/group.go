@@ -91,9 +91,20 @@ type Record struct {
 // to send instead, and Apply is not run.
 type Result struct {
 	Records []Record
-	Apply   func()
-	Replies []Reply
-	Failed  func(code int16) []Reply
+	// Transaction, when set, makes Records one transactional batch of that
+	// producer (TxnOffsetCommit): they take effect only with the commit
+	// marker of its transaction.
+	Transaction *Transaction
+	Apply       func()
+	Replies     []Reply
+	Failed      func(code int16) []Reply
+}
+
+// Transaction is the producer a transactional batch is written for; the
+// partition's log checks its epoch, as for any transactional write.
+type Transaction struct {
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 func (r *Result) reply(to Responder, resp kmsg.Response) {
@@ -160,6 +171,9 @@ type committed struct {
 	metadata    string
 	commitTs    int64
 	expireTs    int64 // -1: by retention
+	// seq orders the offset commit records of the shard's partition as
+	// Kafka's record offset does (see Shard.commitSeq).
+	seq int64
 }
 
 type group struct {
@@ -185,6 +199,12 @@ type group struct {
 	syncDeadline int64
 
 	offsets map[string]map[int32]committed
+	// txnOffsets are the offsets of open transactions, by producer id, then
+	// topic and partition (Kafka's pendingTransactionalOffsets): committed
+	// into offsets by the transaction's commit marker, dropped by its abort.
+	// A producer stays here until its marker, even once tombstones emptied
+	// its offsets (the group then still has an open transaction).
+	txnOffsets map[int64]map[string]map[int32]committed
 
 	// consumer is set once the group is used with the KIP-848 protocol.
 	consumer *consumerGroup
@@ -364,6 +384,14 @@ type Shard struct {
 	cfg        Config
 	groups     map[string]*group
 	nextExpiry int64
+	// txnGroups are the groups each open transaction (producer id) holds
+	// offsets in, for its marker.
+	txnGroups map[int64]map[string]bool
+	// commitSeq counts the offset commit records applied, loaded and
+	// written alike. Both happen in the partition's order, so it orders
+	// them as Kafka's record offsets do: a transaction's offset replaces a
+	// committed one at its commit marker only if its record came later.
+	commitSeq int64
 }
 
 // NewShard returns an empty shard.
@@ -380,7 +408,7 @@ func NewShard(cfg Config) *Shard {
 	if cfg.MaxSize <= 0 {
 		cfg.MaxSize = int(^uint(0) >> 1)
 	}
-	return &Shard{cfg: cfg, groups: map[string]*group{}}
+	return &Shard{cfg: cfg, groups: map[string]*group{}, txnGroups: map[int64]map[string]bool{}}
 }
 
 // sortedGroupIDs lists the group ids in order, for deterministic answers.
@@ -414,9 +442,13 @@ func (s *Shard) Unload(code int16) []Reply {
 	return r.Replies
 }
 
-// Writer writes records to the shard's partition.
+// Writer writes records to the shard's partition. Each write returns once
+// its batch is committed (acks=-1).
 type Writer interface {
 	Write(records []Record) error
+	// WriteTransactional writes records as one transactional batch of the
+	// producer, whose epoch the log checks.
+	WriteTransactional(producerID int64, producerEpoch int16, records []Record) error
 }
 
 // Finish carries out a Result: write its records, then apply it and deliver
@@ -425,7 +457,13 @@ type Writer interface {
 // does not apply; it returns the write's error.
 func Finish(w Writer, r Result, errCode func(error) int16) error {
 	if len(r.Records) > 0 {
-		if err := w.Write(r.Records); err != nil {
+		var err error
+		if t := r.Transaction; t != nil {
+			err = w.WriteTransactional(t.ProducerID, t.ProducerEpoch, r.Records)
+		} else {
+			err = w.Write(r.Records)
+		}
+		if err != nil {
 			if r.Failed != nil {
 				deliver(r.Failed(errCode(err)))
 			} else {

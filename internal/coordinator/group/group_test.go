@@ -12,6 +12,8 @@ type memWriter struct{ records []Record }
 
 func (w *memWriter) Write(rs []Record) error { w.records = append(w.records, rs...); return nil }
 
+func (w *memWriter) WriteTransactional(_ int64, _ int16, rs []Record) error { return w.Write(rs) }
+
 func errCode(error) int16 { return kerr.UnknownServerError.Code }
 
 func testShard() *Shard {

@@ -141,7 +141,7 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 			s.groups[g.id] = g
 		}
 		for _, u := range updates {
-			g.setOffset(u.topic, u.partition, u.c)
+			g.setOffset(u.topic, u.partition, s.stamp(u.c))
 		}
 	}
 	r.reply(respond, resp)
@@ -154,18 +154,15 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 // FetchOffsets answers one group of an OffsetFetch: topics nil means every
 // committed offset. Partitions without a commit answer offset -1.
 //
-// requireStable is the request's require_stable (v7+). Kafka answers it
-// with a write operation instead of a read (GroupCoordinatorService.
-// fetchOffsets): the answer waits until the shard's pending writes are
-// committed and sees all of them, where a plain fetch reads the state as of
-// the last committed offset; partitions with a pending transactional offset
-// commit answer UNSTABLE_OFFSET_COMMIT (offset -1, OffsetMetadataManager).
-// With nothing pending both answer the committed offsets. Here a commit
-// becomes visible only once its write is committed, and the shard runs one
-// operation at a time, so a fetch behind a commit already sees it and
-// nothing is ever pending: require_stable answers as a plain fetch does.
-// The UNSTABLE_OFFSET_COMMIT path arrives with TxnOffsetCommit, whose
-// offsets stay pending until the transaction's marker.
+// requireStable is the request's require_stable (v7+): a partition with an
+// offset in an open transaction (TxnOffsetCommit written, marker not yet)
+// answers UNSTABLE_OFFSET_COMMIT, offset -1, and the group no error, as
+// Kafka's OffsetMetadataManager does; a consumer retries until the
+// transaction ends. Without require_stable the committed offset is
+// answered. Kafka answers require_stable with a write operation, so it sees
+// the shard's writes not yet committed; here a write becomes visible only
+// once committed and the shard runs one operation at a time, so every fetch
+// already sees all of them.
 func (s *Shard) FetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) (code int16, out []kmsg.OffsetFetchResponseGroupTopic) {
 	g := s.groups[groupID]
 	if g != nil && g.state == Dead {
@@ -176,7 +173,9 @@ func (s *Shard) FetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestGro
 		rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
 		empty := ""
 		rp.Metadata = &empty
-		if g != nil {
+		if g != nil && requireStable && g.hasTxnOffset(topic, p) {
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+		} else if g != nil {
 			if c, ok := g.offsets[topic][p]; ok {
 				meta := c.metadata
 				rp.Offset, rp.LeaderEpoch, rp.Metadata = c.offset, c.leaderEpoch, &meta
@@ -256,7 +255,8 @@ func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteR
 			rp.Partition = p.Partition
 			if subscribed[t.Topic] {
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok {
+			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasTxnOffset(t.Topic, p.Partition) {
+				// The tombstone deletes an open transaction's offset too.
 				deletes = append(deletes, tp{t.Topic, p.Partition})
 				r.Records = append(r.Records, Record{Key: offsetKey(g.id, t.Topic, p.Partition)})
 			}
@@ -267,6 +267,7 @@ func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteR
 	r.Apply = func() {
 		for _, d := range deletes {
 			g.deleteOffset(d.topic, d.partition)
+			g.dropTxnOffset(d.topic, d.partition)
 		}
 	}
 	return resp, r
@@ -277,7 +278,8 @@ func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteR
 // the commit, if later); for a consumer group, only offsets of topics it no
 // longer subscribes to, counted from the commit. An explicit expiry
 // (OffsetCommit v2-v4 retention) wins. An empty group left with no offsets
-// is deleted.
+// is deleted. An offset with an open transaction's offset for its partition
+// does not expire, and a group with an open transaction is not deleted.
 func (s *Shard) expireOffsets(now int64, r *Result) {
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
@@ -306,13 +308,13 @@ func (s *Shard) expireOffsets(now int64, r *Result) {
 				if c.expireTs >= 0 {
 					expired = now >= c.expireTs
 				}
-				if expired {
+				if expired && !g.hasTxnOffset(topic, p) {
 					r.Records = append(r.Records, Record{Key: offsetKey(g.id, topic, p)})
 					g.deleteOffset(topic, p)
 				}
 			}
 		}
-		if g.state == Empty && len(g.offsets) == 0 && len(g.pending) == 0 {
+		if g.state == Empty && len(g.offsets) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0 {
 			r.Records = append(r.Records, Record{Key: groupKey(g.id)})
 			g.transition(Dead, now)
 			delete(s.groups, g.id)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/record"
 )
 
 // Key versions of __consumer_offsets records, as Kafka's
@@ -83,35 +85,7 @@ func (s *Shard) Replay(now int64, key, value []byte) error {
 	case cgMetadataType, cgPartitionMetadataType, cgMemberMetadataType, cgTargetAssignmentMetadataType, cgTargetAssignmentMemberType, cgCurrentMemberAssignmentType:
 		return s.replayConsumer(now, typ, key, value)
 	case 0, 1:
-		var k kmsg.OffsetCommitKey
-		if err := k.ReadFrom(key); err != nil {
-			return fmt.Errorf("read offset commit key: %w", err)
-		}
-		if value == nil {
-			if g := s.groups[k.Group]; g != nil {
-				g.deleteOffset(k.Topic, k.Partition)
-				s.maybeDropEmpty(g)
-			}
-			return nil
-		}
-		var v kmsg.OffsetCommitValue
-		if err := v.ReadFrom(value); err != nil {
-			return fmt.Errorf("read offset commit value of %s: %w", k.Group, err)
-		}
-		expire := int64(-1)
-		if v.Version == 1 {
-			expire = v.ExpireTimestamp
-		}
-		leaderEpoch := int32(-1)
-		if v.Version >= 3 {
-			leaderEpoch = v.LeaderEpoch
-		}
-		g := s.groups[k.Group]
-		if g == nil {
-			g = newGroup(k.Group, now)
-			s.groups[k.Group] = g
-		}
-		g.setOffset(k.Topic, k.Partition, committed{offset: v.Offset, leaderEpoch: leaderEpoch, metadata: v.Metadata, commitTs: v.CommitTimestamp, expireTs: expire})
+		return s.replayOffsetCommit(now, record.NoProducerID, key, value)
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(key); err != nil {
@@ -166,6 +140,50 @@ func (s *Shard) Replay(now int64, key, value []byte) error {
 	return nil
 }
 
+// replayOffsetCommit applies an offset commit record, one of producerID's
+// open transaction unless it is record.NoProducerID (Kafka's
+// OffsetMetadataManager.replay). A tombstone deletes the committed offset
+// and every open transaction's offset of the partition.
+func (s *Shard) replayOffsetCommit(now int64, producerID int64, key, value []byte) error {
+	var k kmsg.OffsetCommitKey
+	if err := k.ReadFrom(key); err != nil {
+		return fmt.Errorf("read offset commit key: %w", err)
+	}
+	if value == nil {
+		if g := s.groups[k.Group]; g != nil {
+			g.deleteOffset(k.Topic, k.Partition)
+			g.dropTxnOffset(k.Topic, k.Partition)
+			s.maybeDropEmpty(g)
+		}
+		return nil
+	}
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return fmt.Errorf("read offset commit value of %s: %w", k.Group, err)
+	}
+	expire := int64(-1)
+	if v.Version == 1 {
+		expire = v.ExpireTimestamp
+	}
+	leaderEpoch := int32(-1)
+	if v.Version >= 3 {
+		leaderEpoch = v.LeaderEpoch
+	}
+	g := s.groups[k.Group]
+	if g == nil {
+		// A commit without membership makes a simple group.
+		g = newGroup(k.Group, now)
+		s.groups[k.Group] = g
+	}
+	c := committed{offset: v.Offset, leaderEpoch: leaderEpoch, metadata: v.Metadata, commitTs: v.CommitTimestamp, expireTs: expire}
+	if producerID == record.NoProducerID {
+		g.setOffset(k.Topic, k.Partition, s.stamp(c))
+	} else {
+		s.addTxnOffset(g, producerID, k.Topic, k.Partition, s.stamp(c))
+	}
+	return nil
+}
+
 // resetGroup forgets a group's membership, keeping its offsets.
 func (s *Shard) resetGroup(g *group) {
 	g.members, g.order, g.static, g.pending, g.pendingSync = map[string]*member{}, nil, map[string]string{}, map[string]int64{}, map[string]bool{}
@@ -173,12 +191,14 @@ func (s *Shard) resetGroup(g *group) {
 	g.state = Empty
 }
 
-// maybeDropEmpty forgets a group with no members and no offsets.
+// maybeDropEmpty forgets a group with no members, no offsets and no offset
+// in an open transaction (a group's tombstone follows those of its open
+// transactions' offsets, see DeleteGroup).
 func (s *Shard) maybeDropEmpty(g *group) {
 	if g.consumer != nil {
 		return // a consumer group lives until DeleteGroups
 	}
-	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.generation == 0 {
+	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && !g.hasTxnOffsets() && g.generation == 0 {
 		delete(s.groups, g.id)
 	}
 }

@@ -1,0 +1,75 @@
+package handlers
+
+// WriteTxnMarkers (key 27), v0-2: sent by transaction coordinators to
+// partition leaders. Each partition gets a commit or abort control batch for
+// the producer, written with acks=all; the answer per partition is that
+// write's error (NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH for a
+// producer epoch older than the partition's, TRANSACTION_COORDINATOR_FENCED
+// for a coordinator epoch older than the one that last marked the producer,
+// ...). Markers for __consumer_offsets go through the group coordinator's
+// shard, which applies the transaction's pending offsets when it writes the
+// marker. v2 carries the transaction's version: a version 2 (KIP-890)
+// marker must bump the producer's epoch. Partitions are written
+// concurrently; the answer waits for all.
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+	"gregor/internal/replica"
+)
+
+var writeTxnMarkersAPI = api{key: 27, min: 0, max: 2, handle: (*Handlers).writeTxnMarkers}
+
+func (h *Handlers) writeTxnMarkers(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.WriteTxnMarkersRequest)
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	var wg sync.WaitGroup
+	for _, m := range r.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		marker := replica.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed,
+			TransactionVersion: int16(m.TransactionVersion)}
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			rt.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
+			for i, p := range t.Partitions {
+				rp := &rt.Partitions[i]
+				rp.Default()
+				rp.Partition = p
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rp.ErrorCode = h.writeTxnMarker(ctx, t.Topic, p, marker)
+				}()
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	wg.Wait()
+	return resp, nil
+}
+
+// writeTxnMarker writes one partition's marker and returns its error code.
+func (h *Handlers) writeTxnMarker(ctx context.Context, topic string, partition int32, m replica.TxnMarker) int16 {
+	if topic == OffsetsTopic {
+		return h.completeGroupTransaction(ctx, partition, m)
+	}
+	err := h.d.Replica.WriteTxnMarker(ctx, topic, partition, m)
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	h.d.Logger.Warn("write txn marker", "topic", topic, "partition", partition, "err", err)
+	return kerr.UnknownServerError.Code
+}

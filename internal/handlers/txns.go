@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/coordinator"
+	"gregor/internal/coordinator/txn"
+)
+
+// TransactionStateTopic is the internal topic of the transaction
+// coordinator's state.
+const TransactionStateTopic = "__transaction_state"
+
+// txnPartitions is how many partitions __transaction_state has: its actual
+// count once created, transaction.state.log.num.partitions before.
+func (h *Handlers) txnPartitions() int32 {
+	if t := h.image().Topics.ByName[TransactionStateTopic]; t != nil && len(t.Partitions) > 0 {
+		return int32(len(t.Partitions))
+	}
+	return h.d.Broker.TransactionStateLogNumPartitions
+}
+
+// txnPartition is the __transaction_state partition coordinating a
+// transactional id.
+func (h *Handlers) txnPartition(transactionalID string) int32 {
+	return coordinator.PartitionFor(transactionalID, h.txnPartitions())
+}
+
+// ensureTxnTopic creates __transaction_state as Kafka's broker does on the
+// first FindCoordinator for a transactional id: compacted, uncompressed,
+// min.insync.replicas = transaction.state.log.min.isr, unclean election off.
+func (h *Handlers) ensureTxnTopic(ctx context.Context) {
+	b := h.d.Broker
+	h.ensureInternalTopic(ctx, TransactionStateTopic, b.TransactionStateLogNumPartitions, b.TransactionStateLogReplicationFactor, map[string]string{
+		"cleanup.policy":                 "compact",
+		"compression.type":               "uncompressed",
+		"segment.bytes":                  strconv.Itoa(int(b.TransactionStateLogSegmentBytes)),
+		"min.insync.replicas":            strconv.Itoa(int(b.TransactionStateLogMinISR)),
+		"unclean.leader.election.enable": "false",
+	})
+}
+
+// onTxnShard runs fn on the shard coordinating a transactional id and
+// returns the Kafka error code when it cannot (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE).
+func (h *Handlers) onTxnShard(ctx context.Context, transactionalID string, fn func(c txn.Coordinated, w *coordinator.Writer)) int16 {
+	if h.d.Txns == nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	err := h.d.Txns.Do(ctx, h.txnPartition(transactionalID), func(s coordinator.Shard, w *coordinator.Writer) {
+		fn(s.(txn.Coordinated), w)
+	})
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}

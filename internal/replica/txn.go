@@ -1,0 +1,125 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/log"
+	"gregor/internal/record"
+)
+
+// Appends by coordinators (Kafka's ReplicaManager.appendRecords with
+// AppendOrigin.COORDINATOR and requiredAcks -1): the transaction
+// coordinator's markers (WriteTxnMarkers) and the group coordinator's
+// transactional offset commits. They are leader appends like a produce, but
+// the producer state checks only epochs, and the caller hears back once the
+// ISR has the batch.
+
+// TxnMarker is one end transaction marker to write to a partition.
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+	// TransactionVersion is the WriteTxnMarkers request's transaction
+	// version: 0 or 1 (the zero value) accept a marker at the producer's
+	// current epoch; 2 (KIP-890) wants the bumped epoch the coordinator
+	// writes, except for a retry of the marker that ended the last
+	// transaction.
+	TransactionVersion int16
+}
+
+// coordinatorAppendTimeout bounds AppendCoordinator's wait for the ISR: the
+// default of offsets.commit.timeout.ms, the group coordinator's wait for an
+// offset commit to replicate.
+const coordinatorAppendTimeout = 5 * time.Second
+
+// WriteTxnMarker appends a commit/abort control batch to a partition this
+// broker leads and waits until the HW passes it (acks=-1), like Kafka's
+// WriteTxnMarkers path (AppendOrigin.COORDINATOR). Errors are *kerr.Error
+// values (wrapped with context): NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH (the marker's epoch is
+// below the producer's), TRANSACTION_COORDINATOR_FENCED (its coordinator
+// epoch is below the last marker's), KAFKA_STORAGE_ERROR,
+// NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT at ctx's end. A
+// marker for a producer without an open transaction here is written all
+// the same, as Kafka does.
+func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition int32, marker TxnMarker) error {
+	batch, err := log.BuildTxnMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Commit, m.cfg.Now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, kerr.UnknownServerError)
+	}
+	res := m.appendCoordinator(topic, partition, batch, marker.TransactionVersion)
+	if res.Err != nil {
+		return fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, res.Err)
+	}
+	if err := m.WaitReplicated(ctx, topic, partition, res.Info.LastOffset+1); err != nil {
+		return fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, err)
+	}
+	return nil
+}
+
+// AppendCoordinator appends a batch written by a coordinator
+// (AppendOrigin.COORDINATOR: producer epoch checked, sequence not) and waits
+// for acks=-1, at most offsets.commit.timeout.ms's default (5 s). Res.Err is a *kerr.Error (wrapped) as for
+// WriteTxnMarker.
+func (m *Manager) AppendCoordinator(topic string, partition int32, records []byte) ProduceResult {
+	res := m.appendCoordinator(topic, partition, records, 0)
+	if res.Err != nil {
+		return res
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), coordinatorAppendTimeout)
+	defer cancel()
+	if err := m.WaitReplicated(ctx, topic, partition, res.Info.LastOffset+1); err != nil {
+		res.Err = fmt.Errorf("coordinator append to %s-%d: %w", topic, partition, err)
+	}
+	return res
+}
+
+// appendCoordinator appends without waiting; Err is a *kerr.Error.
+func (m *Manager) appendCoordinator(topic string, partition int32, records []byte, transactionVersion int16) ProduceResult {
+	part, err := m.Leader(topic, partition)
+	if err != nil {
+		return ProduceResult{Err: err, LogStartOffset: -1}
+	}
+	info, err := part.AppendAsCoordinator(records, transactionVersion, m.cfg.Now().UnixMilli())
+	res := ProduceResult{Info: info, LogStartOffset: part.Log().LogStartOffset()}
+	if err != nil {
+		res.Err = fmt.Errorf("%w: %w", kafkaError(err), err)
+		return res
+	}
+	m.appended.notify()
+	return res
+}
+
+// kafkaError maps a log append error to its Kafka error.
+func kafkaError(err error) *kerr.Error {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke
+	case errors.Is(err, log.ErrKafkaStorage):
+		return kerr.KafkaStorageError
+	case errors.Is(err, log.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch
+	case errors.Is(err, log.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced
+	case errors.Is(err, log.ErrInvalidTxnState):
+		return kerr.InvalidTxnState
+	case errors.Is(err, log.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber
+	case errors.Is(err, log.ErrClosed):
+		return kerr.NotLeaderForPartition
+	}
+	if e := kerr.ErrorForCode(record.KafkaErrorCode(err)); e != nil {
+		var ke *kerr.Error
+		if errors.As(e, &ke) {
+			return ke
+		}
+	}
+	return kerr.UnknownServerError
+}
