@@ -57,6 +57,13 @@ type etl struct {
 
 	logger kgo.Logger // nil: none
 
+	// Committed offsets of the group as OffsetFetch answers them, polled
+	// throughout: they may only grow (each commit is beyond the last, an
+	// abort changes nothing); a fall means a coordinator served offsets
+	// that lost commits.
+	lastOffsets map[int32]int64
+	regressions []string
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -64,7 +71,14 @@ type etl struct {
 func startETL(t *testing.T, seeds []string, in, out, group string, members, pauseAt int, logger kgo.Logger) *etl {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &etl{t: t, seeds: seeds, in: in, out: out, group: group, seen: map[string]int{}, cancel: cancel,
-		pauseAt: pauseAt, paused: make(chan int, 1), resume: make(chan struct{}), logger: logger}
+		pauseAt: pauseAt, paused: make(chan int, 1), resume: make(chan struct{}), logger: logger,
+		lastOffsets: map[int32]int64{}}
+	adm := kadm.NewClient(kgoSeeds(t, seeds))
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.watchOffsets(ctx, adm)
+	}()
 	for id := range members {
 		e.wg.Add(1)
 		go func() {
@@ -76,6 +90,41 @@ func startETL(t *testing.T, seeds []string, in, out, group string, members, paus
 	}
 	t.Cleanup(e.stop)
 	return e
+}
+
+// watchOffsets polls the group's committed offsets until ctx ends and
+// records every fall.
+func (e *etl) watchOffsets(ctx context.Context, adm *kadm.Client) {
+	start := time.Now()
+	for ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		offs, err := adm.FetchOffsets(fctx, e.group)
+		cancel()
+		if err == nil {
+			e.mu.Lock()
+			for p, last := range e.lastOffsets {
+				o, ok := offs.Lookup(e.in, p)
+				switch {
+				case !ok || o.Err != nil:
+					e.regressions = append(e.regressions, fmt.Sprintf("%v: partition %d had offset %d, now none (%v)",
+						time.Since(start).Round(time.Millisecond), p, last, o.Err))
+				case o.At < last:
+					e.regressions = append(e.regressions, fmt.Sprintf("%v: partition %d fell from %d to %d",
+						time.Since(start).Round(time.Millisecond), p, last, o.At))
+				}
+			}
+			offs.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == e.in && o.Err == nil {
+					e.lastOffsets[o.Partition] = o.At
+				}
+			})
+			e.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // stop ends every member and waits for them.
@@ -452,6 +501,9 @@ func checkETLSessions(t *testing.T, e *etl, n int) {
 	if len(dup) > 0 || len(e.seen) != n {
 		t.Errorf("sessions: %d distinct input values in committed transactions (want %d), %d processed in more than one committed transaction (e.g. %v)",
 			len(e.seen), n, len(dup), dup[:min(len(dup), 5)])
+	}
+	if len(e.regressions) > 0 {
+		t.Errorf("OffsetFetch answered committed offsets below earlier answers (a coordinator lost commits): %v", e.regressions)
 	}
 	if len(e.endErrs) > 0 {
 		t.Errorf("GroupTransactSession.End returned errors (franz-go: none is retryable; the broker should not cause them): %v", e.endErrs)

@@ -16,10 +16,7 @@
 #
 # Environment:
 #   KGO_SUITE_SCOPE  integration (default) or fast, as run-kgo-suite.sh
-#   KGO_SUITE_SKIP   -test.skip regex (default '^TestTxnEtl$': without
-#                    transactions its subtests never finish and hold the
-#                    parallel slots until the binary's timeout; set it to ''
-#                    to run it once transactions land)
+#   KGO_SUITE_SKIP   -test.skip regex (default: none)
 #   KGO_SUITE_TOOL   run-kgo-suite.sh to use (default: ../shared/tools/kgo-suite
 #                    from the repo root, where developers and CI have it)
 #   GREGOR_BIN       use this gregor binary instead of building one
@@ -38,7 +35,7 @@ TIMEOUT=${1:-10m}
 TOOL=${KGO_SUITE_TOOL:-$ROOT/../shared/tools/kgo-suite/run-kgo-suite.sh}
 ALLOW=$HERE/allowlist.txt
 export KGO_SUITE_SCOPE=${KGO_SUITE_SCOPE:-integration}
-export KGO_SUITE_SKIP=${KGO_SUITE_SKIP-^TestTxnEtl\$}
+export KGO_SUITE_SKIP=${KGO_SUITE_SKIP-}
 
 [[ -x $TOOL ]] || { echo "kgo-suite: $TOOL not found (set KGO_SUITE_TOOL)" >&2; exit 2; }
 [[ -f $ALLOW ]] || { echo "kgo-suite: $ALLOW missing" >&2; exit 2; }
