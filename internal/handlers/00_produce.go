@@ -14,7 +14,12 @@ package handlers
 // INVALID_PRODUCER_EPOCH, a plain batch from a producer whose transaction
 // is open with INVALID_TXN_STATE; a transactional batch opens the producer's
 // transaction on the partition, which holds the last stable offset back
-// until the coordinator's marker. acks must be -1, 0 or 1, else
+// until the coordinator's marker. With transaction.partition.verification.enable
+// (KIP-890 part 1) the first transactional batch of a producer on a
+// partition is appended only once the transaction coordinator confirms the
+// partition is in the producer's transaction (txn_verify.go): otherwise
+// INVALID_TXN_STATE, or NOT_ENOUGH_REPLICAS (retriable) while the
+// coordinator cannot tell. acks must be -1, 0 or 1, else
 // INVALID_REQUIRED_ACKS for every partition. With acks=0 nothing is answered; if any partition failed, the
 // connection is closed, which is how Kafka tells an acks=0 producer that
 // something went wrong.
@@ -27,8 +32,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/coordinator/txn"
 	"gregor/internal/network"
 	"gregor/internal/record"
+	"gregor/internal/replica"
 )
 
 var produceAPI = api{key: 0, min: 0, max: 11, handle: (*Handlers).produce}
@@ -42,6 +49,7 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 	validAcks := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
 	var waits []replicationWait
 	failed := 0
+	verified := h.verifyTxnProduce(ctx, r)
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -68,7 +76,20 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			res := h.d.Replica.Append(t.Topic, p.Partition, r.Acks, p.Records)
+			var res replica.ProduceResult
+			if v, ok := verified[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}]; !ok {
+				res = h.d.Replica.Append(t.Topic, p.Partition, r.Acks, p.Records)
+			} else if v.code != 0 {
+				rp.ErrorCode = v.code
+				if v.msg != "" {
+					rp.ErrorMessage = kmsg.StringPtr(v.msg)
+				}
+				failed++
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			} else {
+				res = h.d.Replica.AppendVerified(t.Topic, p.Partition, r.Acks, p.Records, v.guard)
+			}
 			if res.Err != nil {
 				failed++
 				rp.ErrorCode = errorCode(res.Err)

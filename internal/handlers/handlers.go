@@ -47,6 +47,8 @@ type Deps struct {
 	Groups *coordinator.Runtime
 	// Txns runs the transaction coordinator's shards (__transaction_state).
 	Txns *coordinator.Runtime
+	// Peers reaches the other brokers (transaction verification).
+	Peers Peers
 
 	// Quorum is this node's metadata quorum voter (controller listeners;
 	// nil on a one-voter node, which has no peers or observers).

@@ -39,6 +39,12 @@ type AppendInfo struct {
 // transaction ErrInvalidTxnState. A transactional batch opens the
 // producer's transaction if none is open.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.ValidateOptions) (AppendInfo, error) {
+	return l.appendAsLeader(records, leaderEpoch, opts, nil)
+}
+
+// appendAsLeader appends a client's batch; guard, when set, is the
+// transaction verification the batch must pass (txn_verification.go).
+func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, opts record.ValidateOptions, guard *VerificationGuard) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -63,6 +69,11 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts record.Vali
 		dup, isDup, err := l.producers.checkClientBatch(h, l.dir)
 		if err != nil {
 			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
+		if !isDup && guard != nil {
+			if err := l.producers.checkVerified(h, *guard, l.dir); err != nil {
+				return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("append to %s: %w", l.dir, err)
+			}
 		}
 		if isDup {
 			return AppendInfo{

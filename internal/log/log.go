@@ -37,6 +37,8 @@ type Log struct {
 	pendingDeletes []pendingDelete
 	// cleanerState tells the log cleaner about truncations (cleaner_swap.go).
 	cleanerState cleanerLogState
+	// nextGuard numbers transaction verifications (txn_verification.go).
+	nextGuard uint64
 	// producers is the partition's producer state (producer_state.go).
 	producers *producerStateManager
 	// epochs is the leader epoch cache, kept in leader-epoch-checkpoint

@@ -165,6 +165,9 @@ type producerStateManager struct {
 	// txns are the open and the not yet replicated transactions, which
 	// bound the last stable offset.
 	txns txnTracker
+	// verifications are the producers whose transaction a leader is
+	// verifying with the coordinator (txn_verification.go).
+	verifications map[int64]*verificationEntry
 	// snapshots are the offsets of the .snapshot files in dir, ascending.
 	snapshots []int64
 	// lastMapOffset is the offset after the last batch the state reflects;
@@ -316,6 +319,7 @@ func (m *producerStateManager) update(h record.BatchHeader, marker *endTxnMarker
 			e.epoch = h.ProducerEpoch
 		}
 		e.currentTxnFirstOffset = -1
+		m.endVerification(h.ProducerID)
 		e.coordinatorEpoch = marker.coordinatorEpoch
 		e.lastTimestamp = h.MaxTimestamp
 		return c, ok
@@ -327,6 +331,7 @@ func (m *producerStateManager) update(h record.BatchHeader, marker *endTxnMarker
 		timestamp:   h.MaxTimestamp,
 	})
 	if h.IsTransactional() && e.currentTxnFirstOffset < 0 {
+		m.endVerification(h.ProducerID)
 		e.currentTxnFirstOffset = h.BaseOffset
 		m.txns.begin(h.ProducerID, h.BaseOffset)
 	}
@@ -341,6 +346,7 @@ func (m *producerStateManager) isExpired(nowMs int64, e *producerStateEntry) boo
 
 // removeExpired forgets the expired producers and returns how many.
 func (m *producerStateManager) removeExpired(nowMs int64) int {
+	m.removeExpiredVerifications(nowMs)
 	n := 0
 	for id, e := range m.producers {
 		if m.isExpired(nowMs, e) {

@@ -132,6 +132,15 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16, now int64) (log.A
 	})
 }
 
+// AppendAsLeaderVerified is AppendAsLeader for a transactional producer
+// whose partition was verified with the transaction coordinator under
+// guard (log.Log.AppendAsLeaderVerified).
+func (p *Partition) AppendAsLeaderVerified(records []byte, acks int16, now int64, guard log.VerificationGuard) (log.AppendInfo, error) {
+	return p.appendAsLeader(acks, now, func(epoch int32, opts record.ValidateOptions) (log.AppendInfo, error) {
+		return p.log.AppendAsLeaderVerified(records, epoch, opts, guard)
+	})
+}
+
 // AppendAsCoordinator appends one batch a coordinator built (a transaction
 // marker, a transactional offset commit: Kafka's AppendOrigin.COORDINATOR)
 // with acks=-1 (log.Log.AppendAsCoordinator).

@@ -123,3 +123,30 @@ func kafkaError(err error) *kerr.Error {
 	}
 	return kerr.UnknownServerError
 }
+
+// StartTxnVerification returns the guard a transactional producer's batch
+// is appended with (AppendVerified) and whether the transaction coordinator
+// must first confirm that the partition is in the producer's transaction
+// (KIP-890 part 1; log.Log.MaybeStartTxnVerification).
+func (m *Manager) StartTxnVerification(topic string, p int32, producerID int64, epoch int16) (log.VerificationGuard, bool, error) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return 0, false, err
+	}
+	guard, needed := part.Log().MaybeStartTxnVerification(producerID, epoch)
+	return guard, needed, nil
+}
+
+// AppendVerified is Append for a batch verified under guard.
+func (m *Manager) AppendVerified(topic string, p int32, acks int16, records []byte, guard log.VerificationGuard) ProduceResult {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return ProduceResult{Err: err, LogStartOffset: -1}
+	}
+	info, err := part.AppendAsLeaderVerified(records, acks, m.cfg.Now().UnixMilli(), guard)
+	res := ProduceResult{Info: info, LogStartOffset: part.Log().LogStartOffset(), Err: err}
+	if err == nil {
+		m.appended.notify()
+	}
+	return res
+}

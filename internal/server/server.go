@@ -61,6 +61,7 @@ type Server struct {
 	groups      *coordinator.Runtime
 	txns        *coordinator.Runtime
 	txnMarkers  *txnmarker.Sender
+	peers       *peers
 	brokerNet   *network.Server
 	lifecycle   *lifecycle
 
@@ -235,6 +236,7 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 		Logger:   s.logger.With("component", "producerid"),
 	})
 	s.txns, s.txnMarkers = s.newTxnCoordinator()
+	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.replica.Image)
 	s.loader.AddPublisher(s.txns)
 	return nil
 }
@@ -380,6 +382,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Logger:      s.logger.With("component", "handlers"),
 		Groups:      s.groups,
 		Txns:        s.txns,
+		Peers:       s.peers,
 		Metrics:     s.metrics,
 	}
 	s.lifecycle = newLifecycle(s)
@@ -493,6 +496,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.txnMarkers != nil {
 		s.txnMarkers.Close()
+	}
+	if s.peers != nil {
+		s.peers.Close()
 	}
 	if s.producerIDs != nil {
 		s.producerIDs.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/record"
 	"gregor/internal/rpc"
 )
 
@@ -331,5 +332,104 @@ func TestTxnBadInput(t *testing.T) {
 	}
 	if code := mresp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("marker for an unknown partition: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestTxnProduceVerification (KIP-890 part 1): a transactional batch for a
+// partition the producer never added to its transaction is refused with
+// INVALID_TXN_STATE and writes nothing, so it cannot open a transaction
+// that nobody ends; once added it is written; after the transaction ends
+// it is refused again.
+func TestTxnProduceVerification(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	const topic = "verified"
+	if _, err := ts.admin().CreateTopic(ctxT(t), 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	broker := rpc.NewClient(ts.addr(), "txn-verify")
+	t.Cleanup(broker.Close)
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.Version, find.CoordinatorType, find.CoordinatorKeys = 4, 1, []string{"v"}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := find.RequestWith(ctx, broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Coordinators[0].ErrorCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction coordinator")
+		}
+	}
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, kmsg.StringPtr("v"), 60000
+	iresp, err := init.RequestWith(ctx, broker)
+	if err != nil || iresp.ErrorCode != 0 {
+		t.Fatalf("init: %v %v", err, kerr.ErrorForCode(iresp.ErrorCode))
+	}
+	seq := int32(0)
+	produce := func() kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		b := record.NewBuilder(record.BuilderOptions{ProducerID: iresp.ProducerID, ProducerEpoch: iresp.ProducerEpoch, BaseSequence: seq, Transactional: true})
+		b.Append(time.Now().UnixMilli(), nil, []byte("x"), nil)
+		raw, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis, req.TransactionID = 9, -1, 5000, kmsg.StringPtr("v")
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: raw}}}}
+		resp, err := req.RequestWith(ctx, broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode == 0 {
+			seq++
+		}
+		return p
+	}
+	if p := produce(); p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch before AddPartitionsToTxn: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if leo := logEndOffset(t, ts, topic); leo != 0 {
+		t.Fatalf("the refused batch was written: log end %d", leo)
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "v", iresp.ProducerID, iresp.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{0}}}
+	if aresp, err := add.RequestWith(ctx, broker); err != nil || aresp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partition: %v %+v", err, aresp)
+	}
+	for range 2 {
+		if p := produce(); p.ErrorCode != 0 {
+			t.Fatalf("batch of the transaction: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch = 4, "v", iresp.ProducerID, iresp.ProducerEpoch
+	if eresp, err := end.RequestWith(ctx, broker); err != nil || eresp.ErrorCode != 0 {
+		t.Fatalf("abort: %v %v", err, kerr.ErrorForCode(eresp.ErrorCode))
+	}
+	adm := ts.admin()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := stable.Lookup(topic, 0); o.Offset == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("abort marker not written: %v", stable)
+		}
+	}
+	if p := produce(); p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch after the transaction ended: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if stable, _ := adm.ListCommittedOffsets(ctx, topic); stable["verified"][0].Offset != 3 {
+		t.Fatalf("last stable offset moved: %v", stable)
 	}
 }

@@ -1,0 +1,139 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/coordinator/txn"
+	"gregor/internal/log"
+	"gregor/internal/record"
+)
+
+// Peers sends a request to another broker's inter-broker listener.
+type Peers interface {
+	Request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+// txnVerification is one partition of a transactional produce: the guard
+// its batch is appended with, or the error it is answered with.
+type txnVerification struct {
+	guard log.VerificationGuard
+	code  int16
+	msg   string
+}
+
+// verifyTxnProduce verifies the partitions of a transactional produce whose
+// producer has no transaction open there yet (KIP-890 part 1, with
+// transaction.partition.verification.enable): one AddPartitionsToTxn
+// verify-only entry to the transactional id's coordinator, as Kafka's
+// AddPartitionsToTxnManager sends. Partitions not in the result need no
+// verification (and are appended as usual).
+func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest) map[txn.TopicPartition]txnVerification {
+	if r.TransactionID == nil || h.d.Broker == nil || !h.d.Broker.TransactionPartitionVerification {
+		return nil
+	}
+	out := map[txn.TopicPartition]txnVerification{}
+	var pid int64 = -1
+	var epoch int16 = -1
+	var topics []kmsg.AddPartitionsToTxnRequestTransactionTopic
+	for _, t := range r.Topics {
+		var parts []int32
+		for _, p := range t.Partitions {
+			hd, err := record.ParseHeader(p.Records)
+			if err != nil || !hd.IsTransactional() || hd.ProducerID < 0 {
+				continue
+			}
+			guard, needed, err := h.d.Replica.StartTxnVerification(t.Topic, p.Partition, hd.ProducerID, hd.ProducerEpoch)
+			if err != nil || !needed {
+				continue // the append answers the error
+			}
+			pid, epoch = hd.ProducerID, hd.ProducerEpoch
+			out[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = txnVerification{guard: guard}
+			parts = append(parts, p.Partition)
+		}
+		if len(parts) > 0 {
+			topics = append(topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: parts})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	codes := h.verifyAtCoordinator(ctx, *r.TransactionID, pid, epoch, topics)
+	for tp, v := range out {
+		code := codes[tp]
+		switch kerr.ErrorForCode(code) {
+		case kerr.ProducerFenced:
+			code = kerr.InvalidProducerEpoch.Code
+		case kerr.TransactionAbortable, kerr.ClusterAuthorizationFailed:
+			// Produce below v12 predates TRANSACTION_ABORTABLE.
+			code = kerr.InvalidTxnState.Code
+		}
+		switch kerr.ErrorForCode(code) {
+		case kerr.InvalidTxnState:
+			v.msg = "Partition was not added to the transaction"
+		case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable, kerr.NotCoordinator:
+			// Retriable for every producer, as Kafka's ReplicaManager maps them.
+			v.msg = "Unable to verify the partition has been added to the transaction. Underlying error: " + kerr.ErrorForCode(code).Error()
+			code = kerr.NotEnoughReplicas.Code
+		}
+		v.code = code
+		out[tp] = v
+	}
+	return out
+}
+
+// verifyAtCoordinator asks the transactional id's coordinator (this broker's
+// shard, or another broker) whether the partitions are in the producer's
+// transaction, and returns each partition's code.
+func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID string, pid int64, epoch int16, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) map[txn.TopicPartition]int16 {
+	all := func(code int16) map[txn.TopicPartition]int16 {
+		out := map[txn.TopicPartition]int16{}
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				out[txn.TopicPartition{Topic: t.Topic, Partition: p}] = code
+			}
+		}
+		return out
+	}
+	t := h.image().Topics.ByName[TransactionStateTopic]
+	if t == nil {
+		return all(kerr.CoordinatorNotAvailable.Code)
+	}
+	p := t.Partitions[h.txnPartition(transactionalID)]
+	if p == nil || p.Leader < 0 {
+		return all(kerr.CoordinatorNotAvailable.Code)
+	}
+	if p.Leader == h.d.NodeID {
+		return h.addTxnPartitions(ctx, txn.AddPartitionsRequest{
+			TransactionalID: transactionalID, ProducerID: pid, ProducerEpoch: epoch, Version: addPartitionsToTxnAPI.max,
+		}, topics, true)
+	}
+	if h.d.Peers == nil {
+		return all(kerr.CoordinatorNotAvailable.Code)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly, tr.Topics = transactionalID, pid, epoch, true, topics
+	req.Transactions = append(req.Transactions, tr)
+	kresp, err := h.d.Peers.Request(ctx, p.Leader, req)
+	if err != nil {
+		h.d.Logger.Warn("verify transaction partitions", "transactional_id", transactionalID, "coordinator", p.Leader, "err", err)
+		return all(kerr.NetworkException.Code)
+	}
+	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return all(resp.ErrorCode)
+	}
+	out := map[txn.TopicPartition]int16{}
+	for _, rt := range resp.Transactions {
+		for _, t := range rt.Topics {
+			for _, rp := range t.Partitions {
+				out[txn.TopicPartition{Topic: t.Topic, Partition: rp.Partition}] = rp.ErrorCode
+			}
+		}
+	}
+	return out
+}
