@@ -42,6 +42,7 @@ func Commands() []*cobra.Command {
 		NewGroupCommand(),
 		NewConfigCommand(),
 		NewClusterCommand(),
+		NewTransactionsCommand(),
 		NewLogCommand(),
 		NewBenchCommand(),
 	}

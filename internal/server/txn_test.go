@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -431,5 +432,59 @@ func TestTxnProduceVerification(t *testing.T) {
 	}
 	if stable, _ := adm.ListCommittedOffsets(ctx, topic); stable["verified"][0].Offset != 3 {
 		t.Fatalf("last stable offset moved: %v", stable)
+	}
+}
+
+// freePort returns a loopback port free a moment ago, for a server that
+// must come back on the same address.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestTransactionAcrossRestart: a transaction open when the broker restarts
+// goes on afterwards: the coordinator reloads it from __transaction_state,
+// the partitions reload the open transaction from their producer state, and
+// the commit makes every record visible to read_committed.
+func TestTransactionAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	props := map[string]string{"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:0", freePort(t))}
+	ts := startServer(t, dir, props)
+	const topic = "restart"
+	if _, err := ts.admin().CreateTopic(ctxT(t), 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr()), kgo.TransactionalID("durable"), kgo.DefaultProduceTopic(topic),
+		kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxT(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("before-%d", i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.stop()
+	ts = startServer(t, dir, props)
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("after-%d", i))).FirstErr(); err != nil {
+			t.Fatalf("produce after the restart: %v", err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the restart: %v", err)
+	}
+	if got := consumeIsolated(t, ts, topic, kgo.ReadCommitted(), 20); len(got) != 20 {
+		t.Fatalf("read_committed after the restart: %d records", len(got))
 	}
 }
