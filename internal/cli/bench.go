@@ -41,6 +41,10 @@ type benchProduceFlags struct {
 	lingerMs    int
 	props       []string
 	json        bool
+	// Transactions, as kafka-producer-perf-test's --transactional-id and
+	// --transaction-duration-ms.
+	txnID       string
+	txnDuration int
 }
 
 func newBenchProduceCommand() *cobra.Command {
@@ -69,6 +73,8 @@ a terminal; --json prints only a one-line summary.`,
 	fs.IntVar(&f.lingerMs, "linger-ms", 5, "how long to wait to fill a batch (linger.ms; Kafka's default is 5)")
 	fs.StringArrayVar(&f.props, "producer-props", nil, "producer config key=value (repeatable): acks, compression.type, batch.size, linger.ms, client.id, enable.idempotence, max.in.flight.requests.per.connection, buffer.memory, retries, delivery.timeout.ms, request.timeout.ms")
 	fs.BoolVar(&f.json, "json", false, "print only a one-line JSON summary")
+	fs.StringVar(&f.txnID, "transactional-id", "", "produce in transactions with this id (default performance-producer-default-transactional-id when --transaction-duration-ms is set)")
+	fs.IntVar(&f.txnDuration, "transaction-duration-ms", 0, "commit a transaction every this many ms (default 3000 with --transactional-id; 0 without: no transactions)")
 	return cmd
 }
 
@@ -186,9 +192,21 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 	if f.throughput == 0 || (f.throughput < 0 && f.throughput != -1) {
 		return fmt.Errorf("--throughput must be positive or -1 (no limit), got %v", f.throughput)
 	}
+	if f.txnDuration < 0 {
+		return fmt.Errorf("--transaction-duration-ms must not be negative, got %d", f.txnDuration)
+	}
+	switch {
+	case f.txnID != "" && f.txnDuration == 0:
+		f.txnDuration = 3000
+	case f.txnID == "" && f.txnDuration > 0:
+		f.txnID = "performance-producer-default-transactional-id"
+	}
 	opts, err := f.producerOpts()
 	if err != nil {
 		return err
+	}
+	if f.txnID != "" {
+		opts = append(opts, kgo.TransactionalID(f.txnID))
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -215,12 +233,21 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 		failed   int64
 		firstErr error
 	)
+	// BeginTransaction fetches the producer id (Kafka's initTransactions)
+	// before the clock starts.
+	txns := benchTxns{cl: cl, every: time.Duration(f.txnDuration) * time.Millisecond}
+	if err := txns.begin(); err != nil {
+		return err
+	}
 	start := time.Now()
 	throttle := newThrottler(f.throughput, start)
 	var sent int64
 	for ; sent < f.numRecords && ctx.Err() == nil; sent++ {
 		if err := throttle.wait(ctx, sent); err != nil {
 			break
+		}
+		if err := txns.maybeCommit(ctx); err != nil {
+			return err
 		}
 		sendAt := time.Now()
 		cl.Produce(ctx, &kgo.Record{Value: payload}, func(_ *kgo.Record, err error) {
@@ -239,6 +266,9 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 	}
 	// Flush waits for every record in flight, also after an interrupt.
 	flushErr := cl.Flush(context.WithoutCancel(ctx))
+	if flushErr == nil {
+		flushErr = txns.end(context.WithoutCancel(ctx))
+	}
 	elapsed := time.Since(start)
 	prog.finish()
 
@@ -252,6 +282,9 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
 	} else {
 		printProduceSummary(cmd.OutOrStdout(), sum)
+		if txns.every > 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "%d transactions committed\n", txns.committed)
+		}
 	}
 	switch {
 	case firstErr != nil:
@@ -261,6 +294,53 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 	case ctx.Err() != nil && sent < f.numRecords:
 		return fmt.Errorf("interrupted after %d of %d records", sent, f.numRecords)
 	}
+	return nil
+}
+
+// benchTxns commits the bench's records in transactions of a given
+// duration (none when every is 0).
+type benchTxns struct {
+	cl        *kgo.Client
+	every     time.Duration
+	started   time.Time
+	committed int
+}
+
+func (b *benchTxns) begin() error {
+	if b.every == 0 {
+		return nil
+	}
+	if err := b.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	b.started = time.Now()
+	return nil
+}
+
+// maybeCommit commits the open transaction once it has run its duration
+// and begins the next.
+func (b *benchTxns) maybeCommit(ctx context.Context) error {
+	if b.every == 0 || time.Since(b.started) < b.every {
+		return nil
+	}
+	if err := b.end(ctx); err != nil {
+		return err
+	}
+	return b.begin()
+}
+
+// end flushes and commits the open transaction.
+func (b *benchTxns) end(ctx context.Context) error {
+	if b.every == 0 {
+		return nil
+	}
+	if err := b.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush transaction: %w", err)
+	}
+	if err := b.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	b.committed++
 	return nil
 }
 

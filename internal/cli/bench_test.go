@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,4 +135,24 @@ func parseFloat(t *testing.T, s string) float64 {
 		t.Fatalf("%q: %v", s, err)
 	}
 	return f
+}
+
+// TestBenchProduceTransactions: --transaction-duration-ms commits the
+// records in transactions; a read_committed consumer sees all of them.
+func TestBenchProduceTransactions(t *testing.T) {
+	c := startCluster(t, nil)
+	c.ok("topic", "create", "txperf", "--partitions", "2")
+	out := c.ok("bench", "produce", "--topic", "txperf", "--num-records", "2000", "--record-size", "50",
+		"--throughput", "10000", "--transaction-duration-ms", "50")
+	ls := lines(out)
+	last := ls[len(ls)-1]
+	n := 0
+	if _, err := fmt.Sscanf(last, "%d transactions committed", &n); err != nil || n < 2 {
+		t.Fatalf("want several transactions committed, got %q:\n%s", last, out)
+	}
+	got := c.ok("consume", "txperf", "--from-beginning", "--isolation-level", "read_committed", "--max-messages", "2000")
+	if k := strings.Count(got, "\n"); k != 2000 {
+		t.Fatalf("read_committed consumed %d records, want 2000", k)
+	}
+	c.fails("--transaction-duration-ms must not be negative", "bench", "produce", "--topic", "txperf", "--num-records", "1", "--transaction-duration-ms", "-1")
 }
