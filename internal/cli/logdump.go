@@ -34,6 +34,8 @@ type dumpOptions struct {
 	verifyOnly         bool
 	indexSanityOnly    bool
 	clusterMetadata    bool
+	offsets            bool // --offsets-decoder
+	transactionLog     bool // --transaction-log-decoder
 	skipRecordMetadata bool
 	maxMessageSize     int
 	maxBytes           int64
@@ -57,14 +59,15 @@ func newLogDumpCommand() *cobra.Command {
 		files []string
 	)
 	cmd := &cobra.Command{
-		Use:   "dump FILE... [--print-data-log] [--deep-iteration] [--cluster-metadata-decoder]",
+		Use:   "dump FILE... [--print-data-log] [--deep-iteration] [--cluster-metadata-decoder|--offsets-decoder|--transaction-log-decoder]",
 		Short: "Print the batches, records and index entries of log files (like kafka-dump-log)",
 		Long: `Print what a segment (.log), offset index (.index), time index (.timeindex),
 transaction index (.txnindex) or KRaft snapshot (.checkpoint) file holds, and check it:
 CRCs, offsets that follow each other, index entries that point at the batch they
 name in the .log next to them. --deep-iteration prints every record;
 --print-data-log also prints keys and values; --cluster-metadata-decoder decodes
-__cluster_metadata records. Problems are reported on stderr with the file and
+__cluster_metadata records, --offsets-decoder __consumer_offsets records and
+--transaction-log-decoder __transaction_state records. Problems are reported on stderr with the file and
 byte position, the dump goes on where it can, and the exit code is 1.`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"log", "index", "timeindex", "txnindex", "checkpoint"}, cobra.ShellCompDirectiveFilterFileExt
@@ -89,7 +92,10 @@ byte position, the dump goes on where it can, and the exit code is 1.`,
 			}
 			// As kafka-dump-log: a decoder implies printing data, printing
 			// data implies deep iteration.
-			opts.printData = opts.printData || opts.clusterMetadata
+			if n := btoi(opts.clusterMetadata) + btoi(opts.offsets) + btoi(opts.transactionLog); n > 1 {
+				return errors.New("--cluster-metadata-decoder, --offsets-decoder and --transaction-log-decoder exclude each other")
+			}
+			opts.printData = opts.printData || opts.clusterMetadata || opts.offsets || opts.transactionLog
 			opts.deep = opts.deep || opts.printData
 			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 			d := &dumper{opts: opts, out: out, errOut: cmd.ErrOrStderr()}
@@ -113,6 +119,8 @@ byte position, the dump goes on where it can, and the exit code is 1.`,
 	fs.BoolVar(&opts.verifyOnly, "verify-index-only", false, "check index files without printing their entries")
 	fs.BoolVar(&opts.indexSanityOnly, "index-sanity-check", false, "run only the broker's start-up sanity check on index files")
 	fs.BoolVar(&opts.clusterMetadata, "cluster-metadata-decoder", false, "decode record values as KRaft metadata records (__cluster_metadata segments and .checkpoint snapshots)")
+	fs.BoolVar(&opts.offsets, "offsets-decoder", false, "decode keys and values as __consumer_offsets records (offset commits, group metadata)")
+	fs.BoolVar(&opts.transactionLog, "transaction-log-decoder", false, "decode keys and values as __transaction_state records")
 	fs.BoolVar(&opts.skipRecordMetadata, "skip-record-metadata", false, "with --print-data-log, print only keys and values")
 	fs.IntVar(&opts.maxMessageSize, "max-message-size", 5<<20, "largest batch an index check reads")
 	fs.Int64Var(&opts.maxBytes, "max-bytes", 1<<31-1, "read at most this many bytes of each .log file")
@@ -376,6 +384,15 @@ func (d *dumper) writeData(line *strings.Builder, path string, pos, offset int64
 		line.WriteString(d.describeMetadataRecord(path, pos, offset, r.Value))
 		return
 	}
+	if d.opts.offsets || d.opts.transactionLog {
+		pick := offsetsRecord
+		if d.opts.transactionLog {
+			pick = transactionLogRecord
+		}
+		line.WriteString(" ")
+		line.WriteString(d.describeInternal(path, pos, offset, pick(r.Key, r.Value)))
+		return
+	}
 	if r.Key != nil {
 		line.WriteString(" key: ")
 		line.WriteString(printable(r.Key))
@@ -461,4 +478,11 @@ func (d *dumper) printSummary() {
 			}
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
