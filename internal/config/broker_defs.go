@@ -345,6 +345,8 @@ var brokerDefList = []Def{
 		"Largest heartbeat interval of consumer-protocol groups."),
 	bdef("group.consumer.max.size", Int, ptr(maxInt), atLeast(1), ReadOnly,
 		"Maximum members of one consumer-protocol group."),
+	bdef("group.consumer.migration.policy", String, ptr("bidirectional"), oneOfFold("disabled", "upgrade", "downgrade", "bidirectional"), ReadOnly,
+		"Whether a classic group with members may turn into a consumer group (upgrade) and back (downgrade): bidirectional, upgrade, downgrade or disabled. Empty groups convert either way regardless."),
 	bdef("group.consumer.assignors", List, ptr("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor"), nil, ReadOnly,
 		"Server-side assignors of consumer-protocol groups; the first is the default."),
 	bdef("offset.metadata.max.bytes", Int, ptr("4096"), nil, ReadOnly,

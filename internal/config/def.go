@@ -257,6 +257,19 @@ func oneOf(allowed ...string) func(string) error {
 	}
 }
 
+// oneOfFold accepts one of the given strings in any case (Kafka's
+// CaseInsensitiveValidString).
+func oneOfFold(allowed ...string) func(string) error {
+	return func(v string) error {
+		for _, a := range allowed {
+			if strings.EqualFold(v, a) {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of (case insensitive): %s", strings.Join(allowed, ", "))
+	}
+}
+
 // listOf accepts a list whose every item is one of allowed (Kafka's
 // ValidList.in); the empty list is refused.
 func listOf(allowed ...string) func(string) error {

@@ -26,6 +26,23 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 		ConsumerSessionTimeoutMs:    int32(b.GroupConsumerSessionTimeoutMs),
 		ConsumerHeartbeatIntervalMs: int32(b.GroupConsumerHeartbeatIntervalMs),
 		ConsumerMaxSize:             b.GroupConsumerMaxSize,
+		ConsumerMigrationPolicy:     group.MigrationBidirectional, // Kafka 4.0's default
+		// Classic members of consumer groups name topics; the shard
+		// resolves them against the metadata this broker follows.
+		Topics: func() group.Topics {
+			img := s.replica.Image()
+			if img == nil {
+				return group.Topics{}
+			}
+			out := make(group.Topics, len(img.Topics.ByName))
+			for name, t := range img.Topics.ByName {
+				out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
+			}
+			return out
+		},
+	}
+	if v, ok := b.Props["group.consumer.migration.policy"]; ok {
+		cfg.ConsumerMigrationPolicy = group.ParseMigrationPolicy(v)
 	}
 	for _, a := range strings.Split(b.Props["group.consumer.assignors"], ",") {
 		if name := group.AssignorName(a); name != "" {

@@ -91,7 +91,9 @@ func TestGroup848(t *testing.T) {
 	if err != nil || len(lgResp.Groups) != 1 || lgResp.Groups[0].GroupType != "consumer" {
 		t.Fatalf("ListGroups(consumer) = %+v, %v", lgResp, err)
 	}
-	// A classic member cannot join the live consumer group.
+	// A classic join of the live consumer group whose protocol carries no
+	// subscription metadata is refused (a well-formed one joins as a
+	// classic member, groups_migration_test.go).
 	jr := kmsg.NewPtrJoinGroupRequest()
 	jr.Group, jr.ProtocolType, jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
 	jp := kmsg.NewJoinGroupRequestProtocol()

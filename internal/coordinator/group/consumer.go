@@ -95,6 +95,23 @@ type cmember struct {
 	sessionDue    int64
 	revokeDue     int64 // fenced if still revoking then; 0: not revoking
 	hasSubscribed bool
+
+	// classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat) inside a consumer group.
+	classic *classicMember
+	// joinDue and syncDue are a classic member's timers (Kafka's join and
+	// sync timeouts): it is fenced if it has not rejoined after being told
+	// to, or not synced after its join, within its rebalance timeout. 0:
+	// not running. Classic members have no revocation timer.
+	joinDue, syncDue int64
+}
+
+// classicMember is what a consumer group keeps of a classic member (Kafka's
+// ClassicMemberMetadata): its session timeout and the assignment protocols
+// it joined with, in its order of preference.
+type classicMember struct {
+	sessionTimeoutMs int32
+	protocols        []protocol
 }
 
 // leaveStaticEpoch is the member epoch of a static member that left
@@ -251,9 +268,12 @@ func (c *consumerGroup) nextStep(m *cmember, target assignment, now int64) {
 		}
 	}
 	if len(revoke) > 0 {
-		// The member keeps its epoch until it has revoked.
+		// The member keeps its epoch until it has revoked. A classic
+		// member revokes by rejoining; its join timer bounds that instead.
 		m.assigned, m.revoking, m.state = kept, revoke, memberUnrevokedPartitions
-		m.revokeDue = now + int64(m.rebalanceTimeoutMs)
+		if m.classic == nil {
+			m.revokeDue = now + int64(m.rebalanceTimeoutMs)
+		}
 		return
 	}
 	unreleased := false

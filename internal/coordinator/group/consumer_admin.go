@@ -19,6 +19,13 @@ func (c *consumerGroup) validateCommit(memberID string, epoch int32, topics []km
 		// Commits from outside the group (no member id) need it empty.
 		return kerr.UnknownMemberID.Code
 	}
+	if m.classic != nil {
+		// A classic member commits with its generation, the member epoch.
+		if epoch != m.epoch {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	}
 	switch {
 	case epoch > m.epoch:
 		return kerr.FencedMemberEpoch.Code
@@ -114,6 +121,9 @@ func (s *Shard) ConsumerGroupDescribe(version int16, groupID string, includeOps 
 		rm.MemberType = -1
 		if version >= 1 {
 			rm.MemberType = 1 // consumer
+			if m.classic != nil {
+				rm.MemberType = 0 // classic
+			}
 		}
 		rg.Members = append(rg.Members, rm)
 	}
@@ -136,6 +146,8 @@ func (s *Shard) ValidateOffsetFetch(groupID string, memberID *string, epoch int3
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
+	case m.classic != nil && epoch != m.epoch:
+		return kerr.IllegalGeneration.Code
 	case epoch > m.epoch:
 		return kerr.FencedMemberEpoch.Code
 	case epoch < m.epoch:

@@ -24,23 +24,18 @@ func newConsumerMemberID() string {
 // once (a failed write answers with the write's error and leaves memory
 // ahead of the log until the shard reloads).
 func (s *Shard) ConsumerGroupHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, topics Topics, respond Responder) Result {
-	var before map[string][]byte
-	if g := s.groups[req.Group]; g != nil {
-		before = g.consumerRecords()
-	}
-	resp := s.consumerHeartbeat(now, req, clientID, clientHost, topics)
 	var r Result
-	if g := s.groups[req.Group]; g != nil {
-		r.Records = diffRecords(before, g.consumerRecords())
-	}
+	ch := s.startChange(req.Group)
+	resp := s.consumerHeartbeat(now, req, clientID, clientHost, topics, ch)
+	s.finish(ch, &r)
 	r.reply(respond, resp)
 	r.Failed = func(code int16) []Reply {
-		return []Reply{{To: respond, Resp: cghError(req, code, "")}}
+		return append(ch.replies, Reply{To: respond, Resp: cghError(req, code, "")})
 	}
 	return r
 }
 
-func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, topics Topics) *kmsg.ConsumerGroupHeartbeatResponse {
+func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, topics Topics, ch *change) *kmsg.ConsumerGroupHeartbeatResponse {
 	if msg := validateCGH(req); msg != "" {
 		if req.Group == "" {
 			return cghError(req, kerr.InvalidGroupID.Code, msg)
@@ -56,10 +51,27 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 		return cghError(req, kerr.UnsupportedAssignor.Code, "ServerAssignor "+*req.ServerAssignor+" is not supported.")
 	}
 	g := s.groups[req.Group]
-	if g != nil && (len(g.members) > 0 || g.state != Empty) {
-		// Kafka refuses a consumer heartbeat to a live classic group (no
-		// online upgrade here).
-		return cghError(req, kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")
+	if g != nil && g.consumer == nil {
+		// A classic group (Kafka's getOrMaybeCreateConsumerGroup): only a
+		// joining member may turn it into a consumer group. An empty one
+		// always converts; one with members only by an online upgrade.
+		notConsumer := "Group " + req.Group + " is not a consumer group."
+		if req.MemberEpoch != 0 {
+			return cghError(req, kerr.GroupIDNotFound.Code, notConsumer)
+		}
+		if len(g.members) == 0 && g.state == Empty {
+			ch.pre = append(ch.pre, Record{Key: groupKey(g.id)})
+			s.resetGroup(g)
+			g.consumer = newConsumerGroup()
+		} else {
+			if s.cfg.ConsumerMaxSize > 0 && len(g.members) >= int(s.cfg.ConsumerMaxSize) && g.members[req.MemberID] == nil {
+				// The joining member would not fit: refused before converting.
+				return cghError(req, kerr.GroupMaxSizeReached.Code, "")
+			}
+			if msg := s.upgrade(now, g, topics, ch); msg != "" {
+				return cghError(req, kerr.GroupIDNotFound.Code, msg)
+			}
+		}
 	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
@@ -74,7 +86,7 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	c := g.consumer
 
 	if req.MemberEpoch < 0 {
-		return s.consumerLeave(g, req)
+		return s.consumerLeave(now, g, req, ch)
 	}
 
 	memberID := req.MemberID
@@ -87,6 +99,9 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	}
 
 	m.clientID, m.clientHost = clientID, clientHost
+	// A member heartbeating with the consumer protocol uses it from now on
+	// (a static member may replace a classic one).
+	m.classic, m.joinDue, m.syncDue = nil, 0, 0
 	if req.InstanceID != nil {
 		m.instanceID = req.InstanceID
 	}
@@ -174,7 +189,7 @@ func (s *Shard) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatRequest
 			return old, false, nil
 		}
 		if old != nil {
-			if old.epoch != leaveStaticEpoch {
+			if old.epoch != leaveStaticEpoch && old.classic == nil {
 				return nil, false, cghError(req, kerr.UnreleasedInstanceID.Code, "Static member "+memberID+" with instance id "+*req.InstanceID+
 					" cannot join the group because the instance id is owned by "+old.id+" member.")
 			}
@@ -253,7 +268,7 @@ func (s *Shard) replaceStaticConsumerMember(c *consumerGroup, old *cmember, memb
 // stays with epoch -2 and nothing left to revoke, its partitions reserved
 // for its instance id; its session timer keeps running from its last
 // heartbeat, and only its end removes it and rebalances).
-func (s *Shard) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (s *Shard) consumerLeave(now int64, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, ch *change) *kmsg.ConsumerGroupHeartbeatResponse {
 	c := g.consumer
 	var m *cmember
 	if req.InstanceID == nil {
@@ -280,19 +295,34 @@ func (s *Shard) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest)
 		m.epoch, m.revoking, m.revokeDue = leaveStaticEpoch, assignment{}, 0
 		return resp
 	}
-	s.removeConsumerMember(g, m)
+	s.fenceConsumerMember(now, g, m, ch)
 	return resp
 }
 
-// removeConsumerMember drops a member and bumps the group epoch so that its
-// partitions are reassigned. The subscription metadata is recomputed
-// without it (over the topics known from the last computation).
-func (s *Shard) removeConsumerMember(g *group, m *cmember) {
+// fenceConsumerMember removes a member that left or was fenced (Kafka's
+// consumerGroupFenceMember); when it is the last one using the consumer
+// protocol and the rest may form a classic group, the group turns classic
+// instead (downgrade).
+func (s *Shard) fenceConsumerMember(now int64, g *group, m *cmember, ch *change) {
+	if s.canDowngrade(g.consumer, m.id) {
+		s.downgrade(now, g, m.id, ch)
+		return
+	}
+	s.removeConsumerMembers(g, m)
+}
+
+// removeConsumerMembers drops members and bumps the group epoch once so
+// that their partitions are reassigned. The subscription metadata is
+// recomputed without them (over the topics known from the last
+// computation).
+func (s *Shard) removeConsumerMembers(g *group, ms ...*cmember) {
 	c := g.consumer
-	delete(c.members, m.id)
-	delete(c.target, m.id)
-	if m.instanceID != nil && c.static[*m.instanceID] == m.id {
-		delete(c.static, *m.instanceID)
+	for _, m := range ms {
+		delete(c.members, m.id)
+		delete(c.target, m.id)
+		if m.instanceID != nil && c.static[*m.instanceID] == m.id {
+			delete(c.static, *m.instanceID)
+		}
 	}
 	if _, meta := c.subscribed(c.subscription); !c.sameSubscription(meta) {
 		c.subscription = meta
@@ -304,26 +334,28 @@ func (s *Shard) removeConsumerMember(g *group, m *cmember) {
 	}
 }
 
-// consumerTick expires sessions and members that did not revoke within
-// their rebalance timeout.
+// expired is whether one of the member's timers fired: its session, its
+// revocation (consumer protocol), or its join or sync (classic protocol).
+func (m *cmember) expired(now int64) bool {
+	due := func(t int64) bool { return t > 0 && now >= t }
+	return now >= m.sessionDue || due(m.revokeDue) || due(m.joinDue) || due(m.syncDue)
+}
+
+// consumerTick fences the members whose timers fired.
 func (s *Shard) consumerTick(now int64, g *group, r *Result) {
-	c := g.consumer
-	if c == nil {
+	if g.consumer == nil {
 		return
 	}
-	var before map[string][]byte
-	for _, id := range c.sortedMembers() {
-		m := c.members[id]
-		if now >= m.sessionDue || (m.revokeDue > 0 && now >= m.revokeDue) {
-			if before == nil {
-				before = g.consumerRecords()
+	ch := s.startChange(g.id)
+	for _, id := range g.consumer.sortedMembers() {
+		if m := g.consumer.members[id]; m != nil && m.expired(now) {
+			s.fenceConsumerMember(now, g, m, ch)
+			if g.consumer == nil {
+				break // downgraded: the rest are classic members now
 			}
-			s.removeConsumerMember(g, m)
 		}
 	}
-	if before != nil {
-		r.Records = append(r.Records, diffRecords(before, g.consumerRecords())...)
-	}
+	s.finish(ch, r)
 }
 
 func (s *Shard) consumerDeadlines(g *group, consider func(int64)) {
@@ -332,8 +364,10 @@ func (s *Shard) consumerDeadlines(g *group, consider func(int64)) {
 	}
 	for _, m := range g.consumer.members {
 		consider(m.sessionDue)
-		if m.revokeDue > 0 {
-			consider(m.revokeDue)
+		for _, t := range []int64{m.revokeDue, m.joinDue, m.syncDue} {
+			if t > 0 {
+				consider(t)
+			}
 		}
 	}
 }

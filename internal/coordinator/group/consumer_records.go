@@ -54,7 +54,8 @@ func (e *enc) cnstr(s *string) {
 	}
 	e.cstr(*s)
 }
-func (e *enc) tags() { e.uv(0) }
+func (e *enc) cbytes(b []byte) { e.uv(len(b) + 1); e.b = append(e.b, b...) }
+func (e *enc) tags()           { e.uv(0) }
 func (e *enc) partitions(a assignment) {
 	ids, parts := a.byTopic()
 	e.uv(len(ids) + 1)
@@ -197,7 +198,11 @@ func (g *group) consumerRecords() map[string][]byte {
 		} else {
 			e.cnstr(nil)
 		}
-		e.tags()
+		if m.classic != nil {
+			e.classicMemberTag(m.classic)
+		} else {
+			e.tags()
+		}
 		out[cgKey(cgMemberMetadataType, g.id, &id)] = e.b
 
 		e = valueV0()
@@ -215,6 +220,51 @@ func (g *group) consumerRecords() map[string][]byte {
 		out[cgKey(cgCurrentMemberAssignmentType, g.id, &id)] = e.b
 	}
 	return out
+}
+
+// classicMemberTag writes a classic member's ClassicMemberMetadata, the
+// member metadata value's one tagged field (tag 0): session timeout and
+// supported protocols.
+func (e *enc) classicMemberTag(cm *classicMember) {
+	f := enc{}
+	f.i32(cm.sessionTimeoutMs)
+	f.uv(len(cm.protocols) + 1)
+	for _, p := range cm.protocols {
+		f.cstr(p.name)
+		f.cbytes(p.metadata)
+		f.tags()
+	}
+	f.tags()
+	e.uv(1) // one tagged field
+	e.uv(0) // tag 0
+	e.uv(len(f.b))
+	e.b = append(e.b, f.b...)
+}
+
+// readMemberTags reads the member metadata value's tagged fields: the
+// classic member metadata (tag 0) if present; others are skipped.
+func readMemberTags(d *dec) *classicMember {
+	var cm *classicMember
+	for n := d.uv(); n > 0 && d.err == nil; n-- {
+		tag, size := d.uv(), d.uv()
+		field := d.take(size)
+		if tag != 0 || d.err != nil {
+			continue
+		}
+		fd := dec{b: field}
+		cm = &classicMember{sessionTimeoutMs: fd.i32()}
+		for k := fd.uv() - 1; k > 0 && fd.err == nil; k-- {
+			name := fd.cstr()
+			meta := fd.take(fd.uv() - 1)
+			fd.tags()
+			cm.protocols = append(cm.protocols, protocol{name: name, metadata: append([]byte(nil), meta...)})
+		}
+		fd.tags()
+		if fd.err != nil {
+			d.err = fmt.Errorf("read classic member metadata: %w", fd.err)
+		}
+	}
+	return cm
 }
 
 // subscriptionValue is a ConsumerGroupPartitionMetadataValue: the topics
@@ -365,6 +415,14 @@ func (s *Shard) replayConsumer(now int64, typ int16, key, value []byte) error {
 		m.regex = vd.cstr()
 		m.rebalanceTimeoutMs = vd.i32()
 		m.serverAssignor = vd.cstr()
+		m.classic = readMemberTags(&vd)
+		if m.classic != nil {
+			// A classic member's session is its own; it has no revocation
+			// timer (its join and sync timers are not persisted: it is
+			// told to rejoin if it must).
+			m.sessionDue = now + int64(m.classic.sessionTimeoutMs)
+			m.revokeDue = 0
+		}
 		if m.instanceID != nil {
 			c.static[*m.instanceID] = memberID
 		}
@@ -392,7 +450,7 @@ func (s *Shard) replayConsumer(now int64, typ int16, key, value []byte) error {
 		// A member still revoking gets a new rebalance timeout from the
 		// load (Kafka's onLoaded); a later record may show it done.
 		m.revokeDue = 0
-		if len(m.revoking) > 0 {
+		if len(m.revoking) > 0 && m.classic == nil {
 			m.revokeDue = now + int64(m.rebalanceTimeoutMs)
 		}
 	}

@@ -218,13 +218,21 @@ func TestConsumerGroupCommitsAndMixing(t *testing.T) {
 			t.Errorf("offset fetch %v epoch %d: code %d, want %d", tc.member, tc.epoch, got, tc.code)
 		}
 	}
-	// A classic join of the live consumer group is refused.
+	// A classic member may join the live consumer group (a mixed group):
+	// it is given a member id first, and its subscription must be in the
+	// consumer protocol's format.
 	var c capture
 	_ = Finish(&memWriter{}, s.JoinGroup(0, joinReq("", nil, 10000), "c", "/h", c.to()), errCode)
-	if jr := c.got[0].(*kmsg.JoinGroupResponse); jr.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+	jr := c.got[0].(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode != kerr.MemberIDRequired.Code {
 		t.Fatalf("classic join: code %d", jr.ErrorCode)
 	}
-	// A consumer heartbeat to a live classic group is refused.
+	_ = Finish(&memWriter{}, s.JoinGroup(0, joinReq(jr.MemberID, nil, 10000), "c", "/h", c.to()), errCode)
+	if jr := c.got[1].(*kmsg.JoinGroupResponse); jr.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("classic join with a malformed subscription: code %d", jr.ErrorCode)
+	}
+	// A consumer heartbeat to a live classic group whose subscriptions are
+	// not in the consumer protocol's format cannot upgrade it.
 	s2 := testShard()
 	var c2 capture
 	_ = Finish(&memWriter{}, s2.JoinGroup(0, joinReq("", nil, 10000), "c", "/h", c2.to()), errCode)

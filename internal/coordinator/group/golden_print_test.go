@@ -36,7 +36,7 @@ func (h *golden) formatResponse(r kmsg.Response) string {
 		if r.ErrorCode != 0 {
 			return "SyncGroup err=" + errName(r.ErrorCode)
 		}
-		return fmt.Sprintf("SyncGroup err=NONE protocol=%s assignment=%q", deref(r.Protocol), r.MemberAssignment)
+		return fmt.Sprintf("SyncGroup err=NONE protocol=%s assignment=%s", deref(r.Protocol), formatAssignment(r.MemberAssignment))
 	case *kmsg.HeartbeatResponse:
 		return "Heartbeat err=" + errName(r.ErrorCode)
 	case *kmsg.LeaveGroupResponse:
@@ -134,7 +134,11 @@ func (h *golden) summary(out *strings.Builder) {
 			var ms []string
 			for _, mid := range c.sortedMembers() {
 				m := c.members[mid]
-				ms = append(ms, fmt.Sprintf("%s%s@%d:%s", mid, instance(m.instanceID), m.epoch, m.state))
+				classic := ""
+				if m.classic != nil {
+					classic = "[classic]"
+				}
+				ms = append(ms, fmt.Sprintf("%s%s@%d:%s%s", mid, instance(m.instanceID), m.epoch, m.state, classic))
 			}
 			fmt.Fprintf(out, "> %s: consumer %s epoch=%d assignment-epoch=%d members=[%s]%s\n", name, c.state(), c.epoch, c.assignmentEpoch, strings.Join(ms, " "), offsetsString(g))
 			continue
@@ -222,8 +226,8 @@ func (h *golden) state(out *strings.Builder) {
 			if m.syncReply != nil {
 				waits = append(waits, "awaiting-sync")
 			}
-			fmt.Fprintf(out, "  member %s%s session=%d rebalance=%d due=%d assignment=%q %s\n", mid, instance(m.instanceID),
-				m.sessionTimeoutMs, m.rebalanceTimeoutMs, m.heartbeatDue, m.assignment, strings.Join(waits, " "))
+			fmt.Fprintf(out, "  member %s%s session=%d rebalance=%d due=%d assignment=%s %s\n", mid, instance(m.instanceID),
+				m.sessionTimeoutMs, m.rebalanceTimeoutMs, m.heartbeatDue, formatAssignment(m.assignment), strings.Join(waits, " "))
 		}
 		if c := g.consumer; c != nil {
 			fmt.Fprintf(out, "  consumer %s epoch=%d assignment-epoch=%d\n", c.state(), c.epoch, c.assignmentEpoch)
@@ -232,6 +236,19 @@ func (h *golden) state(out *strings.Builder) {
 				due := fmt.Sprintf("session-due=%d", m.sessionDue)
 				if m.revokeDue > 0 {
 					due += fmt.Sprintf(" revoke-due=%d", m.revokeDue)
+				}
+				if cm := m.classic; cm != nil {
+					var ps []string
+					for _, p := range cm.protocols {
+						ps = append(ps, p.name)
+					}
+					due += fmt.Sprintf(" classic(session=%d protocols=%s)", cm.sessionTimeoutMs, strings.Join(ps, ","))
+				}
+				if m.joinDue > 0 {
+					due += fmt.Sprintf(" join-due=%d", m.joinDue)
+				}
+				if m.syncDue > 0 {
+					due += fmt.Sprintf(" sync-due=%d", m.syncDue)
 				}
 				fmt.Fprintf(out, "  consumer member %s%s epoch=%d %s assigned=%s revoking=%s target=%s %s\n", mid, instance(m.instanceID),
 					m.epoch, m.state, h.assignmentString(m.assigned), h.assignmentString(m.revoking), h.assignmentString(c.target[mid]), due)

@@ -24,13 +24,18 @@ import (
 // as=LABEL names a request whose answer may come later, default cmdN):
 //
 //	shard [max-size=N] [initial-delay=MS] [min-session=MS] [max-session=MS] [metadata-max=N]
-//	      [retention=MS] [consumer-max-size=N] [consumer-session=MS]   a new empty shard at time 0
+//	      [retention=MS] [consumer-max-size=N] [consumer-session=MS] [policy=P]   a new empty shard at time 0
+//	                           (policy: group.consumer.migration.policy)
 //	writer [max-bytes=N] [min-epoch=E]   writes of more bytes fail with MESSAGE_TOO_LARGE (0: no limit);
 //	                           transactional writes of an older producer epoch with INVALID_PRODUCER_EPOCH
 //	topics NAME=PARTITIONS...  the cluster's topics, for consumer-heartbeat
 //	join [member=ID] [instance=I] [client=C] [session=MS] [rebalance=MS] [type=T]
 //	     [protocols=(P,..)] [meta=M] [meta-bytes=N] [v=N]
-//	sync member=ID gen=N [instance=I] [assign=(ID:BYTES,..)] [type=T] [protocol=P] [v=N]
+//	     [subscribe=(T,..)] [owned=(T:P+P,..)] [cversion=N]   subscribe: the metadata is a consumer
+//	                           protocol subscription (ConsumerProtocolSubscription, version cversion, default 3)
+//	sync member=ID gen=N [instance=I] [assign=(ID:BYTES,..)] [cassign=(ID/T:P+P/T:P,..)] [type=T] [protocol=P] [v=N]
+//	                           cassign: assignments in the consumer protocol's format
+//	                           (assignments in that format are printed decoded: vVERSION[T:P,P ...])
 //	heartbeat member=ID gen=N [instance=I]
 //	leave members=(ID|ID/INSTANCE|/INSTANCE,..) [v=N]
 //	commit [member=ID] [gen=N] [instance=I] offsets=(T/P=O,..) [metadata=S] [metadata-len=N] [v=N]
@@ -48,6 +53,7 @@ import (
 //	reload                     a new shard rebuilt from the records and markers written so far (a coordinator failover)
 //	delete-group               DeleteGroups for one group
 //	subscription-metadata      the last ConsumerGroupPartitionMetadata value written for the group
+//	list-groups                ListGroups: every group with its type, state and protocol type
 func TestGoldenScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := newGolden(nil)
@@ -100,9 +106,12 @@ func newGolden(d *datadriven.TestData) *golden {
 				h.cfg.ConsumerMaxSize = int32(v)
 			case "consumer-session":
 				h.cfg.ConsumerSessionTimeoutMs = int32(v)
+			case "policy":
+				h.cfg.ConsumerMigrationPolicy = ParseMigrationPolicy(a.Vals[0])
 			}
 		}
 	}
+	h.cfg.Topics = func() Topics { return h.topics }
 	h.s = NewShard(h.cfg)
 	// The first Tick would run the offsets expiry at once; start its period now.
 	h.s.nextExpiry = h.cfg.OffsetsRetentionCheckMs
@@ -253,6 +262,9 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 	case "shard":
 		*h = *newGolden(d)
 		h.out = &out
+		// The shard's view of the topics is this script's.
+		h.cfg.Topics = func() Topics { return h.topics }
+		h.s.cfg.Topics = h.cfg.Topics
 	case "writer":
 		h.max = int(num(t, d, "max-bytes", 0))
 		h.minEpoch = int16(num(t, d, "min-epoch", 0))
@@ -277,6 +289,16 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		if n := num(t, d, "meta-bytes", -1); n >= 0 {
 			meta = []byte(strings.Repeat("x", int(n)))
 		}
+		if d.HasArg("subscribe") {
+			cm := kmsg.NewConsumerMemberMetadata()
+			cm.Version = int16(num(t, d, "cversion", 3))
+			cm.Topics = append([]string{}, vals(d, "subscribe")...)
+			for _, o := range vals(d, "owned") {
+				topic, parts := consumerPartitions(o)
+				cm.OwnedPartitions = append(cm.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic, Partitions: parts})
+			}
+			meta = cm.AppendTo(nil)
+		}
 		protocols := vals(d, "protocols")
 		if protocols == nil {
 			protocols = []string{"range"}
@@ -300,6 +322,17 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 			id, bytes, _ := strings.Cut(a, ":")
 			ga := kmsg.NewSyncGroupRequestGroupAssignment()
 			ga.MemberID, ga.MemberAssignment = id, []byte(bytes)
+			req.GroupAssignment = append(req.GroupAssignment, ga)
+		}
+		for _, a := range vals(d, "cassign") {
+			fields := strings.Split(a, "/")
+			ca := kmsg.ConsumerMemberAssignment{Version: 3}
+			for _, f := range fields[1:] {
+				topic, parts := consumerPartitions(f)
+				ca.Topics = append(ca.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: parts})
+			}
+			ga := kmsg.NewSyncGroupRequestGroupAssignment()
+			ga.MemberID, ga.MemberAssignment = fields[0], ca.AppendTo(nil)
 			req.GroupAssignment = append(req.GroupAssignment, ga)
 		}
 		h.finish(h.s.SyncGroup(h.now, req, h.respond(d)))
@@ -442,7 +475,7 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		rg := h.s.DescribeGroup(int16(num(t, d, "v", 5)), groupID, false)
 		fmt.Fprintf(&out, "err=%s state=%s type=%q protocol=%q\n", errName(rg.ErrorCode), rg.State, rg.ProtocolType, rg.Protocol)
 		for _, m := range rg.Members {
-			fmt.Fprintf(&out, "  %s%s client=%s meta=%s assignment=%q\n", m.MemberID, instance(m.InstanceID), m.ClientID, short(m.ProtocolMetadata), m.MemberAssignment)
+			fmt.Fprintf(&out, "  %s%s client=%s meta=%s assignment=%s\n", m.MemberID, instance(m.InstanceID), m.ClientID, short(m.ProtocolMetadata), formatAssignment(m.MemberAssignment))
 		}
 		summary = false
 	case "tick":
@@ -466,6 +499,9 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 			if m.RackID != nil {
 				rack = " rack=" + *m.RackID
 			}
+			if m.MemberType == 0 {
+				rack += " classic"
+			}
 			fmt.Fprintf(&out, "  %s%s%s epoch=%d assigned=%s target=%s\n", m.MemberID, instance(m.InstanceID), rack, m.MemberEpoch,
 				h.kmsgAssignment(m.Assignment.TopicPartitions), h.kmsgAssignment(m.TargetAssignment.TopicPartitions))
 		}
@@ -477,6 +513,11 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		code, r := h.s.DeleteGroup(h.now, groupID)
 		h.finish(r)
 		fmt.Fprintf(&out, "err=%s\n", errName(code))
+	case "list-groups":
+		for _, lg := range h.s.ListGroups(nil, nil) {
+			fmt.Fprintf(&out, "%s type=%s state=%s protocol-type=%q\n", lg.Group, lg.GroupType, lg.GroupState, lg.ProtocolType)
+		}
+		summary = false
 	case "subscription-metadata":
 		h.subscriptionMetadata(t, d, &out, groupID)
 		summary = false
@@ -505,6 +546,38 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		h.summary(&out)
 	}
 	return out.String()
+}
+
+// consumerPartitions reads T:P+P.
+func consumerPartitions(s string) (string, []int32) {
+	topic, parts, _ := strings.Cut(s, ":")
+	var out []int32
+	for _, p := range strings.Split(parts, "+") {
+		if p == "" {
+			continue
+		}
+		n, _ := strconv.Atoi(p)
+		out = append(out, int32(n))
+	}
+	return topic, out
+}
+
+// formatAssignment shows an assignment in the consumer protocol's format
+// decoded, anything else quoted.
+func formatAssignment(b []byte) string {
+	var a kmsg.ConsumerMemberAssignment
+	if len(b) >= 6 && a.ReadFrom(b) == nil && string(a.AppendTo(nil)) == string(b) {
+		var parts []string
+		for _, t := range a.Topics {
+			var ps []string
+			for _, p := range t.Partitions {
+				ps = append(ps, strconv.Itoa(int(p)))
+			}
+			parts = append(parts, t.Topic+":"+strings.Join(ps, ","))
+		}
+		return fmt.Sprintf("v%d[%s]", a.Version, strings.Join(parts, " "))
+	}
+	return strconv.Quote(string(b))
 }
 
 func instance(i *string) string {

@@ -10,6 +10,10 @@
 // (JoinGroup and SyncGroup wait for the rest of the group) are Responders
 // kept in the members until the group moves on. Loading a shard replays the
 // partition's records through Replay.
+//
+// A group is classic or a KIP-848 consumer group (consumer*.go); a consumer
+// group may hold classic members (consumer_classic.go), and a group moves
+// between the two kinds online as Kafka 4.0 allows (migration.go).
 package group
 
 import (
@@ -60,6 +64,14 @@ type Config struct {
 	ConsumerHeartbeatIntervalMs int32    // group.consumer.heartbeat.interval.ms
 	ConsumerMaxSize             int32    // group.consumer.max.size
 	ConsumerAssignors           []string // group.consumer.assignors, as assignor names; the first is the default
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: whether a
+	// non-empty classic group may turn into a consumer group (upgrade) and
+	// back (downgrade). The zero value is Kafka 4.0's default, bidirectional.
+	ConsumerMigrationPolicy MigrationPolicy
+	// Topics returns the cluster's topics now. A classic member of a
+	// consumer group names topics by name in its JoinGroup and SyncGroup,
+	// which the shard cannot resolve to ids without them; nil: no topics.
+	Topics func() Topics
 	// NewMemberID makes a member id for a client; nil: client id, "-", and
 	// a random UUID-like suffix, as Kafka does.
 	NewMemberID func(clientID string) string

@@ -33,6 +33,13 @@ func (s *Shard) JoinGroup(now int64, req *kmsg.JoinGroupRequest, clientID, clien
 		protocols = append(protocols, protocol{name: p.Name, metadata: p.Metadata})
 	}
 	g := s.groups[req.Group]
+	if g != nil && g.consumer != nil && len(g.members) == 0 {
+		if len(g.consumer.members) > 0 {
+			return s.classicJoinConsumerGroup(now, g, req, protocols, clientID, clientHost, respond)
+		}
+		s.emptyConsumerToClassic(g, &r)
+		g = s.groups[req.Group]
+	}
 	created := false
 	if g == nil {
 		if req.MemberID != "" {
@@ -52,11 +59,6 @@ func (s *Shard) JoinGroup(now int64, req *kmsg.JoinGroupRequest, clientID, clien
 	}
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
-	}
-	if g.consumer != nil && len(g.consumer.members) > 0 {
-		// A classic member cannot join a live consumer group (Kafka
-		// without group.consumer.migration.policy).
-		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	if !g.supportsProtocols(req.ProtocolType, protocols) {
 		return fail(kerr.InconsistentGroupProtocol.Code)

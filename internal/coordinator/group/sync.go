@@ -44,6 +44,9 @@ func (s *Shard) SyncGroup(now int64, req *kmsg.SyncGroupRequest, respond Respond
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
+	if g.consumer != nil && len(g.members) == 0 {
+		return s.classicSyncConsumerGroup(now, g, req, respond)
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		return fail(code)
 	}
@@ -129,6 +132,10 @@ func (s *Shard) Heartbeat(now int64, req *kmsg.HeartbeatRequest) *kmsg.Heartbeat
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
+	if g.consumer != nil && len(g.members) == 0 {
+		s.classicHeartbeatConsumerGroup(now, g, req, resp)
+		return resp
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		resp.ErrorCode = code
 		return resp
@@ -170,6 +177,10 @@ func (s *Shard) LeaveGroup(now int64, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveG
 	if g != nil && g.state == Dead {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, r
+	}
+	if g != nil && g.consumer != nil && len(g.members) == 0 {
+		resp.Members = s.classicLeaveConsumerGroup(g, leaving, &r)
+		leaving = nil
 	}
 	for _, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
