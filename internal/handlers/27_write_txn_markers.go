@@ -14,7 +14,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,13 +62,9 @@ func (h *Handlers) writeTxnMarker(ctx context.Context, topic string, partition i
 		return h.completeGroupTransaction(ctx, partition, m)
 	}
 	err := h.d.Replica.WriteTxnMarker(ctx, topic, partition, m)
-	if err == nil {
-		return 0
+	code := errorCode(err)
+	if code == kerr.UnknownServerError.Code {
+		h.d.Logger.Warn("write txn marker", "topic", topic, "partition", partition, "err", err)
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	h.d.Logger.Warn("write txn marker", "topic", topic, "partition", partition, "err", err)
-	return kerr.UnknownServerError.Code
+	return code
 }

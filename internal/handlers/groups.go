@@ -19,18 +19,18 @@ import (
 // OffsetsTopic is the internal topic of group offsets and metadata.
 const OffsetsTopic = "__consumer_offsets"
 
-// offsetsPartitions is how many partitions __consumer_offsets has: its
-// actual count once created, offsets.topic.num.partitions before.
-func (h *Handlers) offsetsPartitions() int32 {
-	if t := h.image().Topics.ByName[OffsetsTopic]; t != nil && len(t.Partitions) > 0 {
+// internalPartitions is how many partitions an internal topic has: its
+// actual count once created, the configured count before.
+func (h *Handlers) internalPartitions(topic string, configured int32) int32 {
+	if t := h.image().Topics.ByName[topic]; t != nil && len(t.Partitions) > 0 {
 		return int32(len(t.Partitions))
 	}
-	return h.d.Broker.OffsetsTopicNumPartitions
+	return configured
 }
 
 // groupPartition is the __consumer_offsets partition coordinating a group.
 func (h *Handlers) groupPartition(groupID string) int32 {
-	return coordinator.PartitionFor(groupID, h.offsetsPartitions())
+	return coordinator.PartitionFor(groupID, h.internalPartitions(OffsetsTopic, h.d.Broker.OffsetsTopicNumPartitions))
 }
 
 // onGroupShard runs fn on the shard coordinating groupID and returns the
@@ -40,9 +40,15 @@ func (h *Handlers) onGroupShard(ctx context.Context, groupID string, fn func(s *
 	if h.d.Groups == nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	err := h.d.Groups.Do(ctx, h.groupPartition(groupID), func(s coordinator.Shard, w *coordinator.Writer) {
+	return coordinatorErrorCode(h.d.Groups.Do(ctx, h.groupPartition(groupID), func(s coordinator.Shard, w *coordinator.Writer) {
 		fn(s.(group.Coordinated).Shard, group.RuntimeWriter{W: w})
-	})
+	}))
+}
+
+// coordinatorErrorCode is the Kafka code of a coordinator runtime's Do
+// error: its own kerr (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), else
+// COORDINATOR_NOT_AVAILABLE; 0 for none.
+func coordinatorErrorCode(err error) int16 {
 	if err == nil {
 		return 0
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,19 +14,11 @@ import (
 // coordinator's state.
 const TransactionStateTopic = "__transaction_state"
 
-// txnPartitions is how many partitions __transaction_state has: its actual
-// count once created, transaction.state.log.num.partitions before.
-func (h *Handlers) txnPartitions() int32 {
-	if t := h.image().Topics.ByName[TransactionStateTopic]; t != nil && len(t.Partitions) > 0 {
-		return int32(len(t.Partitions))
-	}
-	return h.d.Broker.TransactionStateLogNumPartitions
-}
-
 // txnPartition is the __transaction_state partition coordinating a
-// transactional id.
+// transactional id (over transaction.state.log.num.partitions until the
+// topic exists).
 func (h *Handlers) txnPartition(transactionalID string) int32 {
-	return coordinator.PartitionFor(transactionalID, h.txnPartitions())
+	return coordinator.PartitionFor(transactionalID, h.internalPartitions(TransactionStateTopic, h.d.Broker.TransactionStateLogNumPartitions))
 }
 
 // ensureTxnTopic creates __transaction_state as Kafka's broker does on the
@@ -51,15 +42,7 @@ func (h *Handlers) onTxnShard(ctx context.Context, transactionalID string, fn fu
 	if h.d.Txns == nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	err := h.d.Txns.Do(ctx, h.txnPartition(transactionalID), func(s coordinator.Shard, w *coordinator.Writer) {
+	return coordinatorErrorCode(h.d.Txns.Do(ctx, h.txnPartition(transactionalID), func(s coordinator.Shard, w *coordinator.Writer) {
 		fn(s.(txn.Coordinated), w)
-	})
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.CoordinatorNotAvailable.Code
+	}))
 }
