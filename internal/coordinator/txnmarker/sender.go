@@ -30,6 +30,10 @@ type Config struct {
 	NodeID int32
 	// Listener is inter.broker.listener.name: where leaders are reached.
 	Listener string
+	// StateTopic is __transaction_state: markers of transactions whose
+	// partition of it this broker no longer leads are dropped (the new
+	// coordinator sends them again when it loads the partition).
+	StateTopic string
 	Image    func() *metadata.Image
 	// Done reports a partition marked. It returns false when the
 	// coordinator no longer owns the transaction (its shard moved), which
@@ -177,7 +181,11 @@ func (s *Sender) dispatch(ctx context.Context, now time.Time, inFlight map[int32
 	s.mu.Unlock()
 	byBroker := map[int32][]*entry{}
 	var keep, gone []*entry
+	state := img.Topics.ByName[s.cfg.StateTopic]
 	for _, e := range pending {
+		if s.cfg.StateTopic != "" && !leads(state, e.txnPartition, s.cfg.NodeID) {
+			continue // not this broker's transaction any more
+		}
 		if e.notBefore.After(now) {
 			keep = append(keep, e)
 			if next.IsZero() || e.notBefore.Before(next) {
@@ -256,6 +264,15 @@ func (s *Sender) dispatch(ctx context.Context, now time.Time, inFlight map[int32
 		}()
 	}
 	return next
+}
+
+// leads reports whether node leads a partition of t (nil: no such topic).
+func leads(t *metadata.Topic, partition, node int32) bool {
+	if t == nil {
+		return false
+	}
+	p := t.Partitions[partition]
+	return p != nil && p.Leader == node
 }
 
 // markerKey groups entries into one request marker.

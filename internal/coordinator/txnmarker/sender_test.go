@@ -214,3 +214,37 @@ func TestSenderWaitsForLeader(t *testing.T) {
 	mu.Unlock()
 	waitReports(t, reports, 1)
 }
+
+// TestSenderDropsMovedCoordinator: markers of a __transaction_state
+// partition this broker no longer leads are dropped, not retried forever
+// (the new coordinator sends them when it loads the partition).
+func TestSenderDropsMovedCoordinator(t *testing.T) {
+	f := &fakeLeader{script: map[string][]int16{}}
+	base := startLeader(t, f)
+	img := *base
+	img.Topics = &metadata.TopicsImage{ByName: map[string]*metadata.Topic{
+		"out":   base.Topics.ByName["out"],
+		"state": {Name: "state", Partitions: map[int32]*metadata.Partition{0: {Leader: 1}, 1: {Leader: 3}}},
+	}}
+	reports := make(chan report, 4)
+	s := New(Config{
+		NodeID: 1, Listener: "PLAINTEXT", StateTopic: "state", Backoff: 10 * time.Millisecond,
+		Image: func() *metadata.Image { return &img },
+		Done: func(_ context.Context, p int32, m txn.Markers, tp txn.TopicPartition) bool {
+			reports <- report{p, m.TransactionalID, tp}
+			return true
+		},
+	})
+	s.Start()
+	defer s.Close()
+	s.Send(1, []txn.Markers{{TransactionalID: "moved", ProducerID: 1, Partitions: []txn.TopicPartition{{Topic: "out", Partition: 0}}}})
+	s.Send(0, []txn.Markers{{TransactionalID: "mine", ProducerID: 2, Partitions: []txn.TopicPartition{{Topic: "out", Partition: 1}}}})
+	if got := waitReports(t, reports, 1); got[0].id != "mine" {
+		t.Fatalf("report %v", got[0])
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.markers != 1 {
+		t.Fatalf("%d markers sent, want only the owned transaction's", f.markers)
+	}
+}
