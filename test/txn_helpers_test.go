@@ -297,8 +297,9 @@ func waitLSO(t *testing.T, adm *kadm.Client, topic string, p int32, want int64, 
 }
 
 // keepLogsOnFailure copies the given server logs (and the clients' log, see
-// etlLogger) to $GREGOR_E2E_LOGDIR/<test>/ when the test fails, for
-// diagnosis; the harness's logs live in temporary directories.
+// etlLogger) and partition directories to $GREGOR_E2E_LOGDIR/<test>/ when
+// the test fails, for diagnosis; the harness's files live in temporary
+// directories.
 func keepLogsOnFailure(t *testing.T, logs func() map[string]string) {
 	dir := os.Getenv("GREGOR_E2E_LOGDIR")
 	if dir == "" {
@@ -314,6 +315,13 @@ func keepLogsOnFailure(t *testing.T, logs func() map[string]string) {
 			return
 		}
 		for name, path := range logs() {
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				// A partition directory, for gregor log dump.
+				if err := os.CopyFS(filepath.Join(dst, name), os.DirFS(path)); err != nil {
+					t.Logf("keep %s: %v", path, err)
+				}
+				continue
+			}
 			if data, err := os.ReadFile(path); err == nil {
 				os.WriteFile(filepath.Join(dst, name), data, 0o644)
 			}
@@ -337,4 +345,53 @@ func etlLogger(t *testing.T) (kgo.Logger, string) {
 	}
 	t.Cleanup(func() { f.Close() })
 	return kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") }), path
+}
+
+// describeTxnState lists every transaction the cluster knows (state,
+// producer, partitions) and the producers each partition of topic
+// remembers (DescribeProducers): what holds a last stable offset back.
+func describeTxnState(seeds []string, topic string) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	var b strings.Builder
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		fmt.Fprintf(&b, "ListTransactions: %v\n", err)
+	}
+	if ids := listed.TransactionalIDs(); len(ids) > 0 {
+		described, err := adm.DescribeTransactions(ctx, ids...)
+		if err != nil {
+			fmt.Fprintf(&b, "DescribeTransactions: %v\n", err)
+		}
+		for _, d := range described.Sorted() {
+			fmt.Fprintf(&b, "transaction %s: %s on coordinator %d, producer %d epoch %d, started %d, partitions %v, err %v\n",
+				d.TxnID, d.State, d.Coordinator, d.ProducerID, d.ProducerEpoch, d.StartTimestamp, d.Topics, d.Err)
+		}
+	}
+	parts, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		fmt.Fprintf(&b, "ListEndOffsets: %v\n", err)
+		return b.String()
+	}
+	set := kadm.TopicsSet{}
+	parts.Each(func(o kadm.ListedOffset) { set.Add(o.Topic, o.Partition) })
+	producers, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		fmt.Fprintf(&b, "DescribeProducers: %v\n", err)
+	}
+	producers.EachPartition(func(p kadm.DescribedProducersPartition) {
+		fmt.Fprintf(&b, "%s/%d on leader %d (err %v):", p.Topic, p.Partition, p.Leader, p.Err)
+		for _, pr := range p.ActiveProducers.Sorted() {
+			fmt.Fprintf(&b, " [producer %d epoch %d last seq %d coordinator epoch %d txn start %d]",
+				pr.ProducerID, pr.ProducerEpoch, pr.LastSequence, pr.CoordinatorEpoch, pr.CurrentTxnStartOffset)
+		}
+		b.WriteString("\n")
+	})
+	return b.String()
 }

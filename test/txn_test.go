@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,7 @@ type etl struct {
 	// that lost commits.
 	lastOffsets map[int32]int64
 	regressions []string
+	starts      []string // "member m session s: partition p from offset o", the first record each session read of each partition
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -160,8 +162,10 @@ func (e *etl) session(ctx context.Context, id int) {
 	}
 	e.mu.Lock()
 	e.sessionsMade++
+	session := e.sessionsMade
 	e.mu.Unlock()
 	defer s.Close()
+	started := map[int32]bool{}
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		fetches := s.PollRecords(pctx, 500)
@@ -171,6 +175,14 @@ func (e *etl) session(ctx context.Context, id int) {
 		if len(recs) == 0 {
 			continue
 		}
+		e.mu.Lock()
+		for _, r := range recs {
+			if !started[r.Partition] {
+				started[r.Partition] = true
+				e.starts = append(e.starts, fmt.Sprintf("member %d session %d: partition %d from offset %d", id, session, r.Partition, r.Offset))
+			}
+		}
+		e.mu.Unlock()
 		if err := s.Begin(); err != nil {
 			e.mu.Lock()
 			e.endErrs = append(e.endErrs, fmt.Sprintf("member %d: begin: %v", id, err))
@@ -242,16 +254,64 @@ func (e *etl) waitPaused(timeout time.Duration, logs func() string) int {
 	case id := <-e.paused:
 		return id
 	case <-time.After(timeout):
-		e.t.Fatalf("ETL did not commit %d records within %v: %s\n%s", e.pauseAt, timeout, e.summary(), logs())
+		e.t.Fatalf("ETL did not commit %d records within %v: %s\n%s\n%s", e.pauseAt, timeout, e.summary(), e.diagnose(), logs())
 	}
 	return -1
+}
+
+// diagnose describes the members' transactions and asks their
+// coordinators, as a partition leader does before a transactional append
+// (AddPartitionsToTxn v4, verify only, KIP-890), whether the output
+// partitions are in them: what a stuck ETL's produce requests wait on.
+func (e *etl) diagnose() string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	adm := kadm.NewClient(cl)
+	for id := range 2 {
+		txnID := fmt.Sprintf("%s-%d", e.group, id)
+		described, err := adm.DescribeTransactions(ctx, txnID)
+		d, derr := described.On(txnID, nil)
+		fmt.Fprintf(&b, "%s: %+v (errors %v %v)\n", txnID, d, err, derr)
+		if err != nil || derr != nil {
+			continue
+		}
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = txnID, d.ProducerID, d.ProducerEpoch, true
+		tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: e.out, Partitions: []int32{0, 1, 2}}}
+		req.Transactions = append(req.Transactions, tr)
+		for _, shard := range cl.RequestSharded(ctx, req) {
+			if shard.Err != nil {
+				fmt.Fprintf(&b, "  verify-only AddPartitionsToTxn via broker %d: %v\n", shard.Meta.NodeID, shard.Err)
+				continue
+			}
+			resp := shard.Resp.(*kmsg.AddPartitionsToTxnResponse)
+			fmt.Fprintf(&b, "  verify-only AddPartitionsToTxn via broker %d: top-level %v", shard.Meta.NodeID, kerr.ErrorForCode(resp.ErrorCode))
+			for _, rt := range resp.Transactions {
+				for _, t := range rt.Topics {
+					for _, p := range t.Partitions {
+						fmt.Fprintf(&b, "; %s/%d %v", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+					}
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
 }
 
 func (e *etl) summary() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return fmt.Sprintf("committed %d input records, %d aborted transactions, %d sessions, %d produce errors (last %q), End errors %v; %s",
-		e.committed, e.aborts, e.sessionsMade, e.produceErrs, e.lastProdErr, e.endErrs, e.pausedEnd)
+	return fmt.Sprintf("committed %d input records, %d aborted transactions, %d sessions, %d produce errors (last %q), End errors %v; %s; sessions read %v",
+		e.committed, e.aborts, e.sessionsMade, e.produceErrs, e.lastProdErr, e.endErrs, e.pausedEnd, e.starts)
 }
 
 // waitDone polls the group's committed offsets until they equal the end of
@@ -281,7 +341,7 @@ func (e *etl) waitDone(adm *kadm.Client, inputEnd map[int32]int64, timeout time.
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ETL not done within %v: %s; %s\n%s", timeout, last, e.summary(), logs())
+			t.Fatalf("ETL not done within %v: %s; %s\n%s\n%s", timeout, last, e.summary(), e.diagnose(), logs())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -383,6 +443,7 @@ func checkETLOutput(t *testing.T, seeds []string, out string, n int, w *watcher)
 	all, end := readBack(t, seeds, out, kgo.ReadUncommitted())
 	view := classify(t, all)
 	counts := make([]int, n)
+	copies := make([][]string, n) // where each committed copy is: "p@offset producer/epoch"
 	lastOfKey := map[string]int{}
 	var committed, aborted, commits, abortMarkers int
 	for p, v := range view {
@@ -404,6 +465,7 @@ func checkETLOutput(t *testing.T, seeds []string, out string, n int, w *watcher)
 				t.Fatalf("%s/%d@%d: unexpected value %q", out, p, r.Offset, r.Value)
 			}
 			counts[i]++
+			copies[i] = append(copies[i], fmt.Sprintf("%d@%d pid %d/%d", p, r.Offset, r.ProducerID, r.ProducerEpoch))
 			if prev, ok := lastOfKey[string(r.Key)]; ok && i < prev {
 				t.Errorf("%s/%d@%d: key %s has value %d after %d (out of input order)", out, p, r.Offset, r.Key, i, prev)
 			}
@@ -412,6 +474,9 @@ func checkETLOutput(t *testing.T, seeds []string, out string, n int, w *watcher)
 	}
 	t.Logf("%s: log end offsets %v; %d committed records, %d aborted records, %d COMMIT and %d ABORT markers",
 		out, end, committed, aborted, commits, abortMarkers)
+	if t.Failed() {
+		t.Logf("transactions and producers now:\n%s", describeTxnState(seeds, out))
+	}
 	var missing, dup []int
 	for i, c := range counts {
 		switch {
@@ -422,8 +487,12 @@ func checkETLOutput(t *testing.T, seeds []string, out string, n int, w *watcher)
 		}
 	}
 	if len(missing) > 0 || len(dup) > 0 {
-		t.Errorf("%s: committed output is not the input exactly once: %d values missing (first %v), %d duplicated (first %v)",
-			out, len(missing), head(missing), len(dup), head(dup))
+		var where []string
+		for _, i := range head(dup) {
+			where = append(where, fmt.Sprintf("v%05d at %v", i, copies[i]))
+		}
+		t.Errorf("%s: committed output is not the input exactly once: %d values missing (first %v), %d duplicated (first %v): %s",
+			out, len(missing), head(missing), len(dup), head(dup), strings.Join(where, "; "))
 	}
 
 	rc, _ := readBack(t, seeds, out, kgo.ReadCommitted())
@@ -445,11 +514,13 @@ func head(s []int) []int {
 }
 
 // TestTxnETLKill9: two GroupTransactSessions copy 20000 records from a
-// 3-partition topic to another, offsets committed in each transaction; the
-// single broker is killed with SIGKILL a third of the way through and
-// restarted on the same data dir. The committed output is the input exactly
-// once, and read_committed (a consumer running throughout, and one after)
-// never returns an aborted record.
+// 3-partition topic to another, offsets committed in each transaction. A
+// third of the way through, one member stops with a transaction open and
+// its records flushed to the log; the single broker is killed with SIGKILL
+// and restarted on the same data dir, and the member ends its transaction.
+// The committed output is the input exactly once (per key in input order),
+// the group's committed offsets never fall, and read_committed (a consumer
+// running throughout, and one after) never returns an aborted record.
 func TestTxnETLKill9(t *testing.T) {
 	t.Parallel()
 	const n = 20000
@@ -545,11 +616,13 @@ func checkTxnStates(t *testing.T, adm *kadm.Client, group string, members int) {
 	}
 }
 
-// TestTxnETLClusterCoordinatorKill: the ETL on 3 controllers and 3 brokers
-// (topics and internal topics with 3 replicas, min.insync.replicas=2); the
-// broker that coordinates the first member's transactional id is killed
-// with SIGKILL a third of the way through; the ETL must go on without it
-// and, once it is back, finish with the output equal to the input.
+// TestTxnETLClusterCoordinatorKill: the ETL of TestTxnETLKill9 (10000
+// records) on 3 controllers and 3 brokers, topics with 3 replicas and
+// min.insync.replicas=2. When a member stops with its transaction open, the
+// broker coordinating that member's transactional id is killed with
+// SIGKILL; the member then ends its transaction through the new
+// coordinator, the ETL must go on without the broker, and, once it is back,
+// finish with the same guarantees.
 func TestTxnETLClusterCoordinatorKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("six processes")
@@ -579,6 +652,13 @@ func TestTxnETLClusterCoordinatorKill(t *testing.T) {
 		logs := map[string]string{"clients.log": clientLog}
 		for _, n := range append(slices.Clone(c.controllers), c.brokers...) {
 			logs[fmt.Sprintf("node-%d.log", n.id)] = n.logPath
+		}
+		// The members' __transaction_state partitions on every broker.
+		for id := range 2 {
+			p := kafkaPartition(fmt.Sprintf("%s-%d", group, id), 50)
+			for _, n := range c.brokers {
+				logs[fmt.Sprintf("node-%d-__transaction_state-%d", n.id, p)] = filepath.Join(n.dataDir, fmt.Sprintf("__transaction_state-%d", p))
+			}
 		}
 		return logs
 	})
@@ -620,6 +700,19 @@ func TestTxnETLClusterCoordinatorKill(t *testing.T) {
 	checkETLSessions(t, e, n)
 	checkETLOutput(t, c.bootstrap(), out, n, w)
 	checkTxnStates(t, kadm.NewClient(c.client()), group, 2)
+}
+
+// kafkaPartition is the partition of an internal topic with n partitions
+// that Kafka's coordinators use for key: abs(Java String.hashCode) % n.
+func kafkaPartition(key string, n int32) int32 {
+	var h int32
+	for _, c := range key {
+		h = 31*h + c
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h % n
 }
 
 // isFenced reports whether err is one of Kafka's answers to a zombie
@@ -886,7 +979,7 @@ func (cc *cutConn) Write(p []byte) (int, error) {
 
 // TestTxnIdempotentConnCut: an idempotent producer (acks=all, up to five
 // requests in flight) writes 20000 records while its Produce requests'
-// connections are cut at every sixth Produce request, sixteen times, half of
+// connections are cut at every fifth Produce request, sixteen times, half of
 // them after the broker got the whole request; the retries must not duplicate or reorder anything.
 // (idempotence_test.go has no connection-cut test.)
 func TestTxnIdempotentConnCut(t *testing.T) {
@@ -894,10 +987,10 @@ func TestTxnIdempotentConnCut(t *testing.T) {
 	b := startBroker(t)
 	const topic, n = "idempotent-cut", 20000
 	createTopic(t, newKgo(t, b), topic, 3, nil)
-	cutter := &connCutter{every: 6, max: 16}
+	cutter := &connCutter{every: 5, max: 16}
 	cl := kgoSeeds(t, []string{b.addr()}, kgo.Dialer(cutter.dial), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(3000),
-		kgo.ProducerBatchMaxBytes(4096),         // many requests, so many cuts
+		kgo.ProducerBatchMaxBytes(1024),         // small requests (20000 records need about 150), so all 16 cuts happen
 		kgo.MetadataMinAge(50*time.Millisecond)) // a cut triggers a metadata refresh; do not wait 5s for it
 	var (
 		wg      sync.WaitGroup

@@ -202,8 +202,10 @@ func (r *Runtime) run(s *shard) {
 	}
 }
 
-// load replays the partition from its start to the high watermark. A
-// TransactionalShard gets transactional records and markers as such.
+// load replays the partition from its start to its log end (not the high
+// watermark: a new leader's can lag what the previous leader committed;
+// replica.Manager.ReadToLogEnd). A TransactionalShard gets transactional
+// records and markers as such.
 func (r *Runtime) load(s *shard) error {
 	now := r.cfg.Now()
 	txnShard, _ := s.impl.(TransactionalShard)
@@ -221,14 +223,14 @@ func (r *Runtime) load(s *shard) error {
 			}
 			offset = start
 		}
-		res := r.cfg.Replica.Read(r.cfg.Topic, s.partition, -1, offset, 1<<20, false, true)
-		if res.Err != nil {
-			return fmt.Errorf("read %s-%d at %d: %w", r.cfg.Topic, s.partition, offset, res.Err)
+		records, logEnd, err := r.cfg.Replica.ReadToLogEnd(r.cfg.Topic, s.partition, offset, 1<<20)
+		if err != nil {
+			return fmt.Errorf("load %s-%d: %w", r.cfg.Topic, s.partition, err)
 		}
-		if offset >= res.HighWatermark || len(res.Records) == 0 {
+		if offset >= logEnd || len(records) == 0 {
 			return nil
 		}
-		b := res.Records
+		b := records
 		for len(b) >= record.HeaderSize {
 			h, err := record.ParseHeader(b)
 			if err != nil || h.Size() > len(b) {

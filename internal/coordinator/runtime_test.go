@@ -15,6 +15,7 @@ import (
 
 	"gregor/internal/log"
 	"gregor/internal/metadata"
+	"gregor/internal/record"
 	"gregor/internal/replica"
 )
 
@@ -181,5 +182,56 @@ func TestCompleteTransactionNotLeader(t *testing.T) {
 	err := r.CompleteTransaction(context.Background(), 3, replica.TxnMarker{ProducerID: 1, Commit: true})
 	if !errors.Is(err, kerr.NotCoordinator) {
 		t.Errorf("partition without a shard: %v", err)
+	}
+}
+
+// TestLoadReadsToLogEnd: a shard loads what its partition's log holds up to
+// the log end, also past a high watermark that lags it (a new leader's
+// high watermark trails what the old leader committed until its followers
+// fetch again).
+func TestLoadReadsToLogEnd(t *testing.T) {
+	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	m := replica.New(replica.Config{NodeID: 1, Logger: slog.New(slog.DiscardHandler)}, logs)
+	id := [16]byte{2}
+	d := metadata.NewDelta(metadata.EmptyImage())
+	recs := []metadata.Record{
+		&metadata.TopicRecord{Name: testTopic, TopicID: id},
+		&metadata.PartitionRecord{RecordVersion: metadata.PartitionRecordVersion, PartitionID: 0, TopicID: id,
+			Replicas: []int32{1, 2}, ISR: []int32{1, 2}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
+			Leader: 1, Directories: make([][16]byte, 2)},
+	}
+	if err := d.ReplayBatch(metadata.Batch{BaseOffset: 0, LastOffset: int64(len(recs) - 1), Epoch: 1, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	img := d.Apply()
+	m.Publish(d, img)
+	// Follower 2 never fetches: acks=1 appends stay above the high watermark.
+	for _, kv := range []string{"a", "b"} {
+		b := record.NewBuilder(record.BuilderOptions{ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence})
+		b.Append(time.Now().UnixMilli(), []byte(kv), []byte(kv), nil)
+		batch, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := m.Append(testTopic, 0, 1, batch); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	part, err := m.Leader(testTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hw := part.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d, want 0 (the follower has fetched nothing)", hw)
+	}
+	shard := &recorder{}
+	r := loaded(t, m, img, shard)
+	defer r.Close()
+	if got, want := shard.got(), []string{"replay a=a", "replay b=b"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded %q, want %q", got, want)
 	}
 }

@@ -150,3 +150,26 @@ func (m *Manager) AppendVerified(topic string, p int32, acks int16, records []by
 	}
 	return res
 }
+
+// ReadToLogEnd reads a partition this broker leads up to its log end offset,
+// not the high watermark, and returns the records and the log end. A
+// coordinator loading its state reads this way, as Kafka's loaders read to
+// the log end: a new leader's high watermark can lag records the old leader
+// had committed, and whatever the new leader's log holds becomes committed
+// as its followers catch up from it.
+func (m *Manager) ReadToLogEnd(topic string, p int32, offset int64, maxBytes int32) ([]byte, int64, error) {
+	part, err := m.Leader(topic, p)
+	if err != nil {
+		return nil, -1, err
+	}
+	l := part.Log()
+	leo := l.LogEndOffset()
+	if offset >= leo {
+		return nil, leo, nil
+	}
+	info, err := l.Read(offset, maxBytes, leo, true)
+	if err != nil {
+		return nil, leo, fmt.Errorf("read %s-%d at %d: %w", topic, p, offset, err)
+	}
+	return info.Records, leo, nil
+}
