@@ -34,7 +34,7 @@ type Config struct {
 	// partition of it this broker no longer leads are dropped (the new
 	// coordinator sends them again when it loads the partition).
 	StateTopic string
-	Image    func() *metadata.Image
+	Image      func() *metadata.Image
 	// Done reports a partition marked. It returns false when the
 	// coordinator no longer owns the transaction (its shard moved), which
 	// stops the transaction's other markers too.
