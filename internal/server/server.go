@@ -228,7 +228,6 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	s.loader = metadata.NewLoader(s.clusterID, s.logger.With("component", "metadata"))
 	s.loader.AddPublisher(s.replica)
 	s.groups = s.newGroupCoordinator()
-	s.loader.AddPublisher(s.groups)
 	// Transaction shards may load before the broker has started; ids are
 	// handed out once its first block arrives.
 	s.producerIDs = producerid.New(producerid.Config{
@@ -426,6 +425,13 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	if err := s.lifecycle.start(ctx, runCtx); err != nil {
 		return err
 	}
+	// The coordinators follow the image only from here: while a restarted
+	// broker replays its metadata log its image may still name it leader of
+	// partitions it no longer leads, and a coordinator loaded from that
+	// would act (abort timed-out transactions, resend markers) on stale
+	// state. Kafka's brokers publish metadata only once caught up, too.
+	s.loader.AddPublisher(s.groups)
+	s.loader.AddPublisher(s.txns)
 	close(serving)
 	// Caught up: logs of partitions the image no longer names are strays.
 	s.replica.RemoveStrayLogs()
