@@ -80,6 +80,8 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 			if v, ok := verified[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}]; !ok {
 				res = h.d.Replica.Append(t.Topic, p.Partition, r.Acks, p.Records)
 			} else if v.code != 0 {
+				h.d.Logger.Debug("transactional produce not verified", "client", req.ClientAddr, "topic", t.Topic, "partition", p.Partition,
+					"transactional_id", *r.TransactionID, "err", kerr.ErrorForCode(v.code), "message", v.msg)
 				rp.ErrorCode = v.code
 				if v.msg != "" {
 					rp.ErrorMessage = kmsg.StringPtr(v.msg)
@@ -92,6 +94,7 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 			}
 			if res.Err != nil {
 				failed++
+				h.d.Logger.Debug("produce failed", "client", req.ClientAddr, "topic", t.Topic, "partition", p.Partition, "err", res.Err)
 				rp.ErrorCode = errorCode(res.Err)
 				rp.ErrorMessage = errorMessage(res.Err)
 				for _, re := range res.Info.RecordErrors {
