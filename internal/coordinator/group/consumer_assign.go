@@ -60,6 +60,25 @@ func (s *Shard) groupAssignor(c *consumerGroup) string {
 	return best
 }
 
+// updateTarget bumps the group epoch when a member changed (bump) or the
+// subscribed topics' metadata did, and recomputes the target assignment once
+// the epoch has moved past it: the same steps for a heartbeat of the consumer
+// protocol and a JoinGroup of a classic member of a consumer group.
+func (s *Shard) updateTarget(c *consumerGroup, topics Topics, bump bool) {
+	subs, meta := c.subscribed(topics)
+	if !c.sameSubscription(meta) {
+		c.subscription = meta
+		bump = true
+	}
+	if bump {
+		c.epoch++
+	}
+	if c.epoch > c.assignmentEpoch {
+		c.target = s.assign(c, subs, topics)
+		c.assignmentEpoch = c.epoch
+	}
+}
+
 // assign computes the target assignment of every member.
 func (s *Shard) assign(c *consumerGroup, subs map[string][]string, topics Topics) map[string]assignment {
 	if s.groupAssignor(c) == AssignorRange {

@@ -142,18 +142,7 @@ func (s *Shard) classicJoinConsumerGroup(now int64, g *group, req *kmsg.JoinGrou
 		bump = true
 	}
 	topics := s.topics()
-	subs, subscription := c.subscribed(topics)
-	if !c.sameSubscription(subscription) {
-		c.subscription = subscription
-		bump = true
-	}
-	if bump {
-		c.epoch++
-	}
-	if c.epoch > c.assignmentEpoch {
-		c.target = s.assign(c, subs, topics)
-		c.assignmentEpoch = c.epoch
-	}
+	s.updateTarget(c, topics, bump)
 	c.reconcile(m, ownedFromSubscription(meta, topics), now)
 	m.sessionDue = now + int64(req.SessionTimeoutMillis)
 	m.joinDue, m.syncDue = 0, now+int64(rebalanceTimeout)

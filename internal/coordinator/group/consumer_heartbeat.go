@@ -125,18 +125,7 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	}
 	m.sessionDue = now + int64(s.cfg.ConsumerSessionTimeoutMs)
 
-	subs, meta := c.subscribed(topics)
-	if !c.sameSubscription(meta) {
-		c.subscription = meta
-		bump = true
-	}
-	if bump {
-		c.epoch++
-	}
-	if c.epoch > c.assignmentEpoch {
-		c.target = s.assign(c, subs, topics)
-		c.assignmentEpoch = c.epoch
-	}
+	s.updateTarget(c, topics, bump)
 	c.reconcile(m, ownedFrom(req.Topics), now)
 
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
