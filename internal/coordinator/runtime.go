@@ -2,14 +2,28 @@
 // shard per partition of an internal topic (__consumer_offsets,
 // __transaction_state) that this broker leads. A shard's state is rebuilt by
 // replaying its partition when the shard is loaded; afterwards every change
-// is written through the normal log path (replica.Manager.Append, acks=-1)
-// before it is acknowledged. Each shard is owned by one goroutine that runs
-// its operations one at a time and fires its timers; the shard is unloaded
-// when this broker stops leading the partition. A shard may also keep state
-// written inside transactions (TransactionalShard): such writes are
-// transactional batches of the producer, and the transaction's marker is
-// written and applied through the shard (CompleteTransaction), so records
-// and markers apply in the partition's order, live as on reload.
+// is appended through the normal log path (acks=-1: refused while the ISR is
+// below min.insync.replicas) before the shard applies it. Each shard is
+// owned by one goroutine that runs its operations one at a time and fires
+// its timers; the shard is unloaded when this broker stops leading the
+// partition. A shard may also keep state written inside transactions
+// (TransactionalShard): such writes are transactional batches of the
+// producer, and the transaction's marker is written and applied through the
+// shard (CompleteTransaction), so records and markers apply in the
+// partition's order, live as on reload.
+//
+// Nothing leaves a shard before the high watermark has passed every write
+// the shard made so far (Kafka's deferred events): Do answers its caller
+// only then, and what a shard hands out later (a rebalance's replies, a
+// transaction's markers) waits in the shard's deferred queue (AfterCommit)
+// until a committer goroutine sees the high watermark pass it. The shard
+// goroutine does not wait meanwhile: it serves other operations. A write that
+// is never committed here is lost only with this broker's leadership, and
+// that unloads the shard: its state, which had applied the write, is dropped
+// and the deferred answers fail (NOT_COORDINATOR); the next leader rebuilds
+// the state from its own log. A write that fails to append is not applied
+// (the shards apply a result only after its write succeeded), so a shard's
+// state is always the replay of its log.
 package coordinator
 
 import (
@@ -18,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -65,10 +80,17 @@ type Config struct {
 	// NewShard makes the empty state machine of a partition.
 	NewShard func(partition int32) Shard
 	// Codec compresses the batches written (offsets.topic.compression.codec).
-	Codec  record.Codec
-	Logger *slog.Logger
-	Now    func() time.Time
+	Codec record.Codec
+	// WriteTimeout bounds how long Do waits for an operation's writes to be
+	// committed before it answers COORDINATOR_NOT_AVAILABLE (the group
+	// coordinator's offsets.commit.timeout.ms); 0: 5 s.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
+
+// defaultWriteTimeout is offsets.commit.timeout.ms's default.
+const defaultWriteTimeout = 5 * time.Second
 
 // Runtime hosts the loaded shards of one internal topic.
 type Runtime struct {
@@ -88,9 +110,29 @@ type shard struct {
 	stop        chan struct{}
 	done        chan struct{}
 	loaded      chan struct{}
-	// ctx ends when the shard is unloaded: writes that wait on it give up.
+	// ctx ends when the shard is unloaded: the committer's wait gives up.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// Owned by the shard goroutine: the log end after the shard's last
+	// write (or its load), and the callbacks waiting for the high
+	// watermark to pass an offset, in offset order.
+	lastWritten int64
+	deferred    []deferredCall
+
+	// The committer goroutine waits for the high watermark to reach
+	// commitTarget (set with a wake), then stores it in committed and
+	// signals the shard goroutine, which runs the deferred calls up to it.
+	commitTarget atomic.Int64
+	committed    atomic.Int64
+	wake         chan struct{}
+	commitSignal chan struct{}
+}
+
+// deferredCall is a callback waiting for its offset to be committed.
+type deferredCall struct {
+	offset int64
+	fn     func(error)
 }
 
 // New returns a runtime with no shards; Publish loads them.
@@ -100,6 +142,9 @@ func New(cfg Config) *Runtime {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	return &Runtime{cfg: cfg, shards: map[int32]*shard{}}
 }
@@ -137,6 +182,7 @@ func (r *Runtime) loadLocked(partition, epoch int32) {
 	s := &shard{
 		partition: partition, leaderEpoch: epoch, impl: r.cfg.NewShard(partition),
 		ops: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), loaded: make(chan struct{}),
+		wake: make(chan struct{}, 1), commitSignal: make(chan struct{}, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	r.shards[partition] = s
@@ -165,16 +211,32 @@ func (r *Runtime) Close() {
 	r.wg.Wait()
 }
 
-// run is a shard's goroutine: load, then serve operations and timers.
+// run is a shard's goroutine: load, then serve operations, timers and
+// commits; on unload, fail what still waits for a commit.
 func (r *Runtime) run(s *shard) {
-	w := &Writer{r: r, s: s, ctx: s.ctx}
+	w := &Writer{r: r, s: s}
 	defer s.impl.Unload()
 	start := time.Now()
-	if err := r.load(s); err != nil {
+	logEnd, err := r.load(s)
+	if err != nil {
 		r.cfg.Logger.Error("coordinator load failed", "topic", r.cfg.Topic, "partition", s.partition, "err", err)
 		<-s.stop
 		return
 	}
+	// What was loaded may not be committed yet (a new leader's high
+	// watermark lags): nothing is answered before it is.
+	s.lastWritten = logEnd
+	var committer sync.WaitGroup
+	committer.Add(1)
+	go func() {
+		defer committer.Done()
+		r.commitLoop(s)
+	}()
+	defer func() {
+		s.cancel()
+		committer.Wait()
+		s.failDeferred(fmt.Errorf("%s-%d unloaded before the write was committed: %w", r.cfg.Topic, s.partition, kerr.NotCoordinator))
+	}()
 	close(s.loaded)
 	r.cfg.Logger.Info("coordinator loaded", "topic", r.cfg.Topic, "partition", s.partition, "took", time.Since(start))
 	timer := time.NewTimer(time.Hour)
@@ -190,6 +252,8 @@ func (r *Runtime) run(s *shard) {
 			return
 		case op := <-s.ops:
 			op()
+		case <-s.commitSignal:
+			s.runCommitted(s.committed.Load())
 		case <-fire:
 			s.impl.Tick(r.cfg.Now(), w)
 		}
@@ -202,33 +266,95 @@ func (r *Runtime) run(s *shard) {
 	}
 }
 
+// commitLoop is a shard's committer: it waits in the replica manager's
+// purgatory for the high watermark to reach the latest deferred offset and
+// tells the shard goroutine. It ends when the shard is unloaded or this
+// broker no longer leads the partition (the unload follows).
+func (r *Runtime) commitLoop(s *shard) {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		}
+		target := s.commitTarget.Load()
+		if err := r.cfg.Replica.WaitCommitted(s.ctx, r.cfg.Topic, s.partition, target); err != nil {
+			if s.ctx.Err() == nil {
+				r.cfg.Logger.Info("coordinator writes not committed here", "topic", r.cfg.Topic, "partition", s.partition, "err", err)
+			}
+			return
+		}
+		s.committed.Store(target)
+		select {
+		case s.commitSignal <- struct{}{}:
+		default: // a signal is pending: it will read the newer offset
+		}
+	}
+}
+
+// afterCommit runs fn once the high watermark passes the shard's writes so
+// far: at once if it already has, else from the deferred queue.
+func (s *shard) afterCommit(fn func(error)) {
+	if s.lastWritten <= s.committed.Load() {
+		fn(nil)
+		return
+	}
+	s.deferred = append(s.deferred, deferredCall{offset: s.lastWritten, fn: fn})
+	s.commitTarget.Store(s.lastWritten)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// runCommitted runs the deferred calls whose offset is committed.
+func (s *shard) runCommitted(committed int64) {
+	n := 0
+	for n < len(s.deferred) && s.deferred[n].offset <= committed {
+		n++
+	}
+	due := s.deferred[:n]
+	s.deferred = s.deferred[n:]
+	for _, d := range due {
+		d.fn(nil)
+	}
+}
+
+func (s *shard) failDeferred(err error) {
+	due := s.deferred
+	s.deferred = nil
+	for _, d := range due {
+		d.fn(err)
+	}
+}
+
 // load replays the partition from its start to its log end (not the high
 // watermark: a new leader's can lag what the previous leader committed;
-// replica.Manager.ReadToLogEnd). A TransactionalShard gets transactional
-// records and markers as such.
-func (r *Runtime) load(s *shard) error {
+// replica.Manager.ReadToLogEnd) and returns that log end. A
+// TransactionalShard gets transactional records and markers as such.
+func (r *Runtime) load(s *shard) (int64, error) {
 	now := r.cfg.Now()
 	txnShard, _ := s.impl.(TransactionalShard)
 	offset := int64(-1)
 	for {
 		select {
 		case <-s.stop:
-			return errors.New("unloaded while loading")
+			return 0, errors.New("unloaded while loading")
 		default:
 		}
 		if offset < 0 {
 			start, _, _, _, err := r.cfg.Replica.ListOffset(r.cfg.Topic, s.partition, -1, replica.ListEarliest, false)
 			if err != nil {
-				return fmt.Errorf("log start of %s-%d: %w", r.cfg.Topic, s.partition, err)
+				return 0, fmt.Errorf("log start of %s-%d: %w", r.cfg.Topic, s.partition, err)
 			}
 			offset = start
 		}
 		records, logEnd, err := r.cfg.Replica.ReadToLogEnd(r.cfg.Topic, s.partition, offset, 1<<20)
 		if err != nil {
-			return fmt.Errorf("load %s-%d: %w", r.cfg.Topic, s.partition, err)
+			return 0, fmt.Errorf("load %s-%d: %w", r.cfg.Topic, s.partition, err)
 		}
 		if offset >= logEnd || len(records) == 0 {
-			return nil
+			return max(offset, logEnd), nil
 		}
 		b := records
 		for len(b) >= record.HeaderSize {
@@ -244,7 +370,7 @@ func (r *Runtime) load(s *shard) error {
 			}
 			_, recs, err := record.ReadRecords(batch)
 			if err != nil {
-				return fmt.Errorf("read batch of %s-%d at %d: %w", r.cfg.Topic, s.partition, h.BaseOffset, err)
+				return 0, fmt.Errorf("read batch of %s-%d at %d: %w", r.cfg.Topic, s.partition, h.BaseOffset, err)
 			}
 			if h.IsControl() {
 				for _, rec := range recs {
@@ -253,7 +379,7 @@ func (r *Runtime) load(s *shard) error {
 						continue
 					}
 					if err := txnShard.ReplayEndTxn(h.ProducerID, commit); err != nil {
-						return fmt.Errorf("replay marker of producer %d at %d of %s-%d: %w", h.ProducerID, h.BaseOffset, r.cfg.Topic, s.partition, err)
+						return 0, fmt.Errorf("replay marker of producer %d at %d of %s-%d: %w", h.ProducerID, h.BaseOffset, r.cfg.Topic, s.partition, err)
 					}
 				}
 				continue
@@ -265,7 +391,7 @@ func (r *Runtime) load(s *shard) error {
 					err = s.impl.Replay(now, rec.Key, rec.Value)
 				}
 				if err != nil {
-					return err
+					return 0, err
 				}
 			}
 		}
@@ -288,9 +414,16 @@ func markerType(key []byte) (commit, ok bool) {
 	return false, false
 }
 
-// Do runs fn on a partition's shard goroutine and waits for it. The shard
-// is absent (NOT_COORDINATOR) unless this broker leads the partition, and
-// answers COORDINATOR_LOAD_IN_PROGRESS until loaded.
+// Do runs fn on a partition's shard goroutine, then waits until the high
+// watermark passes every write the shard made so far, fn's included: what fn
+// answers may depend on any of them, and none is acknowledged before it is
+// committed. The shard serves other operations meanwhile. The shard is
+// absent (NOT_COORDINATOR) unless this broker leads the partition, and
+// answers COORDINATOR_LOAD_IN_PROGRESS until loaded. When the writes are not
+// committed within the write timeout (or ctx ends first), Do returns
+// COORDINATOR_NOT_AVAILABLE; when leadership moves first, NOT_COORDINATOR:
+// the caller must then not answer what fn prepared (Kafka's coordinators
+// answer these codes, retriable, for the same cases).
 func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *Writer)) error {
 	r.mu.Lock()
 	s := r.shards[partition]
@@ -304,14 +437,11 @@ func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *W
 		return kerr.CoordinatorLoadInProgress
 	}
 	done := make(chan struct{})
+	var target int64
 	op := func() {
 		defer close(done)
-		// The operation's waits end with the caller's context or the
-		// shard's unload, whichever comes first.
-		opCtx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(s.ctx, cancel)()
-		fn(s.impl, &Writer{r: r, s: s, ctx: opCtx})
+		fn(s.impl, &Writer{r: r, s: s})
+		target = s.lastWritten
 	}
 	select {
 	case s.ops <- op:
@@ -321,18 +451,49 @@ func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *W
 		return ctx.Err()
 	}
 	<-done
-	return nil
+	return r.waitCommitted(ctx, s, target)
+}
+
+// waitCommitted waits for the high watermark to reach target and maps a
+// failure to the coordinator's codes.
+func (r *Runtime) waitCommitted(ctx context.Context, s *shard, target int64) error {
+	if target <= s.committed.Load() {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
+	defer cancel()
+	err := r.cfg.Replica.WaitCommitted(wctx, r.cfg.Topic, s.partition, target)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.NotLeaderForPartition):
+		return fmt.Errorf("%w: leadership of %s-%d moved before the write was committed: %w", kerr.NotCoordinator, r.cfg.Topic, s.partition, err)
+	}
+	return fmt.Errorf("%w: write to %s-%d not committed: %w", kerr.CoordinatorNotAvailable, r.cfg.Topic, s.partition, err)
 }
 
 // Writer appends records to a shard's partition. It is used only on the
-// shard's goroutine, so writes keep the order of the operations.
+// shard's goroutine, so writes keep the order of the operations. A write
+// returns once the leader appended it; it is acknowledged to clients only
+// once committed (Do, AfterCommit).
 type Writer struct {
-	r   *Runtime
-	s   *shard
-	ctx context.Context // bounds WriteTxnMarker's wait
+	r *Runtime
+	s *shard
 }
 
-// Write appends records as one batch and waits for it to be committed (acks=-1).
+// AfterCommit runs fn on the shard goroutine once every write the shard
+// made so far is committed, or with NOT_COORDINATOR if the shard is
+// unloaded first: for what a shard hands out outside Do's answer (the
+// replies of a completed rebalance, a transaction's markers).
+func (w *Writer) AfterCommit(fn func(error)) { w.s.afterCommit(fn) }
+
+// appended notes a successful append ending before next.
+func (w *Writer) appended(next int64) {
+	w.s.lastWritten = max(w.s.lastWritten, next)
+}
+
+// Write appends records as one batch with acks=-1 (NOT_ENOUGH_REPLICAS while
+// the ISR is below min.insync.replicas); see Writer for when it counts.
 func (w *Writer) Write(records []Record) error {
 	if len(records) == 0 {
 		return nil
@@ -345,13 +506,14 @@ func (w *Writer) Write(records []Record) error {
 	if res.Err != nil {
 		return fmt.Errorf("append to %s-%d: %w", w.r.cfg.Topic, w.s.partition, res.Err)
 	}
+	w.appended(res.Info.LastOffset + 1)
 	return nil
 }
 
 // WriteTransactional appends records as one transactional batch of the
-// producer (Kafka's transactional write operation) and waits for it to be
-// committed. The log checks the producer epoch, not the sequence: the batch
-// comes from the coordinator, not from the producer's own sequence.
+// producer (Kafka's transactional write operation). The log checks the
+// producer epoch, not the sequence: the batch comes from the coordinator,
+// not from the producer's own sequence.
 func (w *Writer) WriteTransactional(producerID int64, producerEpoch int16, records []Record) error {
 	if len(records) == 0 {
 		return nil
@@ -364,6 +526,7 @@ func (w *Writer) WriteTransactional(producerID int64, producerEpoch int16, recor
 	if res.Err != nil {
 		return fmt.Errorf("append transactional batch of producer %d to %s-%d: %w", producerID, w.r.cfg.Topic, w.s.partition, res.Err)
 	}
+	w.appended(res.Info.LastOffset + 1)
 	return nil
 }
 
@@ -381,17 +544,13 @@ func (w *Writer) build(opts record.BuilderOptions, records []Record) ([]byte, er
 	return batch, nil
 }
 
-// WriteTxnMarker appends a transaction marker (a control batch) and waits
-// for it to be committed; it gives up when the shard is unloaded or the
-// operation's context ends.
+// WriteTxnMarker appends a transaction marker (a control batch).
 func (w *Writer) WriteTxnMarker(marker replica.TxnMarker) error {
-	if err := w.r.cfg.Replica.WriteTxnMarker(w.ctx, w.r.cfg.Topic, w.s.partition, marker); err != nil {
-		if w.s.ctx.Err() != nil {
-			// Unloaded meanwhile: another broker coordinates the partition now.
-			err = fmt.Errorf("%w (%w)", kerr.NotCoordinator, err)
-		}
-		return fmt.Errorf("write marker of producer %d to %s-%d: %w", marker.ProducerID, w.r.cfg.Topic, w.s.partition, err)
+	res := w.r.cfg.Replica.AppendTxnMarker(w.r.cfg.Topic, w.s.partition, marker)
+	if res.Err != nil {
+		return fmt.Errorf("write marker of producer %d to %s-%d: %w", marker.ProducerID, w.r.cfg.Topic, w.s.partition, res.Err)
 	}
+	w.appended(res.Info.LastOffset + 1)
 	return nil
 }
 

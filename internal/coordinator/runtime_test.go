@@ -93,17 +93,22 @@ func testLeader(t *testing.T) (*replica.Manager, *metadata.Image) {
 // loaded starts a runtime with one shard and waits until it has loaded.
 func loaded(t *testing.T, m *replica.Manager, img *metadata.Image, shard Shard) *Runtime {
 	t.Helper()
-	r := New(Config{Topic: testTopic, NodeID: 1, Replica: m, Logger: slog.New(slog.DiscardHandler),
-		NewShard: func(int32) Shard { return shard }})
+	return loadedWith(t, Config{Topic: testTopic, NodeID: 1, Replica: m, Logger: slog.New(slog.DiscardHandler),
+		NewShard: func(int32) Shard { return shard }}, img)
+}
+
+func loadedWith(t *testing.T, cfg Config, img *metadata.Image) *Runtime {
+	t.Helper()
+	r := New(cfg)
 	r.Publish(nil, img)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := r.Do(context.Background(), 0, func(Shard, *Writer) {})
-		if err == nil {
+		if parts, loading := r.Partitions(); len(parts) > 0 && !loading {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shard not loaded: %v", err)
+			r.Close()
+			t.Fatal("shard not loaded")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -190,25 +195,7 @@ func TestCompleteTransactionNotLeader(t *testing.T) {
 // high watermark trails what the old leader committed until its followers
 // fetch again).
 func TestLoadReadsToLogEnd(t *testing.T) {
-	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
-	m := replica.New(replica.Config{NodeID: 1, Logger: slog.New(slog.DiscardHandler)}, logs)
-	id := [16]byte{2}
-	d := metadata.NewDelta(metadata.EmptyImage())
-	recs := []metadata.Record{
-		&metadata.TopicRecord{Name: testTopic, TopicID: id},
-		&metadata.PartitionRecord{RecordVersion: metadata.PartitionRecordVersion, PartitionID: 0, TopicID: id,
-			Replicas: []int32{1, 2}, ISR: []int32{1, 2}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
-			Leader: 1, Directories: make([][16]byte, 2)},
-	}
-	if err := d.ReplayBatch(metadata.Batch{BaseOffset: 0, LastOffset: int64(len(recs) - 1), Epoch: 1, Records: recs}); err != nil {
-		t.Fatal(err)
-	}
-	img := d.Apply()
-	m.Publish(d, img)
+	m, img := twoReplicaLeader(t)
 	// Follower 2 never fetches: acks=1 appends stay above the high watermark.
 	for _, kv := range []string{"a", "b"} {
 		b := record.NewBuilder(record.BuilderOptions{ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence})
@@ -229,9 +216,181 @@ func TestLoadReadsToLogEnd(t *testing.T) {
 		t.Fatalf("high watermark %d, want 0 (the follower has fetched nothing)", hw)
 	}
 	shard := &recorder{}
-	r := loaded(t, m, img, shard)
+	r := loadedWith(t, Config{Topic: testTopic, NodeID: 1, Replica: m, Logger: slog.New(slog.DiscardHandler),
+		NewShard: func(int32) Shard { return shard }, WriteTimeout: 100 * time.Millisecond}, img)
 	defer r.Close()
 	if got, want := shard.got(), []string{"replay a=a", "replay b=b"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded %q, want %q", got, want)
+	}
+	// What was loaded is not committed yet: nothing is answered from it.
+	if err := r.Do(context.Background(), 0, func(Shard, *Writer) {}); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("Do before the follower fetched: %v, want COORDINATOR_NOT_AVAILABLE", err)
+	}
+	followerFetch(t, m, 2, 2)
+	if err := r.Do(context.Background(), 0, func(Shard, *Writer) {}); err != nil {
+		t.Fatalf("Do once the high watermark passed the loaded records: %v", err)
+	}
+}
+
+// twoReplicaLeader is a replica manager leading partition 0 of testTopic
+// with replicas 1 (itself) and 2, both in the ISR; 2 fetches only when a
+// test says so (followerFetch).
+func twoReplicaLeader(t *testing.T) (*replica.Manager, *metadata.Image) {
+	t.Helper()
+	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	m := replica.New(replica.Config{NodeID: 1, Logger: slog.New(slog.DiscardHandler)}, logs)
+	t.Cleanup(m.Close)
+	id := [16]byte{2}
+	d := metadata.NewDelta(metadata.EmptyImage())
+	recs := []metadata.Record{
+		&metadata.TopicRecord{Name: testTopic, TopicID: id},
+		&metadata.PartitionRecord{RecordVersion: metadata.PartitionRecordVersion, PartitionID: 0, TopicID: id,
+			Replicas: []int32{1, 2}, ISR: []int32{1, 2}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
+			Leader: 1, Directories: make([][16]byte, 2)},
+	}
+	if err := d.ReplayBatch(metadata.Batch{BaseOffset: 0, LastOffset: int64(len(recs) - 1), Epoch: 1, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	img := d.Apply()
+	m.Publish(d, img)
+	return m, img
+}
+
+// moveLeadership publishes a new leader (2) for partition 0: this broker
+// becomes a follower.
+func moveLeadership(t *testing.T, m *replica.Manager, img *metadata.Image) *metadata.Image {
+	t.Helper()
+	d := metadata.NewDelta(img)
+	t2 := img.Topics.ByName[testTopic]
+	rec := &metadata.PartitionChangeRecord{PartitionID: 0, TopicID: t2.ID, Leader: 2, ISR: []int32{2}}
+	if err := d.ReplayBatch(metadata.Batch{BaseOffset: 10, LastOffset: 10, Epoch: 1, Records: []metadata.Record{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	next := d.Apply()
+	m.Publish(d, next)
+	return next
+}
+
+// TestWritesAnsweredOnlyOnceCommitted is the coordinator side of "nothing
+// acknowledged is lost": Do does not return a write's answer while the
+// follower in the ISR lacks it, the shard goroutine serves other operations
+// meanwhile, AfterCommit callbacks run only after the commit, and a
+// leadership change fails both instead of answering success.
+func TestWritesAnsweredOnlyOnceCommitted(t *testing.T) {
+	m, img := twoReplicaLeader(t)
+	r := loadedWith(t, Config{Topic: testTopic, NodeID: 1, Replica: m, Logger: slog.New(slog.DiscardHandler),
+		NewShard: func(int32) Shard { return &recorder{} }, WriteTimeout: time.Minute}, img)
+	defer r.Close()
+	ctx := context.Background()
+
+	afterCommit := make(chan error, 2)
+	answered := make(chan error, 1)
+	wrote := make(chan struct{})
+	go func() {
+		answered <- r.Do(ctx, 0, func(_ Shard, w *Writer) {
+			if err := w.Write([]Record{{Key: []byte("k"), Value: []byte("v1")}}); err != nil {
+				t.Error(err)
+			}
+			w.AfterCommit(func(err error) { afterCommit <- err })
+			close(wrote)
+		})
+	}()
+	<-wrote
+	// The shard goroutine is free while the write waits for the ISR: a
+	// second operation runs (its answer waits too: it may read the write).
+	ran := make(chan struct{})
+	second := make(chan error, 1)
+	go func() {
+		second <- r.Do(ctx, 0, func(Shard, *Writer) { close(ran) })
+	}()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shard goroutine did not run a second operation while a write waited")
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("write answered (%v) before the follower had it", err)
+	case err := <-afterCommit:
+		t.Fatalf("AfterCommit ran (%v) before the follower had the write", err)
+	case err := <-second:
+		t.Fatalf("an operation after the write answered (%v) before the write was committed", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	followerFetch(t, m, 2, 1)
+	for name, ch := range map[string]chan error{"write": answered, "second": second, "AfterCommit": afterCommit} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("%s after the commit: %v", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not answered after the commit", name)
+		}
+	}
+
+	// A second write is appended, then leadership moves before any
+	// follower fetches it: its answer and its callback fail.
+	go func() {
+		answered <- r.Do(ctx, 0, func(_ Shard, w *Writer) {
+			if err := w.Write([]Record{{Key: []byte("k"), Value: []byte("v2")}}); err != nil {
+				t.Error(err)
+			}
+			w.AfterCommit(func(err error) { afterCommit <- err })
+		})
+	}()
+	part, err := m.Leader(testTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for part.Log().LogEndOffset() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("second write not appended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Publish(nil, moveLeadership(t, m, img))
+	for name, ch := range map[string]chan error{"write": answered, "AfterCommit": afterCommit} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, kerr.NotCoordinator) {
+				t.Fatalf("%s after leadership moved: %v, want NOT_COORDINATOR", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not answered after leadership moved", name)
+		}
+	}
+}
+
+// TestWriteTimesOut: a write the ISR does not take within the write timeout
+// is answered COORDINATOR_NOT_AVAILABLE, never success.
+func TestWriteTimesOut(t *testing.T) {
+	m, img := twoReplicaLeader(t)
+	r := loadedWith(t, Config{Topic: testTopic, NodeID: 1, Replica: m, Logger: slog.New(slog.DiscardHandler),
+		NewShard: func(int32) Shard { return &recorder{} }, WriteTimeout: 50 * time.Millisecond}, img)
+	defer r.Close()
+	err := r.Do(context.Background(), 0, func(_ Shard, w *Writer) {
+		if err := w.Write([]Record{{Key: []byte("k"), Value: []byte("v")}}); err != nil {
+			t.Error(err)
+		}
+	})
+	if !errors.Is(err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("uncommitted write answered %v, want COORDINATOR_NOT_AVAILABLE", err)
+	}
+}
+
+// followerFetch records a fetch of follower id at offset on the leader,
+// which moves the high watermark to it.
+func followerFetch(t *testing.T, m *replica.Manager, id int32, offset int64) {
+	t.Helper()
+	res, _ := m.ReadAsReplica(testTopic, 0, replica.ReplicaFetch{ReplicaID: id, BrokerEpoch: -1, CurrentLeaderEpoch: -1,
+		FetchOffset: offset, LastFetchedEpoch: -1, MaxBytes: 1 << 20})
+	if res.Err != nil {
+		t.Fatalf("follower %d fetch at %d: %v", id, offset, res.Err)
 	}
 }

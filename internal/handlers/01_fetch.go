@@ -54,34 +54,55 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		replicaID = r.ReplicaState.ID
 	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	watches := h.fetchWatches(r, replicaID)
 	for {
-		wake := h.d.Replica.Appended()
+		// The positions are taken before the read, so that data arriving
+		// during the read wakes the wait below instead of being missed.
+		seen := h.d.Replica.FetchPositions(watches)
 		resp, bytes, hasError := h.readFetch(r, replicaID)
-		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(r.Topics) == 0 {
-			h.countFetched(resp)
-			return resp, nil
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
+		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) {
 			h.countFetched(resp)
 			return resp, nil
 		}
 		// The records read so far are read again after the wait.
 		resp.Release()
-		timer := time.NewTimer(wait)
-		select {
-		case <-wake:
-			timer.Stop()
-		case <-timer.C:
-			// One last read so data that arrived at the deadline is not missed.
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		err := h.d.Replica.WaitFetchable(wctx, watches, seen)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// The max wait passed (or the broker is stopping): one last
+			// read, so data that arrived at the deadline is not missed.
 			resp, _, _ := h.readFetch(r, replicaID)
 			h.countFetched(resp)
 			return resp, nil
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, ctx.Err()
 		}
 	}
+}
+
+// fetchWatches lists the partitions a fetch reads, by name, for its wait
+// in the fetch purgatory: a follower waits for the leader's log end, a
+// consumer for the high watermark or, read_committed, the last stable
+// offset.
+func (h *Handlers) fetchWatches(r *kmsg.FetchRequest, replicaID int32) []replica.FetchWatch {
+	img := h.image()
+	var ws []replica.FetchWatch
+	for _, t := range r.Topics {
+		name := t.Topic
+		if r.Version >= 13 {
+			it, ok := img.Topics.ByID[t.TopicID]
+			if !ok {
+				continue
+			}
+			name = it.Name
+		}
+		for _, p := range t.Partitions {
+			ws = append(ws, replica.FetchWatch{Topic: name, Partition: p.Partition, Replica: replicaID >= 0, ReadCommitted: r.IsolationLevel == 1})
+		}
+	}
+	return ws
 }
 
 // countFetched adds a fetch answer's record bytes to BytesOut per topic.

@@ -23,6 +23,9 @@ type Quorum interface {
 	Status() raft.QuorumStatus
 	Leader() (id, epoch int32)
 	HighWatermark() int64
+	// WaitHighWatermark parks a metadata long poll until the high
+	// watermark passes offset, ctx ends or the quorum closes.
+	WaitHighWatermark(ctx context.Context, offset int64) error
 }
 
 // NewRequest implements network.ExtraRequests: a controller listener also
@@ -120,12 +123,11 @@ func (h *Handlers) fetchMetadataPartition(ctx context.Context, p *kmsg.FetchRequ
 	q := h.d.Quorum
 	leader, epoch := q.Leader()
 	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
-	// Wait for commits past the fetch offset, polling: metadata changes
-	// are rare and a few milliseconds of latency cost nothing.
-	deadline := time.Now().Add(min(maxWait, 10*time.Second))
-	for q.HighWatermark() <= p.FetchOffset && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Wait in the quorum's purgatory for a commit past the fetch offset;
+	// the deadline or a closing quorum ends the wait with what there is.
+	wctx, cancel := context.WithTimeout(ctx, min(maxWait, 10*time.Second))
+	_ = q.WaitHighWatermark(wctx, p.FetchOffset)
+	cancel()
 	maxBytes := int(p.PartitionMaxBytes)
 	if maxBytes <= 0 || maxBytes > raft.MaxBatchSizeBytes {
 		maxBytes = raft.MaxBatchSizeBytes

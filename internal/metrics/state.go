@@ -21,6 +21,9 @@ type State struct {
 	FencedBrokerCount      int
 	ActiveBrokerCount      int
 	MetadataOffset         int64 // last applied metadata offset
+	// Purgatories are the requests waiting now in each purgatory, by
+	// delayedOperation (Produce, Fetch, CoordinatorWrite, RaftFetch).
+	Purgatories map[string]int
 }
 
 // PartitionState is one hosted partition.
@@ -54,6 +57,8 @@ var (
 	descLogSize          = prometheus.NewDesc("kafka_log_log_size", "Bytes of the partition's log (kafka.log:type=Log,name=Size).", []string{"topic", "partition"}, nil)
 	descLogStart         = prometheus.NewDesc("kafka_log_log_logstartoffset", "The partition's log start offset (LogStartOffset).", []string{"topic", "partition"}, nil)
 	descLogEnd           = prometheus.NewDesc("kafka_log_log_logendoffset", "The partition's log end offset (LogEndOffset).", []string{"topic", "partition"}, nil)
+	descPurgatorySize    = prometheus.NewDesc("kafka_server_delayedoperationpurgatory_purgatorysize",
+		"Requests waiting in a purgatory (kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize).", []string{"delayedOperation"}, nil)
 )
 
 func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
@@ -61,7 +66,7 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descAtMinISR,
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions, descFencedBrokers, descActiveBrokers,
-		descMetadataOffset, descLogSize, descLogStart, descLogEnd} {
+		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize} {
 		ch <- d
 	}
 }
@@ -72,6 +77,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descMetadataOffset, float64(s.MetadataOffset))
+	for name, n := range s.Purgatories {
+		gauge(descPurgatorySize, float64(n), name)
+	}
 	if s.Broker {
 		var leaders, under, underMin, atMin int
 		for _, p := range s.Partitions {

@@ -117,6 +117,17 @@ func (p *Partition) ReachedOffset(requiredOffset int64) (bool, error) {
 	return p.state.CheckEnoughReplicasReachOffset(requiredOffset)
 }
 
+// ReachedHighWatermark reports whether the high watermark of a led
+// partition passed requiredOffset: the records before it are committed.
+func (p *Partition) ReachedHighWatermark(requiredOffset int64) (bool, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.state == nil {
+		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
+	}
+	return p.state.HighWatermark() >= requiredOffset, nil
+}
+
 // IsUnderReplicated reports a led partition whose ISR is smaller than its
 // replica set (UnderReplicatedPartitions).
 func (p *Partition) IsUnderReplicated() bool {

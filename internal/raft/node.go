@@ -124,7 +124,7 @@ type Node struct {
 
 	leaderID      atomic.Int32
 	leaderEpoch   atomic.Int32
-	highWatermark atomic.Int64
+	highWatermark watermark
 	errv          atomic.Pointer[error]
 
 	snapMu   sync.Mutex
@@ -201,16 +201,17 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, logger: logger, log: l, loaded: st,
-		offsets:     st.offsets,
-		hardState:   st.hardState,
-		peerContact: make(map[uint64]peerTimes),
-		announced:   leaderAndEpoch{-1, -1},
-		propc:       make(chan *proposal),
-		recvc:       make(chan raftpb.Message, 256),
-		funcc:       make(chan func()),
-		reportc:     make(chan func(), 64),
-		stopc:       make(chan struct{}),
-		donec:       make(chan struct{}),
+		offsets:       st.offsets,
+		hardState:     st.hardState,
+		peerContact:   make(map[uint64]peerTimes),
+		announced:     leaderAndEpoch{-1, -1},
+		propc:         make(chan *proposal),
+		recvc:         make(chan raftpb.Message, 256),
+		funcc:         make(chan func()),
+		reportc:       make(chan func(), 64),
+		stopc:         make(chan struct{}),
+		donec:         make(chan struct{}),
+		highWatermark: newWatermark(),
 	}
 	n.leaderID.Store(-1)
 	n.leaderEpoch.Store(int32(st.hardState.Term))
@@ -571,6 +572,16 @@ func (n *Node) Leader() (int32, int32) { return n.leaderID.Load(), n.leaderEpoch
 // have handled.
 func (n *Node) HighWatermark() int64 { return n.highWatermark.Load() }
 
+// WaitHighWatermark waits until the high watermark passes offset: a
+// metadata long poll. It returns ctx's error at its end, and
+// purgatory.ErrClosed once the node closes.
+func (n *Node) WaitHighWatermark(ctx context.Context, offset int64) error {
+	return n.highWatermark.wait(ctx, offset)
+}
+
+// PurgatorySize is the number of metadata long polls waiting.
+func (n *Node) PurgatorySize() int { return n.highWatermark.waiting.Size() }
+
 // Close stops the node's goroutine (pending appends fail with ErrNotLeader)
 // and closes the log.
 func (n *Node) Close() error {
@@ -585,6 +596,7 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	n.stopped.Store(true)
 	n.leaderID.Store(-1)
+	n.highWatermark.close()
 	switch {
 	case started:
 		close(n.stopc)

@@ -60,7 +60,7 @@ type SingleVoter struct {
 
 	leader        atomic.Int32
 	leaderEpoch   atomic.Int32
-	highWatermark atomic.Int64
+	highWatermark watermark
 }
 
 // NewSingleVoter opens (or creates) the metadata log in cfg.Dir. Nothing is
@@ -91,7 +91,7 @@ func NewSingleVoter(cfg SingleVoterConfig) (*SingleVoter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("single voter: %w", err)
 	}
-	v := &SingleVoter{cfg: cfg, logger: logger, log: l, epoch: st.LeaderEpoch}
+	v := &SingleVoter{cfg: cfg, logger: logger, log: l, epoch: st.LeaderEpoch, highWatermark: newWatermark()}
 	v.leader.Store(-1)
 	v.leaderEpoch.Store(st.LeaderEpoch)
 	return v, nil
@@ -311,6 +311,14 @@ func (v *SingleVoter) Leader() (int32, int32) {
 // HighWatermark returns the offset after the last committed batch.
 func (v *SingleVoter) HighWatermark() int64 { return v.highWatermark.Load() }
 
+// WaitHighWatermark waits until the high watermark passes offset (Node.WaitHighWatermark).
+func (v *SingleVoter) WaitHighWatermark(ctx context.Context, offset int64) error {
+	return v.highWatermark.wait(ctx, offset)
+}
+
+// PurgatorySize is the number of metadata long polls waiting.
+func (v *SingleVoter) PurgatorySize() int { return v.highWatermark.waiting.Size() }
+
 // Close resigns and closes the log.
 func (v *SingleVoter) Close() error {
 	v.mu.Lock()
@@ -320,6 +328,7 @@ func (v *SingleVoter) Close() error {
 	}
 	v.closed = true
 	v.leader.Store(-1)
+	v.highWatermark.close()
 	if err := v.log.Close(); err != nil {
 		return fmt.Errorf("single voter: %w", err)
 	}

@@ -184,7 +184,13 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 			}
 			// Under the partition's lock, so it cannot become leader (and
 			// start its epoch at the log end) halfway through the append.
-			_, err := p.AsFollower(epochs[tp], func() error { return f.handle(p, rp) })
+			ran, err := p.AsFollower(epochs[tp], func() error { return f.handle(p, rp) })
+			if ran {
+				// Consumers fetching from this follower (KIP-392) may
+				// have more to read; outside the partition's lock, which
+				// their conditions take.
+				f.m.partitionChanged(tp)
+			}
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("%s: %w", tp, err)
 			}
@@ -250,7 +256,6 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 			return fmt.Errorf("follow the leader's log start: %w", err)
 		}
 	}
-	f.m.appended.notify()
 	return nil
 }
 

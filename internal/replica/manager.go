@@ -41,7 +41,8 @@ type Manager struct {
 	mu         sync.RWMutex
 	partitions map[log.TopicPartition]*partition.Partition
 
-	appended broadcast
+	// delayed holds the requests waiting on partitions (delayed.go).
+	delayed purgatories
 
 	// Replication (StartReplication): followers' fetchers by leader, the
 	// partitions followed, background ISR changes.
@@ -69,7 +70,7 @@ func New(cfg Config, logs *log.Manager) *Manager {
 	}
 	m := &Manager{cfg: cfg, logs: logs, partitions: make(map[log.TopicPartition]*partition.Partition), stopping: make(chan struct{})}
 	m.image.Store(metadata.EmptyImage())
-	m.appended.init()
+	m.delayed = newPurgatories()
 	return m
 }
 
@@ -122,8 +123,9 @@ func (m *Manager) reconcileAll(img *metadata.Image) {
 	for _, tp := range gone {
 		m.deleteLog(tp)
 	}
-	// Waiting fetches re-check: partitions may have appeared or vanished.
-	m.appended.notify()
+	// Waiting requests re-check: partitions may have appeared, vanished or
+	// changed leaders.
+	m.everythingChanged()
 }
 
 // RemoveStrayLogs deletes logs on disk that the current image does not
@@ -299,7 +301,7 @@ func (m *Manager) Append(topic string, p int32, acks int16, records []byte) Prod
 	info, err := part.AppendAsLeader(records, acks, m.cfg.Now().UnixMilli())
 	res := ProduceResult{Info: info, LogStartOffset: part.Log().LogStartOffset(), Err: err}
 	if err == nil {
-		m.appended.notify()
+		m.partitionChanged(part.TopicPartition)
 	}
 	return res
 }
@@ -431,39 +433,6 @@ func abortedTransactions(l *log.Log, offset int64, r log.FileRange) ([]AbortedTx
 		out[i] = AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset}
 	}
 	return out, nil
-}
-
-// Appended returns a channel closed at the next append anywhere on this
-// broker (or metadata change); long-polling fetches wait on it.
-func (m *Manager) Appended() <-chan struct{} { return m.appended.wait() }
-
-// broadcast wakes every waiter at once: each waiter holds the current
-// channel, and notify closes it; the next waiter makes a fresh one.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (b *broadcast) init() { b.ch = make(chan struct{}) }
-
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch == nil {
-		b.ch = make(chan struct{})
-	}
-	return b.ch
-}
-
-// notify wakes the waiters. The next channel is made by the next waiter, so
-// appends nobody waits for allocate nothing.
-func (b *broadcast) notify() {
-	b.mu.Lock()
-	if b.ch != nil {
-		close(b.ch)
-		b.ch = nil
-	}
-	b.mu.Unlock()
 }
 
 // ListOffset answers one partition of a ListOffsets request: the special

@@ -24,8 +24,6 @@ func (m *Manager) Publish(delta *metadata.Delta, img *metadata.Image) {
 	}
 	m.image.Store(img)
 	m.applyDelta(delta, img)
-	// Waiting fetches re-check: partitions may have appeared or vanished.
-	m.appended.notify()
 }
 
 // brokerConfigsChanged reports whether the delta changed the configs of
@@ -48,6 +46,7 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 			// A topic recreated under the same name is handled by host.
 			if part, ok := m.Hosted(tp); ok && part.TopicID == t.ID {
 				m.unhost(tp)
+				m.partitionChanged(tp)
 			}
 		}
 	}
@@ -70,6 +69,7 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		if !contains(c.Current.Replicas, m.cfg.NodeID) {
 			if _, ok := m.Hosted(tp); ok {
 				m.unhost(tp) // reassigned away from this broker
+				m.partitionChanged(tp)
 			}
 			continue
 		}
@@ -80,6 +80,8 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		if err := m.host(tp, c.TopicID, cfg, c.Current); err != nil {
 			m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
 		}
+		// Leadership, epoch or ISR moved: waiting requests re-check.
+		m.partitionChanged(tp)
 	}
 	for _, res := range delta.ChangedConfigs() {
 		t := img.Topics.ByName[res.Name]

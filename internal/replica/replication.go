@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,7 +79,7 @@ func (m *Manager) proposeISR(p *partition.Partition, prop *partition.AlterPartit
 				if err != nil {
 					m.cfg.Logger.Warn("ISR change not applied", "partition", p.TopicPartition, "change", prop.Change, "err", err)
 				}
-				m.appended.notify() // the high watermark may have moved
+				m.partitionChanged(p.TopicPartition) // the high watermark may have moved
 				return
 			}
 			select {
@@ -189,7 +188,7 @@ func (m *Manager) ReadAsReplica(topic string, p int32, f ReplicaFetch) (FetchRes
 			return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, nil
 		}
 		if raised {
-			m.appended.notify()
+			m.partitionChanged(part.TopicPartition)
 		}
 	}
 	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset()}
@@ -231,32 +230,6 @@ func (m *Manager) DivergingEpoch(topic string, p int32, lastFetchedEpoch int32, 
 		return nil
 	}
 	return divergingEpoch(part.Log(), lastFetchedEpoch, fetchOffset)
-}
-
-// WaitReplicated waits until an acks=all append ending before
-// requiredOffset is replicated to the ISR (Kafka's DelayedProduce): nil
-// once the high watermark passes it, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
-// the ISR shrank below min.insync.replicas, REQUEST_TIMED_OUT at ctx's end,
-// NOT_LEADER_OR_FOLLOWER when the manager closes meanwhile.
-func (m *Manager) WaitReplicated(ctx context.Context, topic string, p int32, requiredOffset int64) error {
-	for {
-		wake := m.appended.wait()
-		part, err := m.Leader(topic, p)
-		if err != nil {
-			return err
-		}
-		done, err := part.ReachedOffset(requiredOffset)
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-wake:
-		case <-m.stopping:
-			return fmt.Errorf("%s-%d: broker shutting down: %w", topic, p, kerr.NotLeaderForPartition)
-		case <-ctx.Done():
-			return fmt.Errorf("%s-%d: replication to the ISR: %w", topic, p, kerr.RequestTimedOut)
-		}
-	}
 }
 
 // OffsetForLeaderEpoch answers Kafka's OffsetForLeaderEpoch for one
@@ -322,6 +295,9 @@ func (m *Manager) Close() {
 	}
 	if m.stopRepl != nil {
 		m.stopRepl()
+	}
+	for _, p := range m.delayed.all() {
+		p.Close()
 	}
 	m.fetchMu.Lock()
 	fetchers := m.fetchers

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -16,8 +15,9 @@ import (
 // AppendOrigin.COORDINATOR and requiredAcks -1): the transaction
 // coordinator's markers (WriteTxnMarkers) and the group coordinator's
 // transactional offset commits. They are leader appends like a produce, but
-// the producer state checks only epochs, and the caller hears back once the
-// ISR has the batch.
+// the producer state checks only epochs. WriteTxnMarker waits for the ISR;
+// the coordinator runtime's own appends do not, it waits for the commit
+// before it answers (coordinator.Runtime.Do).
 
 // TxnMarker is one end transaction marker to write to a partition.
 type TxnMarker struct {
@@ -33,11 +33,6 @@ type TxnMarker struct {
 	TransactionVersion int16
 }
 
-// coordinatorAppendTimeout bounds AppendCoordinator's wait for the ISR: the
-// default of offsets.commit.timeout.ms, the group coordinator's wait for an
-// offset commit to replicate.
-const coordinatorAppendTimeout = 5 * time.Second
-
 // WriteTxnMarker appends a commit/abort control batch to a partition this
 // broker leads and waits until the HW passes it (acks=-1), like Kafka's
 // WriteTxnMarkers path (AppendOrigin.COORDINATOR). Errors are *kerr.Error
@@ -49,13 +44,9 @@ const coordinatorAppendTimeout = 5 * time.Second
 // marker for a producer without an open transaction here is written all
 // the same, as Kafka does.
 func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition int32, marker TxnMarker) error {
-	batch, err := log.BuildTxnMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Commit, m.cfg.Now().UnixMilli())
-	if err != nil {
-		return fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, kerr.UnknownServerError)
-	}
-	res := m.appendCoordinator(topic, partition, batch, marker.TransactionVersion)
+	res := m.AppendTxnMarker(topic, partition, marker)
 	if res.Err != nil {
-		return fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, res.Err)
+		return res.Err
 	}
 	if err := m.WaitReplicated(ctx, topic, partition, res.Info.LastOffset+1); err != nil {
 		return fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, err)
@@ -63,21 +54,28 @@ func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition in
 	return nil
 }
 
-// AppendCoordinator appends a batch written by a coordinator
-// (AppendOrigin.COORDINATOR: producer epoch checked, sequence not) and waits
-// for acks=-1, at most offsets.commit.timeout.ms's default (5 s). Res.Err is a *kerr.Error (wrapped) as for
-// WriteTxnMarker.
-func (m *Manager) AppendCoordinator(topic string, partition int32, records []byte) ProduceResult {
-	res := m.appendCoordinator(topic, partition, records, 0)
-	if res.Err != nil {
-		return res
+// AppendTxnMarker appends a transaction marker as WriteTxnMarker does, but
+// does not wait for the ISR: a coordinator writing to its own partition
+// waits for the commit itself (coordinator.Runtime).
+func (m *Manager) AppendTxnMarker(topic string, partition int32, marker TxnMarker) ProduceResult {
+	batch, err := log.BuildTxnMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Commit, m.cfg.Now().UnixMilli())
+	if err != nil {
+		return ProduceResult{Err: fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, kerr.UnknownServerError), LogStartOffset: -1}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), coordinatorAppendTimeout)
-	defer cancel()
-	if err := m.WaitReplicated(ctx, topic, partition, res.Info.LastOffset+1); err != nil {
-		res.Err = fmt.Errorf("coordinator append to %s-%d: %w", topic, partition, err)
+	res := m.appendCoordinator(topic, partition, batch, marker.TransactionVersion)
+	if res.Err != nil {
+		res.Err = fmt.Errorf("write transaction marker to %s-%d: %w", topic, partition, res.Err)
 	}
 	return res
+}
+
+// AppendCoordinator appends a batch written by a coordinator
+// (AppendOrigin.COORDINATOR: producer epoch checked, sequence not) with
+// acks=-1 and does not wait for the ISR: the coordinator runtime waits for
+// the commit itself. Res.Err is a *kerr.Error (wrapped) as for
+// WriteTxnMarker.
+func (m *Manager) AppendCoordinator(topic string, partition int32, records []byte) ProduceResult {
+	return m.appendCoordinator(topic, partition, records, 0)
 }
 
 // appendCoordinator appends without waiting; Err is a *kerr.Error.
@@ -92,7 +90,7 @@ func (m *Manager) appendCoordinator(topic string, partition int32, records []byt
 		res.Err = fmt.Errorf("%w: %w", kafkaError(err), err)
 		return res
 	}
-	m.appended.notify()
+	m.partitionChanged(part.TopicPartition)
 	return res
 }
 
@@ -146,7 +144,7 @@ func (m *Manager) AppendVerified(topic string, p int32, acks int16, records []by
 	info, err := part.AppendAsLeaderVerified(records, acks, m.cfg.Now().UnixMilli(), guard)
 	res := ProduceResult{Info: info, LogStartOffset: part.Log().LogStartOffset(), Err: err}
 	if err == nil {
-		m.appended.notify()
+		m.partitionChanged(part.TopicPartition)
 	}
 	return res
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"strconv"
 	"strings"
 
@@ -61,6 +63,8 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 		Replica:  s.replica,
 		NewShard: func(int32) coordinator.Shard { return group.Coordinated{Shard: group.NewShard(cfg)} },
 		Codec:    codec,
-		Logger:   s.logger.With("component", "group-coordinator"),
+		// Kafka's group coordinator waits this long for a write's commit.
+		WriteTimeout: time.Duration(b.OffsetsCommitTimeoutMs) * time.Millisecond,
+		Logger:       s.logger.With("component", "group-coordinator"),
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"gregor/internal/metadata"
 	"gregor/internal/metrics"
+	"gregor/internal/raft"
 )
 
 // metricsState is what Prometheus sees at a scrape: this node's partitions
@@ -12,8 +13,12 @@ import (
 func (s *Server) metricsState() metrics.State {
 	var st metrics.State
 	var img *metadata.Image
+	st.Purgatories = map[string]int{}
 	if s.replica != nil {
 		st.Broker = true
+		for name, n := range s.replica.PurgatorySizes() {
+			st.Purgatories[name] = n
+		}
 		img = s.replica.Image()
 		for tp, p := range s.replica.HostedPartitions() {
 			l := p.Log()
@@ -23,6 +28,9 @@ func (s *Server) metricsState() metrics.State {
 				LogSize: l.Size(), LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset(),
 			})
 		}
+	}
+	if q, ok := s.quorum.(interface{ PurgatorySize() int }); ok {
+		st.Purgatories[raft.PurgatoryRaftFetch] = q.PurgatorySize()
 	}
 	if s.controller != nil {
 		st.Controller = true

@@ -52,7 +52,11 @@ func (s *Server) newTxnCoordinator() (*coordinator.Runtime, *txnmarker.Sender) {
 			return txn.Coordinated{Shard: sh, Send: func(ms []txn.Markers) { markers.Send(partition, ms) }}
 		},
 		Replica: s.replica,
-		Logger:  s.logger.With("component", "txn-coordinator"),
+		// Kafka bounds a transaction state write by the transaction's
+		// timeout, longer than clients wait for an answer (franz-go gives up
+		// after 10 s); offsets.commit.timeout.ms answers first, retriably.
+		WriteTimeout: time.Duration(b.OffsetsCommitTimeoutMs) * time.Millisecond,
+		Logger:       s.logger.With("component", "txn-coordinator"),
 	})
 	return rt, markers
 }

@@ -66,6 +66,9 @@ func (w RuntimeWriter) WriteTransactional(producerID int64, producerEpoch int16,
 	return w.W.WriteTransactional(producerID, producerEpoch, runtimeRecords(records))
 }
 
+// AfterCommit implements Writer.
+func (w RuntimeWriter) AfterCommit(fn func(error)) { w.W.AfterCommit(fn) }
+
 func runtimeRecords(records []Record) []coordinator.Record {
 	out := make([]coordinator.Record, len(records))
 	for i, r := range records {

@@ -131,6 +131,9 @@ type logged struct {
 // the size limit as a partition refuses a batch over max.message.bytes.
 func (h *golden) Write(rs []Record) error { return h.write(-1, rs) }
 
+// AfterCommit runs fn at once: the golden log commits every write.
+func (h *golden) AfterCommit(fn func(error)) { fn(nil) }
+
 // WriteTransactional is Write for a producer's transactional batch; the
 // log refuses an epoch older than min-epoch, as a fenced producer's write.
 func (h *golden) WriteTransactional(producerID int64, producerEpoch int16, rs []Record) error {

@@ -454,19 +454,28 @@ func (s *Shard) Unload(code int16) []Reply {
 	return r.Replies
 }
 
-// Writer writes records to the shard's partition. Each write returns once
-// its batch is committed (acks=-1).
+// Writer writes records to the shard's partition. A write returns once the
+// leader appended it; what depends on it is handed out only once it is
+// committed (AfterCommit).
 type Writer interface {
 	Write(records []Record) error
 	// WriteTransactional writes records as one transactional batch of the
 	// producer, whose epoch the log checks.
 	WriteTransactional(producerID int64, producerEpoch int16, records []Record) error
+	// AfterCommit calls fn once everything written so far is committed,
+	// or with an error if that can no longer happen here (the shard moved
+	// away).
+	AfterCommit(fn func(err error))
 }
 
 // Finish carries out a Result: write its records, then apply it and deliver
-// its replies. On a failed write it delivers Failed's replies (errCode maps
-// the failure to a Kafka code) or, without Failed, the prepared replies, and
-// does not apply; it returns the write's error.
+// its replies once the write is committed. On a failed write it delivers
+// Failed's replies (errCode maps the failure to a Kafka code) or, without
+// Failed, the prepared replies, and does not apply; it returns the write's
+// error. If the write is appended but the shard loses its partition before
+// the write is committed, the replies are delivered as errors (Failed's, or
+// the prepared ones with errCode's code): nothing is acknowledged that a
+// new coordinator may not have.
 func Finish(w Writer, r Result, errCode func(error) int16) error {
 	if len(r.Records) > 0 {
 		var err error
@@ -487,7 +496,18 @@ func Finish(w Writer, r Result, errCode func(error) int16) error {
 	if r.Apply != nil {
 		r.Apply()
 	}
-	deliver(r.Replies)
+	if len(r.Replies) > 0 {
+		w.AfterCommit(func(err error) {
+			switch {
+			case err == nil:
+				deliver(r.Replies)
+			case r.Failed != nil:
+				deliver(r.Failed(errCode(err)))
+			default:
+				deliver(errorReplies(r.Replies, errCode(err)))
+			}
+		})
+	}
 	return nil
 }
 

@@ -14,6 +14,8 @@ func (w *memWriter) Write(rs []Record) error { w.records = append(w.records, rs.
 
 func (w *memWriter) WriteTransactional(_ int64, _ int16, rs []Record) error { return w.Write(rs) }
 
+func (w *memWriter) AfterCommit(fn func(error)) { fn(nil) }
+
 func errCode(error) int16 { return kerr.UnknownServerError.Code }
 
 func testShard() *Shard {

@@ -9,7 +9,10 @@ import (
 // Coordinated adapts a Shard to the coordinator runtime
 // (coordinator.Shard): the runtime's goroutine feeds it time and records,
 // Results are written with the runtime's Writer, and the markers that
-// follow are handed to Send (the marker sender), which must not block.
+// follow are handed to Send (the marker sender), which must not block,
+// once the write that decided them is committed: a marker written before
+// its PrepareCommit is committed could commit a transaction that a new
+// coordinator, missing that PrepareCommit, then aborts.
 type Coordinated struct {
 	*Shard
 	Send func([]Markers)
@@ -41,7 +44,13 @@ func (c Coordinated) Run(w *coordinator.Writer, r Result) Outcome {
 	}
 	o := r.Finish(err)
 	if len(o.Markers) > 0 && c.Send != nil {
-		c.Send(o.Markers)
+		w.AfterCommit(func(err error) {
+			if err == nil {
+				c.Send(o.Markers)
+			}
+			// Else the partition moved: its next coordinator sends the
+			// markers of the transactions it loads in a Prepare state.
+		})
 	}
 	return o
 }
