@@ -72,8 +72,8 @@ func (m *Manager) everythingChanged() {
 // requiredOffset is replicated to the ISR (Kafka's DelayedProduce): nil
 // once the high watermark passes it, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
 // the ISR shrank below min.insync.replicas, NOT_LEADER_OR_FOLLOWER once
-// this broker no longer leads the partition, REQUEST_TIMED_OUT at ctx's end
-// or when the broker shuts down meanwhile.
+// this broker no longer leads the partition or shuts down meanwhile (the
+// client retries with the next leader), REQUEST_TIMED_OUT at ctx's end.
 func (m *Manager) WaitReplicated(ctx context.Context, topic string, p int32, requiredOffset int64) error {
 	return m.waitReached(ctx, m.delayed.produce, topic, p, requiredOffset, true)
 }
@@ -84,7 +84,7 @@ func (m *Manager) WaitReplicated(ctx context.Context, topic string, p int32, req
 // min.insync.replicas is no error once the high watermark passed (the write
 // is committed: every replica that can become leader has it). Errors:
 // NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_TIMED_OUT at ctx's
-// end or shutdown.
+// end, NOT_LEADER_OR_FOLLOWER at shutdown.
 func (m *Manager) WaitCommitted(ctx context.Context, topic string, p int32, requiredOffset int64) error {
 	return m.waitReached(ctx, m.delayed.commit, topic, p, requiredOffset, false)
 }
@@ -109,7 +109,7 @@ func (m *Manager) waitReached(ctx context.Context, pg *purgatory.Purgatory[log.T
 	})
 	switch {
 	case errors.Is(err, purgatory.ErrClosed):
-		return fmt.Errorf("%s-%d: broker shutting down: %w", topic, p, kerr.RequestTimedOut)
+		return fmt.Errorf("%s-%d: broker shutting down: %w", topic, p, kerr.NotLeaderForPartition)
 	case err != nil:
 		return fmt.Errorf("%s-%d: replication to the ISR: %w", topic, p, kerr.RequestTimedOut)
 	}
