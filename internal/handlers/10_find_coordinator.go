@@ -4,7 +4,9 @@ package handlers
 // leader of partition abs(hash(group)) % N of __consumer_offsets, a
 // transactional id's (key type 1) that of __transaction_state; the first
 // request creates the topic and answers COORDINATOR_NOT_AVAILABLE until it
-// exists and has a leader. v4+ batches keys. An empty transactional id is
+// exists and has a leader. The topic waits for as many registered brokers
+// as its replication factor (internal_topics.go), the answer's message
+// saying so. v4+ batches keys. An empty transactional id is
 // INVALID_REQUEST, as are other key types (share groups, v6).
 
 import (
@@ -41,12 +43,16 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *network.Request) (k
 func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listener string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
-	fail := func(e *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
+	failWhy := func(e *kerr.Error, why string) kmsg.FindCoordinatorResponseCoordinator {
 		c.ErrorCode = e.Code
 		msg := e.Message
+		if why != "" {
+			msg += ": " + why
+		}
 		c.ErrorMessage = &msg
 		return c
 	}
+	fail := func(e *kerr.Error) kmsg.FindCoordinatorResponseCoordinator { return failWhy(e, "") }
 	topic, ensure, partition := OffsetsTopic, h.ensureOffsetsTopic, h.groupPartition
 	switch keyType {
 	case 0:
@@ -61,8 +67,7 @@ func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listen
 	img := h.image()
 	t := img.Topics.ByName[topic]
 	if t == nil {
-		ensure(ctx)
-		return fail(kerr.CoordinatorNotAvailable)
+		return failWhy(kerr.CoordinatorNotAvailable, ensure(ctx))
 	}
 	p := t.Partitions[partition(key)]
 	if p == nil || p.Leader < 0 {

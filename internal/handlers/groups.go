@@ -132,52 +132,19 @@ func clientInfo(req *network.Request) (clientID, clientHost string) {
 
 // ensureOffsetsTopic creates __consumer_offsets through the controller, as
 // Kafka's broker does on the first FindCoordinator for a group:
-// offsets.topic.num.partitions partitions, compacted, segment.bytes =
-// offsets.topic.segment.bytes.
-func (h *Handlers) ensureOffsetsTopic(ctx context.Context) {
+// offsets.topic.num.partitions partitions of offsets.topic.replication.factor
+// replicas, compacted, segment.bytes = offsets.topic.segment.bytes.
+func (h *Handlers) ensureOffsetsTopic(ctx context.Context) string {
 	b := h.d.Broker
-	h.ensureInternalTopic(ctx, OffsetsTopic, b.OffsetsTopicNumPartitions, b.OffsetsTopicReplicationFactor, map[string]string{
-		"cleanup.policy":   "compact",
-		"segment.bytes":    strconv.Itoa(int(b.OffsetsTopicSegmentBytes)),
-		"compression.type": "producer",
+	return h.ensureInternalTopic(ctx, internalTopic{
+		name:              OffsetsTopic,
+		partitions:        b.OffsetsTopicNumPartitions,
+		replicationFactor: b.OffsetsTopicReplicationFactor,
+		factorKey:         "offsets.topic.replication.factor",
+		configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.Itoa(int(b.OffsetsTopicSegmentBytes)),
+			"compression.type": "producer",
+		},
 	})
-}
-
-// ensureInternalTopic creates an internal topic through the controller
-// unless it exists. Kafka refuses to create one with fewer live brokers
-// than its replication factor; Gregor caps the factor (and
-// min.insync.replicas with it) at the live brokers so that a single node
-// works with Kafka's default of 3.
-func (h *Handlers) ensureInternalTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) {
-	img := h.image()
-	if _, ok := img.Topics.ByName[name]; ok {
-		return
-	}
-	live := int16(0)
-	for _, b := range img.Brokers {
-		if !b.Fenced {
-			live++
-		}
-	}
-	rf := min(replicationFactor, max(live, 1))
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version = createTopicsAPI.max
-	req.TimeoutMillis = 30000
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, rf
-	for k, v := range configs {
-		if n, err := strconv.Atoi(v); err == nil && k == "min.insync.replicas" && n > int(rf) {
-			v = strconv.Itoa(int(rf)) // the factor was capped too
-		}
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		t.Configs = append(t.Configs, c)
-	}
-	req.Topics = append(req.Topics, t)
-	resp := h.d.Controller.CreateTopics(ctx, req)
-	for _, rt := range resp.Topics {
-		if rt.ErrorCode != 0 && rt.ErrorCode != kerr.TopicAlreadyExists.Code {
-			h.d.Logger.Warn("create internal topic failed", "topic", name, "err", kerr.ErrorForCode(rt.ErrorCode))
-		}
-	}
 }

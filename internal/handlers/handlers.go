@@ -89,6 +89,9 @@ type Handlers struct {
 	apis [kmsg.MaxKey + 1]*api
 	// controllerListener marks the handlers of a controller listener.
 	controllerListener bool
+	// internalTopicWaits rate-limits the log of internal topics waiting
+	// for brokers.
+	internalTopicWaits internalTopicWaits
 }
 
 // brokerAPIs are served on the broker listeners.

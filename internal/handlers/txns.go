@@ -22,16 +22,24 @@ func (h *Handlers) txnPartition(transactionalID string) int32 {
 }
 
 // ensureTxnTopic creates __transaction_state as Kafka's broker does on the
-// first FindCoordinator for a transactional id: compacted, uncompressed,
-// min.insync.replicas = transaction.state.log.min.isr, unclean election off.
-func (h *Handlers) ensureTxnTopic(ctx context.Context) {
+// first FindCoordinator for a transactional id: transaction.state.log.*
+// partitions and replicas, compacted, uncompressed, min.insync.replicas =
+// transaction.state.log.min.isr, unclean election off.
+func (h *Handlers) ensureTxnTopic(ctx context.Context) string {
 	b := h.d.Broker
-	h.ensureInternalTopic(ctx, TransactionStateTopic, b.TransactionStateLogNumPartitions, b.TransactionStateLogReplicationFactor, map[string]string{
-		"cleanup.policy":                 "compact",
-		"compression.type":               "uncompressed",
-		"segment.bytes":                  strconv.Itoa(int(b.TransactionStateLogSegmentBytes)),
-		"min.insync.replicas":            strconv.Itoa(int(b.TransactionStateLogMinISR)),
-		"unclean.leader.election.enable": "false",
+	return h.ensureInternalTopic(ctx, internalTopic{
+		name:              TransactionStateTopic,
+		partitions:        b.TransactionStateLogNumPartitions,
+		replicationFactor: b.TransactionStateLogReplicationFactor,
+		factorKey:         "transaction.state.log.replication.factor",
+		minISR:            b.TransactionStateLogMinISR,
+		minISRKey:         "transaction.state.log.min.isr",
+		configs: map[string]string{
+			"cleanup.policy":                 "compact",
+			"compression.type":               "uncompressed",
+			"segment.bytes":                  strconv.Itoa(int(b.TransactionStateLogSegmentBytes)),
+			"unclean.leader.election.enable": "false",
+		},
 	})
 }
 
