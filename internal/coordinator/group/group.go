@@ -471,8 +471,8 @@ type Writer interface {
 // Finish carries out a Result: write its records, then apply it and deliver
 // its replies once the write is committed. On a failed write it delivers
 // Failed's replies (errCode maps the failure to a Kafka code) or, without
-// Failed, the prepared replies, and does not apply; it returns the write's
-// error. If the write is appended but the shard loses its partition before
+// Failed, the prepared replies turned into errors with that code, and does
+// not apply; it returns the write's error. If the write is appended but the shard loses its partition before
 // the write is committed, the replies are delivered as errors (Failed's, or
 // the prepared ones with errCode's code): nothing is acknowledged that a
 // new coordinator may not have.
@@ -488,7 +488,7 @@ func Finish(w Writer, r Result, errCode func(error) int16) error {
 			if r.Failed != nil {
 				deliver(r.Failed(errCode(err)))
 			} else {
-				deliver(r.Replies)
+				deliver(errorReplies(r.Replies, errCode(err)))
 			}
 			return err
 		}
