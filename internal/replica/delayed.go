@@ -54,6 +54,12 @@ func (m *Manager) PurgatorySizes() map[string]int {
 	return out
 }
 
+// ReleaseFetches answers every waiting fetch now, and every later one at
+// once, with what it can read: a broker shutting down does not wait out
+// consumers' fetch.max.wait.ms (which a client may set to days) before it
+// can close its connections.
+func (m *Manager) ReleaseFetches() { m.delayed.fetch.Close() }
+
 // partitionChanged tries again the operations waiting on a partition.
 func (m *Manager) partitionChanged(tp log.TopicPartition) {
 	for _, p := range m.delayed.all() {

@@ -93,15 +93,33 @@ func (l *lifecycle) start(ctx, runCtx context.Context) error {
 	}
 	// Serve clients only once this broker's own image shows it unfenced,
 	// so its first Metadata answers list it.
-	for {
-		if reg, ok := l.s.loader.Image().Brokers[l.s.cfg.NodeID]; ok && !reg.Fenced && reg.Epoch == l.epoch.Load() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("broker %d: unfenced, but its metadata image does not show it yet: %w", l.s.cfg.NodeID, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
+	shown := &unfencedInImage{nodeID: l.s.cfg.NodeID, epoch: l.epoch.Load(), shown: make(chan struct{})}
+	l.s.loader.AddPublisher(shown) // publishes the current image at once
+	select {
+	case <-shown.shown:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker %d: unfenced, but its metadata image does not show it yet: %w", l.s.cfg.NodeID, ctx.Err())
+	}
+}
+
+// unfencedInImage is a metadata publisher that closes shown once an image
+// shows the broker registered in epoch and unfenced; it does nothing after.
+type unfencedInImage struct {
+	nodeID int32
+	epoch  int64
+	once   sync.Once
+	shown  chan struct{}
+	done   atomic.Bool
+}
+
+func (u *unfencedInImage) Publish(_ *metadata.Delta, img *metadata.Image) {
+	if u.done.Load() {
+		return
+	}
+	if reg, ok := img.Brokers[u.nodeID]; ok && !reg.Fenced && reg.Epoch == u.epoch {
+		u.done.Store(true)
+		u.once.Do(func() { close(u.shown) })
 	}
 }
 

@@ -226,7 +226,6 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	logs.Start(runCtx)
 	s.replica = replica.New(replica.Config{NodeID: s.cfg.NodeID, Static: s.cfg.Props, Logger: s.logger.With("component", "replica")}, logs)
 	s.loader = metadata.NewLoader(s.clusterID, s.logger.With("component", "metadata"))
-	s.loader.AddPublisher(s.replica)
 	s.groups = s.newGroupCoordinator()
 	// Transaction shards may load before the broker has started; ids are
 	// handed out once its first block arrives.
@@ -236,7 +235,6 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	})
 	s.txns, s.txnMarkers = s.newTxnCoordinator()
 	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.replica.Image)
-	s.loader.AddPublisher(s.txns)
 	return nil
 }
 
@@ -425,11 +423,17 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	if err := s.lifecycle.start(ctx, runCtx); err != nil {
 		return err
 	}
-	// The coordinators follow the image only from here: while a restarted
-	// broker replays its metadata log its image may still name it leader of
-	// partitions it no longer leads, and a coordinator loaded from that
-	// would act (abort timed-out transactions, resend markers) on stale
-	// state. Kafka's brokers publish metadata only once caught up, too.
+	// The partitions and the coordinators follow the image only from here,
+	// once it is caught up (Kafka's brokers publish metadata only then,
+	// too): while a restarted broker replays its metadata log its image
+	// may still name it leader of partitions it no longer leads, in epochs
+	// long gone. A partition that took such a leadership would stamp that
+	// stale epoch into its leader epoch cache (cutting the later epochs
+	// it had followed, so that it later truncates records it holds rightly),
+	// and a coordinator loaded from it would act (abort timed-out
+	// transactions, resend markers) on stale state. The replica manager
+	// publishes first: the coordinators read the logs it opens.
+	s.loader.AddPublisher(s.replica)
 	s.loader.AddPublisher(s.groups)
 	s.loader.AddPublisher(s.txns)
 	close(serving)
@@ -494,6 +498,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.lifecycle.shutdown(ctx)
 	}
 	s.endWaiting()
+	if s.replica != nil {
+		// Long-polling fetches answer now instead of holding the drain
+		// below until their max wait.
+		s.replica.ReleaseFetches()
+	}
 	if s.brokerNet != nil {
 		errs = append(errs, s.brokerNet.Shutdown(ctx))
 	}

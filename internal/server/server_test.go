@@ -572,3 +572,50 @@ func TestDescribeTopicPartitionsPages(t *testing.T) {
 		t.Fatalf("unknown topic: %+v", resp.Topics)
 	}
 }
+
+// TestShutdownAnswersLongPolls: a fetch waiting with a max wait of an hour
+// does not hold up the broker's shutdown; it is answered (empty) at once.
+func TestShutdownAnswersLongPolls(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	cl := ts.client()
+	created, err := ts.admin().CreateTopic(ctxT(t), 1, 1, nil, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 11, -1, 3600_000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "idle", created.ID // kgo sends its highest version: ids from v13
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 0, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+			err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+		}
+		answered <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for ts.srv.replica.PurgatorySizes()["Fetch"] != 1 {
+		select {
+		case err := <-answered:
+			t.Fatalf("the fetch was answered before shutdown: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch never parked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Before, the drain waited for the fetch until stop's 30 s deadline
+	// and reported it as a failed shutdown.
+	ts.stop()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll was never answered or closed")
+	}
+}
