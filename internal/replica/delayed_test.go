@@ -162,4 +162,3 @@ func TestCloseReleasesWaiters(t *testing.T) {
 		t.Fatal("fetch at shutdown: no error")
 	}
 }
-
