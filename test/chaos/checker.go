@@ -129,7 +129,14 @@ func indexLog(recs []Rec) *partitionLog {
 
 // commitIndex answers "the highest offset acknowledged as committed for
 // a group's partition by the time t".
-type commitIndex map[string][]Op // group + tp -> ok commits by completion
+type commitIndex map[string]*commitLine
+
+// commitLine is one group partition's ok commits by completion time, and
+// for each prefix the index of its highest offset.
+type commitLine struct {
+	ops  []Op
+	best []int
+}
 
 func commitKey(group string, tp TP) string { return group + "\x00" + tp.String() }
 
@@ -138,29 +145,36 @@ func newCommitIndex(ops []Op) commitIndex {
 	for _, op := range ops {
 		if op.F == FCommit && op.Outcome == OK {
 			k := commitKey(op.Group, TP{op.Topic, op.Partition})
-			ci[k] = append(ci[k], op)
+			if ci[k] == nil {
+				ci[k] = &commitLine{}
+			}
+			ci[k].ops = append(ci[k].ops, op)
 		}
 	}
-	for _, cs := range ci {
-		sort.Slice(cs, func(i, j int) bool { return cs[i].Complete < cs[j].Complete })
+	for _, l := range ci {
+		sort.SliceStable(l.ops, func(i, j int) bool { return l.ops[i].Complete < l.ops[j].Complete })
+		l.best = make([]int, len(l.ops))
+		for i := range l.ops {
+			l.best[i] = i
+			if i > 0 && l.ops[l.best[i-1]].Offset >= l.ops[i].Offset {
+				l.best[i] = l.best[i-1]
+			}
+		}
 	}
 	return ci
 }
 
-// before is the highest ok commit completed before t, and that commit
-// (ok false: none).
+// before is the highest ok commit completed before t (ok false: none).
 func (ci commitIndex) before(group string, tp TP, t int64) (Op, bool) {
-	var best Op
-	found := false
-	for _, c := range ci[commitKey(group, tp)] {
-		if int64(c.Complete) >= t {
-			break
-		}
-		if !found || c.Offset > best.Offset {
-			best, found = c, true
-		}
+	l := ci[commitKey(group, tp)]
+	if l == nil {
+		return Op{}, false
 	}
-	return best, found
+	n := sort.Search(len(l.ops), func(i int) bool { return int64(l.ops[i].Complete) >= t })
+	if n == 0 {
+		return Op{}, false
+	}
+	return l.ops[l.best[n-1]], true
 }
 
 // Check reads a history and the final state and reports every anomaly.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/test/gregorbin"
 )
 
 // The cluster: three combined nodes (broker and controller), each a gregor
@@ -31,23 +33,7 @@ import (
 
 var gregorBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gregor-chaos-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gregorBin = filepath.Join(dir, "gregor")
-	build := exec.Command("go", "build", "-o", gregorBin, "gregor/cmd/gregor")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gregor:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(gregorbin.Main(m.Run, &gregorBin)) }
 
 // node is one gregor process in its namespace.
 type node struct {
