@@ -109,12 +109,15 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	rep := Check(Config{Queues: []string{queueTopic, txnIn}, TxnInput: txnIn, TxnOutput: txnOut, TxnProcessed: processed}, h.Ops(), st)
-	t.Logf("seed %d, %v in all; %d faults after which the cluster was not whole within %v\n%s",
-		seed, time.Since(start).Round(time.Second), len(nem.unhealed), wholeWithin, rep.Summary())
-	// Not an anomaly of the history, but a fault that heals must leave a
+	t.Logf("seed %d, %v in all; faults after which the cluster was not whole within %v: %d, not available within %v more: %d\n%s",
+		seed, time.Since(start).Round(time.Second), wholeWithin, len(nem.unhealed), availableWithin, len(nem.unavailable), rep.Summary())
+	// Not anomalies of the history, but a fault that heals must leave a
 	// cluster that heals: every replica back in its ISR.
 	for _, u := range nem.unhealed {
 		t.Errorf("not whole again %s", u)
+	}
+	for _, u := range nem.unavailable {
+		t.Errorf("not available again %s", u)
 	}
 	path := *historyPath
 	if len(rep.Anomalies) > 0 || t.Failed() {

@@ -444,7 +444,13 @@ func (c *cluster) brokersRegistered() error {
 
 // healthy: three brokers, and every partition of every topic has a leader
 // and all three replicas in its ISR, as each node itself answers.
-func (c *cluster) healthy() error {
+func (c *cluster) healthy() error { return c.replicated(3) }
+
+// available: three brokers, and every partition has a leader and at least
+// min.insync.replicas (2) in its ISR, so every workload can go on.
+func (c *cluster) available() error { return c.replicated(2) }
+
+func (c *cluster) replicated(minISR int) error {
 	for _, n := range c.nodes {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.DialTimeout(2*time.Second))
 		if err != nil {
@@ -462,7 +468,7 @@ func (c *cluster) healthy() error {
 		}
 		for _, td := range m.Topics {
 			for _, p := range td.Partitions {
-				if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+				if p.Leader < 0 || len(p.ISR) < min(minISR, len(p.Replicas)) {
 					return fmt.Errorf("node %d: %s/%d leader %d isr %v replicas %v", n.id, td.Topic, p.Partition, p.Leader, p.ISR, p.Replicas)
 				}
 			}
