@@ -2,7 +2,8 @@
 # The whole test suite: vet, unit and in-process tests, a short run of every
 # fuzz target, then the suites that start real gregor processes and drive
 # them with third-party clients (sarama, kcat/librdkafka, kafka-python,
-# confluent-kafka). Needs kcat, python3-kafka and python3-confluent-kafka
+# confluent-kafka), and a short run of the fault suite (test/chaos, as root:
+# network namespaces and tmpfs mounts). Needs kcat, python3-kafka and python3-confluent-kafka
 # (.ci/run installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ done
 
 echo "== end-to-end suites (real processes, third-party clients)"
 go test -count=1 -tags e2e -timeout 30m ./test/...
+
+echo "== fault suite, short run (test/chaos/run.sh --long is the README's run)"
+./test/chaos/run.sh
 
 echo "== kgo-suite compatibility gate (franz-go's integration tests; 1 node, then 3)"
 ./test/kgo-suite/run.sh && ./test/kgo-suite/run.sh --cluster

@@ -15,28 +15,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gregor/test/gregorbin"
 )
 
 // gregorBin is the binary built once for the whole package by TestMain.
 var gregorBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gregor-e2e-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gregorBin = filepath.Join(dir, "gregor")
-	build := exec.Command("go", "build", "-o", gregorBin, "gregor/cmd/gregor")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gregor:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(gregorbin.Main(m.Run, &gregorBin)) }
 
 // broker is one gregor process started by a test.
 type broker struct {
