@@ -5,6 +5,7 @@
 package test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -17,10 +18,20 @@ import (
 	"time"
 )
 
-// gregorBin is the binary built once for the whole package by TestMain.
+// gregorBin is the binary built once for the whole package by TestMain, or
+// the prebuilt one GREGOR_BENCH_BIN names (to measure another commit's
+// binary with this commit's suites and benchmarks).
 var gregorBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv("GREGOR_BENCH_BIN"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			fmt.Fprintln(os.Stderr, "GREGOR_BENCH_BIN:", err)
+			os.Exit(1)
+		}
+		gregorBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "gregor-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,6 +52,7 @@ func TestMain(m *testing.M) {
 // broker is one gregor process started by a test.
 type broker struct {
 	t       *testing.T
+	bin     string // the gregor binary; empty: gregorBin
 	dataDir string
 	port    int
 	args    []string // --override key=value settings
@@ -86,7 +98,7 @@ func (b *broker) start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.cmd = exec.Command(gregorBin, args...)
+	b.cmd = exec.Command(cmp.Or(b.bin, gregorBin), args...)
 	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)
