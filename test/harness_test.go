@@ -5,6 +5,7 @@
 package test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -19,7 +20,9 @@ import (
 	"gregor/test/gregorbin"
 )
 
-// gregorBin is the binary built once for the whole package by TestMain.
+// gregorBin is the binary built once for the whole package by TestMain, or
+// the prebuilt one GREGOR_BENCH_BIN names (to measure another commit's
+// binary with this commit's suites and benchmarks).
 var gregorBin string
 
 func TestMain(m *testing.M) { os.Exit(gregorbin.Main(m.Run, &gregorBin)) }
@@ -27,6 +30,7 @@ func TestMain(m *testing.M) { os.Exit(gregorbin.Main(m.Run, &gregorBin)) }
 // broker is one gregor process started by a test.
 type broker struct {
 	t       *testing.T
+	bin     string // the gregor binary; empty: gregorBin
 	dataDir string
 	port    int
 	args    []string // --override key=value settings
@@ -72,7 +76,7 @@ func (b *broker) start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.cmd = exec.Command(gregorBin, args...)
+	b.cmd = exec.Command(cmp.Or(b.bin, gregorBin), args...)
 	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)

@@ -27,7 +27,17 @@ func Build() (string, func(), error) {
 }
 
 // Main is a TestMain body: build gregor into *bin, run the tests, clean up.
+// GREGOR_BENCH_BIN names a prebuilt binary to use instead (to measure
+// another commit's binary with this commit's suites and benchmarks).
 func Main(run func() int, bin *string) int {
+	if prebuilt := os.Getenv("GREGOR_BENCH_BIN"); prebuilt != "" {
+		if _, err := os.Stat(prebuilt); err != nil {
+			fmt.Fprintln(os.Stderr, "GREGOR_BENCH_BIN:", err)
+			return 1
+		}
+		*bin = prebuilt
+		return run()
+	}
 	path, cleanup, err := Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
