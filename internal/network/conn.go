@@ -166,6 +166,12 @@ func (c *conn) readLoop() {
 		if err != nil {
 			<-c.inflight
 			c.logReadError(err)
+			if peerGone(err) {
+				// Nobody will read the answers: requests still waiting
+				// (a long poll parked for minutes) stop now, as Kafka
+				// closes a channel whose peer is gone.
+				c.cancel()
+			}
 			return
 		}
 		receivedAt := time.Now()
@@ -199,6 +205,7 @@ func (c *conn) readLoop() {
 		// (bounded by the in-flight slots), so the next frame is off the
 		// socket when its turn comes.
 		req.dispatched = make(chan struct{})
+		req.releaseQueued = func() { <-s.queued }
 		prev := c.lastDispatched
 		c.lastDispatched = req.dispatched
 		go c.process(req, p, prev)
@@ -269,13 +276,19 @@ func (c *conn) busy() bool {
 	return len(c.queue) > 0
 }
 
+// peerGone reports a read error that means the client closed or reset
+// the connection.
+func peerGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 func (c *conn) logReadError(err error) {
 	switch {
 	case errors.Is(err, errStopped):
 	case errors.Is(err, errIdle):
 		c.log.Debug("closing idle connection", "connections_max_idle", c.srv.cfg.ConnectionsMaxIdle)
 	case errors.Is(err, net.ErrClosed):
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+	case peerGone(err):
 		c.log.Debug("client closed connection", "err", err)
 	default:
 		c.log.Warn("closing connection", "err", err)
@@ -300,8 +313,7 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	if !ok {
 		c.failed.Store(true)
 	}
-	req.Dispatched()
-	<-c.srv.queued
+	req.Dispatched() // gives back the queued.max.requests slot, if not yet
 	c.mu.Lock()
 	p.done, p.frame, p.holes, p.release, p.fail = true, frame.Buf, frame.Holes, release, !ok
 	gone := c.writerGone

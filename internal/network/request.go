@@ -54,6 +54,9 @@ type Request struct {
 	// request of its connection (see Dispatched).
 	dispatched     chan struct{}
 	dispatchedOnce sync.Once
+	// releaseQueued gives back the broker-wide queued.max.requests slot
+	// the request took when read; at most once (nil in tests).
+	releaseQueued func()
 }
 
 // Dispatched lets the connection start its next request while this one is
@@ -63,12 +66,22 @@ type Request struct {
 // must not race with later requests of the same connection (produce appends)
 // simply never calls it; one that waits without effects (a long-polling
 // fetch) calls it first, so later requests are not stuck behind the wait.
-// Responses leave in request order either way.
+// Responses leave in request order either way. A dispatched request also
+// gives back its broker-wide queued.max.requests slot: a request parked in
+// a purgatory is no longer queued for handling (as in Kafka, where the
+// slots bound the queue in front of the request handlers), so a thousand
+// idle long polls do not stop the broker from reading other requests. The
+// per-connection in-flight limit still holds it.
 func (r *Request) Dispatched() {
 	if r.dispatched == nil {
 		return
 	}
-	r.dispatchedOnce.Do(func() { close(r.dispatched) })
+	r.dispatchedOnce.Do(func() {
+		close(r.dispatched)
+		if r.releaseQueued != nil {
+			r.releaseQueued()
+		}
+	})
 }
 
 // Handler processes decoded requests. It is called concurrently for

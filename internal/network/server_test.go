@@ -119,11 +119,15 @@ func TestInFlightBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		cfg         Config
+		sequential  bool // the handler never calls Dispatched
 		conns, reqs int
 		want        int32
 	}{
-		{"per connection", Config{MaxInFlightPerConnection: 3}, 1, 10, 3},
-		{"queued.max.requests", Config{MaxInFlightPerConnection: 10, QueuedMaxRequests: 4}, 3, 5, 4},
+		{"per connection", Config{MaxInFlightPerConnection: 3}, false, 1, 10, 3},
+		{"queued.max.requests", Config{MaxInFlightPerConnection: 10, QueuedMaxRequests: 4}, true, 6, 1, 4},
+		// A dispatched request (a parked long poll) gives its broker-wide
+		// slot back: only the per-connection bound holds it.
+		{"dispatched requests leave queued.max.requests", Config{MaxInFlightPerConnection: 5, QueuedMaxRequests: 2}, false, 3, 5, 15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var concurrent, maxConcurrent atomic.Int32
@@ -139,7 +143,7 @@ func TestInFlightBounds(t *testing.T) {
 				}
 				<-release
 				return echoMetadata(req), nil
-			}}
+			}, sequential: tc.sequential}
 			s := startServer(t, tc.cfg, h)
 			clients := make([]*testClient, tc.conns)
 			for i := range clients {
@@ -503,5 +507,29 @@ func BenchmarkPipelinedMetadata(b *testing.B) {
 	}
 	if err := <-errs; err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestClientGoneCancelsParkedRequests: when the client closes its
+// connection, requests still waiting (parked long polls) see their context
+// end at once instead of holding on until their max wait.
+func TestClientGoneCancelsParkedRequests(t *testing.T) {
+	canceled := make(chan struct{})
+	parked := make(chan struct{})
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		close(parked)
+		<-ctx.Done()
+		close(canceled)
+		return nil, ctx.Err()
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	c.send(metadataReq(12))
+	<-parked
+	c.nc.Close()
+	select {
+	case <-canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked request's context did not end when its client left")
 	}
 }

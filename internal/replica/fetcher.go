@@ -233,9 +233,15 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 		}
 		if target < l.LogEndOffset() {
 			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", target, "epoch", rp.DivergingEpoch.Epoch)
-			if err := l.TruncateTo(target); err != nil {
-				return fmt.Errorf("truncate: %w", err)
-			}
+		}
+		// Also with nothing to cut (target at the log end): an epoch this
+		// broker started at its log end as leader, without writing in it,
+		// is unknown to the new leader and must go from the epoch cache,
+		// else every fetch names it as the last fetched epoch, gets the
+		// same diverging answer, and the follower never moves (nor rejoins
+		// the ISR). Kafka's fetcher truncates in this case too.
+		if err := l.TruncateTo(target); err != nil {
+			return fmt.Errorf("truncate: %w", err)
 		}
 		return nil
 	}
