@@ -393,10 +393,12 @@ func (n *node) freeDisk() error {
 }
 
 // slowDisk makes every write, fsync and uncached read on the node's
-// slowfs log.dir take latency, one at a time (0: full speed again).
-func (n *node) slowDisk(latency time.Duration) {
+// slowfs log.dir take latency, one at a time (0: full speed again). It
+// returns how many I/Os have waited so far.
+func (n *node) slowDisk(latency time.Duration) int64 {
 	n.slowFS.SetLatency(latency)
 	n.slowed = latency > 0
+	return n.slowFS.Waited()
 }
 
 // slowDirPartitions counts the partition directories on the node's slow

@@ -127,6 +127,7 @@ func (n *nemesis) one(i int) {
 	}
 	hold := time.Duration(1000+n.rng.IntN(5000)) * time.Millisecond
 	var latency time.Duration
+	var waitedBefore int64
 	if kind == faultSlowDisk {
 		if n.rng.IntN(2) == 0 {
 			victim = follower
@@ -147,7 +148,7 @@ func (n *nemesis) one(i int) {
 	case faultDiskFull:
 		err = victim.fillDisk()
 	case faultSlowDisk:
-		victim.slowDisk(latency)
+		waitedBefore = victim.slowDisk(latency)
 	}
 	where := fmt.Sprintf("node %d (%s), held %v", victim.id, subject, hold.Round(time.Millisecond))
 	if kind == faultSlowDisk {
@@ -176,7 +177,8 @@ func (n *nemesis) one(i int) {
 			victim.start()
 		}
 	case faultSlowDisk:
-		victim.slowDisk(0)
+		waited := victim.slowDisk(0) - waitedBefore
+		n.c.t.Logf("slow disk of node %d healed: %d I/Os waited %v each", victim.id, waited, latency.Round(time.Millisecond))
 	}
 	if err != nil {
 		n.c.t.Fatalf("heal %s on node %d: %v", kind, victim.id, err)

@@ -69,6 +69,10 @@ func (f *FS) SetLatency(d time.Duration) { f.disk.latency.Store(int64(d)) }
 // Latency is the current latency.
 func (f *FS) Latency() time.Duration { return time.Duration(f.disk.latency.Load()) }
 
+// Waited is how many I/Os have waited for a latency since the mount: the
+// evidence that a slow disk was used while it was slow.
+func (f *FS) Waited() int64 { return f.disk.waited.Load() }
+
 // Unmount turns the latency off, unmounts and waits for the server to
 // stop. If the mount is busy (a process still has a file open) it is
 // detached lazily instead, and the server stops when the last file is
@@ -109,6 +113,7 @@ func (f *FS) unmount() error {
 type disk struct {
 	latency atomic.Int64 // time.Duration
 	queue   sync.Mutex
+	waited  atomic.Int64
 }
 
 func (d *disk) io() {
@@ -118,7 +123,10 @@ func (d *disk) io() {
 	d.queue.Lock()
 	defer d.queue.Unlock()
 	// Read again: I/Os queued when the latency is turned off go at once.
-	time.Sleep(time.Duration(d.latency.Load()))
+	if latency := time.Duration(d.latency.Load()); latency > 0 {
+		d.waited.Add(1)
+		time.Sleep(latency)
+	}
 }
 
 // slowNode is a loopback node whose files are slowFiles. WrapChild makes

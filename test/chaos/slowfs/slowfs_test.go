@@ -79,6 +79,9 @@ func TestLatencyAppliesToWriteFsyncAndUncachedRead(t *testing.T) {
 		t.Fatalf("Latency() = %v after SetLatency(%v)", f.Latency(), latency)
 	}
 	slow := appendSynced(t, path, block, count)
+	if waited := f.Waited(); waited < 2*count {
+		t.Errorf("%d I/Os waited for %d writes and fsyncs", waited, count)
+	}
 	// A write and an fsync per block, each waiting the latency.
 	if want := 2 * count * latency; slow < want {
 		t.Errorf("%d writes and fsyncs with %v latency took %v, want at least %v", count, latency, slow, want)
