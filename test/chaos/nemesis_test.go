@@ -22,10 +22,12 @@ var faultKinds = []string{faultKill, faultPauseLeader, faultPauseFollower, fault
 
 // A slow disk takes 100–300 ms per write, fsync and uncached read, one
 // at a time: a few I/Os a second for the third of the node's replicas on
-// that dir, so produce requests queue behind appends and time out, and
-// followers fall behind. It is held longer than the other faults, up to
-// past replica.lag.time.max.ms (30 s), so that a follower on it can drop
-// out of the ISR and has to catch up and rejoin once the disk is fast.
+// that dir, so appends queue and a produce request or a follower's fetch
+// round takes seconds (the disk stays busy for the whole hold). It is held
+// longer than the other faults, 10–40 s, so that backlogs build up. The
+// ISR does not shrink at this latency, rightly: a follower that keeps
+// fetching is caught up by Kafka's rule unless one fetch round takes
+// replica.lag.time.max.ms (30 s).
 const (
 	slowDiskLatencyMin = 100 * time.Millisecond
 	slowDiskLatencyMax = 300 * time.Millisecond
