@@ -58,6 +58,15 @@ func TestChaos(t *testing.T) {
 		return c.healthy()
 	})
 	t.Logf("cluster up and workloads running after %v", time.Since(start).Round(time.Second))
+	// The slow-disk fault is only a fault if partitions live on the slow
+	// dir: each node's should hold about a third of its replicas.
+	for _, n := range c.nodes {
+		count, err := n.slowDirPartitions()
+		if err != nil || count == 0 {
+			t.Fatalf("node %d's slow log.dir %s holds %d partitions (%v)", n.id, n.slowDir, count, err)
+		}
+		t.Logf("node %d: %d partitions on its slow log.dir", n.id, count)
+	}
 
 	nem := &nemesis{c: c, h: h, rng: rand.New(rand.NewPCG(seed, 13))}
 	faultsStart := time.Now()

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"gregor/test/chaos/slowfs"
 	"gregor/test/gregorbin"
 )
 
@@ -28,8 +29,15 @@ import (
 // (Raft, replica fetches, AlterPartition, heartbeats, forwarding, markers)
 // crosses the bridge, so taking a node's link down partitions it from the
 // others, and from the clients too (they carry on with the other two).
-// Each node has two log.dirs: a regular directory, holding the metadata
-// log, and a small tmpfs that the nemesis can fill.
+// Each node has three log.dirs: a regular directory, holding the metadata
+// log; a small tmpfs that the nemesis can fill; and a FUSE loopback of a
+// regular directory (slowfs, served by this test process) that the
+// nemesis can make slow. The slow disk is a log.dir of its own rather
+// than the first one so that it slows partition data (appends, flushes,
+// fetches missing the page cache), not the KRaft metadata log, and so
+// that the other faults hit what they hit before. Gregor puts a new
+// partition on the dir holding the fewest, so each dir gets a third of a
+// node's replicas (checked by slowDirPartitions).
 
 var gregorBin string
 
@@ -44,6 +52,8 @@ type node struct {
 	ip        string
 	dataDir   string
 	smallDir  string // the tmpfs log.dir
+	slowDir   string // the slowfs log.dir
+	slowFS    *slowfs.FS
 	props     []string
 	logPath   string
 	mu        sync.Mutex
@@ -52,6 +62,7 @@ type node struct {
 	paused    bool
 	cutOff    bool
 	filled    bool
+	slowed    bool
 	restarted int
 }
 
@@ -138,14 +149,24 @@ func startCluster(t *testing.T, overrides ...string) *cluster {
 			ip: fmt.Sprintf("%s.%d", c.net, id)}
 		n.dataDir = filepath.Join(c.dir, fmt.Sprintf("n%d", id), "data")
 		n.smallDir = filepath.Join(c.dir, fmt.Sprintf("n%d", id), "small")
+		n.slowDir = filepath.Join(c.dir, fmt.Sprintf("n%d", id), "slow")
+		slowBacking := filepath.Join(c.dir, fmt.Sprintf("n%d", id), "slow-backing")
 		n.logPath = filepath.Join(c.dir, fmt.Sprintf("n%d", id), "gregor.log")
-		for _, d := range []string{n.dataDir, n.smallDir} {
+		for _, d := range []string{n.dataDir, n.smallDir, n.slowDir, slowBacking} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
 		c.sh("mount", "-t", "tmpfs", "-o", "size="+smallDirSize, "tmpfs", n.smallDir)
 		c.teardown = append(c.teardown, func() { quiet("umount", "-l", n.smallDir) })
+		if n.slowFS, err = slowfs.Mount(slowBacking, n.slowDir); err != nil {
+			t.Fatal(err)
+		}
+		c.teardown = append(c.teardown, func() {
+			if err := n.slowFS.Unmount(); err != nil {
+				fmt.Fprintf(os.Stderr, "teardown: %v\n", err)
+			}
+		})
 		c.sh("ip", "netns", "add", n.ns)
 		c.teardown = append(c.teardown, func() { quiet("ip", "netns", "del", n.ns) })
 		peer := fmt.Sprintf("gch%dp%d", k, id)
@@ -164,7 +185,7 @@ func startCluster(t *testing.T, overrides ...string) *cluster {
 			fmt.Sprintf("advertised.listeners=PLAINTEXT://%s:9092", n.ip),
 			"controller.listener.names=CONTROLLER",
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-			"log.dirs=" + n.dataDir + "," + n.smallDir,
+			"log.dirs=" + n.dataDir + "," + n.smallDir + "," + n.slowDir,
 			"gregor.http.listen=",
 			"broker.heartbeat.interval.ms=250",
 			"broker.session.timeout.ms=4000",
@@ -369,6 +390,33 @@ func (n *node) freeDisk() error {
 		return nil
 	}
 	return err
+}
+
+// slowDisk makes every write, fsync and uncached read on the node's
+// slowfs log.dir take latency, one at a time (0: full speed again). It
+// returns how many I/Os have waited so far.
+func (n *node) slowDisk(latency time.Duration) int64 {
+	n.slowFS.SetLatency(latency)
+	n.slowed = latency > 0
+	return n.slowFS.Waited()
+}
+
+// slowDirPartitions counts the partition directories on the node's slow
+// log.dir.
+func (n *node) slowDirPartitions() (int, error) {
+	entries, err := os.ReadDir(n.slowDir)
+	if err != nil {
+		return 0, err
+	}
+	count := 0
+	for _, e := range entries {
+		// A partition's directory is topic-partition; the dir's own
+		// files (meta.properties, checkpoints) have no dash.
+		if e.IsDir() && strings.Contains(e.Name(), "-") && !strings.HasSuffix(e.Name(), "-delete") {
+			count++
+		}
+	}
+	return count, nil
 }
 
 func (n *node) logCount(phrase string) int {

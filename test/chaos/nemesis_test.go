@@ -15,9 +15,25 @@ const (
 	faultPauseFollower = "pause-follower" // SIGSTOP a follower, then SIGCONT
 	faultPartition     = "partition"      // cut a leader off from everyone, then heal
 	faultDiskFull      = "disk-full"      // fill a leader's tmpfs log.dir, free it, restart if the dir went offline
+	faultSlowDisk      = "slow-disk"      // make a leader's or a follower's slowfs log.dir slow, then fast again
 )
 
-var faultKinds = []string{faultKill, faultPauseLeader, faultPauseFollower, faultPartition, faultDiskFull}
+var faultKinds = []string{faultKill, faultPauseLeader, faultPauseFollower, faultPartition, faultDiskFull, faultSlowDisk}
+
+// A slow disk takes 100–300 ms per write, fsync and uncached read, one
+// at a time: a few I/Os a second for the third of the node's replicas on
+// that dir, so appends queue and a produce request or a follower's fetch
+// round takes seconds (the disk stays busy for the whole hold). It is held
+// longer than the other faults, 10–40 s, so that backlogs build up. The
+// ISR does not shrink at this latency, rightly: a follower that keeps
+// fetching is caught up by Kafka's rule unless one fetch round takes
+// replica.lag.time.max.ms (30 s).
+const (
+	slowDiskLatencyMin = 100 * time.Millisecond
+	slowDiskLatencyMax = 300 * time.Millisecond
+	slowDiskHoldMin    = 10 * time.Second
+	slowDiskHoldMax    = 40 * time.Second
+)
 
 // nemesis injects one fault at a time: it picks a kind (every kind once in
 // a shuffled round, then again), a partition whose leader or follower is
@@ -112,6 +128,15 @@ func (n *nemesis) one(i int) {
 		victim = follower
 	}
 	hold := time.Duration(1000+n.rng.IntN(5000)) * time.Millisecond
+	var latency time.Duration
+	var waitedBefore int64
+	if kind == faultSlowDisk {
+		if n.rng.IntN(2) == 0 {
+			victim = follower
+		}
+		latency = slowDiskLatencyMin + time.Duration(n.rng.Int64N(int64(slowDiskLatencyMax-slowDiskLatencyMin)))
+		hold = slowDiskHoldMin + time.Duration(n.rng.Int64N(int64(slowDiskHoldMax-slowDiskHoldMin)))
+	}
 	invoke := n.h.Now()
 	offlineBefore := victim.logCount("log dir offline")
 	var err error
@@ -124,8 +149,13 @@ func (n *nemesis) one(i int) {
 		err = victim.partition()
 	case faultDiskFull:
 		err = victim.fillDisk()
+	case faultSlowDisk:
+		waitedBefore = victim.slowDisk(latency)
 	}
 	where := fmt.Sprintf("node %d (%s), held %v", victim.id, subject, hold.Round(time.Millisecond))
+	if kind == faultSlowDisk {
+		where += fmt.Sprintf(", %v per I/O", latency.Round(time.Millisecond))
+	}
 	if err != nil {
 		n.c.t.Logf("fault %d %s on %s: %v", i, kind, where, err)
 		return
@@ -148,6 +178,9 @@ func (n *nemesis) one(i int) {
 			victim.stop()
 			victim.start()
 		}
+	case faultSlowDisk:
+		waited := victim.slowDisk(0) - waitedBefore
+		n.c.t.Logf("slow disk of node %d healed: %d I/Os waited %v each", victim.id, waited, latency.Round(time.Millisecond))
 	}
 	if err != nil {
 		n.c.t.Fatalf("heal %s on node %d: %v", kind, victim.id, err)
@@ -191,6 +224,9 @@ func (n *nemesis) healAll() {
 		}
 		if v.filled {
 			v.freeDisk()
+		}
+		if v.slowed {
+			v.slowDisk(0)
 		}
 		v.mu.Lock()
 		paused := v.paused

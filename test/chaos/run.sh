@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Gregor's fault suite (issue 13): three nodes in network namespaces, a
 # nemesis (kill -9, SIGSTOP of a leader and of a follower, a node cut off,
-# a full log.dir), three workloads recording a history, and the checker.
-# Needs root (namespaces, tmpfs) and ip(8).
+# a full log.dir, a slow log.dir), three workloads recording a history, and
+# the checker. Needs root (namespaces, tmpfs, FUSE mounts) and ip(8).
 #
 #   test/chaos/run.sh                 the CI run: issue 13's coordinator case, then 6 faults (a few minutes)
 #   test/chaos/run.sh --long          the README's run: 210 faults (about an hour)
