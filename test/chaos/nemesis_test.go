@@ -53,7 +53,11 @@ type nemesis struct {
 
 func (n *nemesis) nextKind() string {
 	if len(n.order) == 0 {
-		n.order = append([]string(nil), faultKinds...)
+		for _, k := range faultKinds {
+			if k != faultSlowDisk || !n.c.noSlowDisk {
+				n.order = append(n.order, k)
+			}
+		}
 		n.rng.Shuffle(len(n.order), func(i, j int) { n.order[i], n.order[j] = n.order[j], n.order[i] })
 	}
 	k := n.order[0]
