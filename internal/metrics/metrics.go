@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/errorcode"
 )
 
 // Registry holds one process's metrics.
@@ -110,8 +112,12 @@ func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, st
 	r.totalTime.WithLabelValues(name).Observe(float64(done.Sub(received).Microseconds()) / 1000)
 	r.queueTime.WithLabelValues(name).Observe(float64(started.Sub(received).Microseconds()) / 1000)
 	if resp != nil {
-		countErrors(reflect.ValueOf(resp), func(code int16) {
-			r.requestErrors.WithLabelValues(name, errorName(code)).Inc()
+		// Every non-zero code at any depth counts once, as Kafka
+		// counts one error per occurrence.
+		errorcode.Walk(resp, func(f reflect.Value) {
+			if code := int16(f.Int()); code != 0 {
+				r.requestErrors.WithLabelValues(name, errorName(code)).Inc()
+			}
 		})
 	}
 }
@@ -124,39 +130,6 @@ func errorName(code int16) string {
 		}
 	}
 	return "UNKNOWN_" + strconv.Itoa(int(code))
-}
-
-// countErrors walks a response and reports every non-zero ErrorCode field,
-// at any depth (top level, per topic, per partition), as Kafka counts one
-// error per occurrence.
-func countErrors(v reflect.Value, report func(int16)) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			countErrors(v.Elem(), report)
-		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if t.Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
-				if c := int16(f.Int()); c != 0 {
-					report(c)
-				}
-				continue
-			}
-			if f.Kind() == reflect.Slice || f.Kind() == reflect.Struct || f.Kind() == reflect.Pointer {
-				countErrors(f, report)
-			}
-		}
-	case reflect.Slice:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return // record bytes, not structure
-		}
-		for i := range v.Len() {
-			countErrors(v.Index(i), report)
-		}
-	}
 }
 
 // Produced records a produce request's appended records and bytes.
