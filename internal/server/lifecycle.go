@@ -105,21 +105,22 @@ func (l *lifecycle) start(ctx, runCtx context.Context) error {
 
 // unfencedInImage is a metadata publisher that closes shown once an image
 // shows the broker registered in epoch and unfenced; it does nothing after.
+// The loader calls its publishers one at a time, so the check-then-close
+// needs no lock.
 type unfencedInImage struct {
 	nodeID int32
 	epoch  int64
-	once   sync.Once
 	shown  chan struct{}
-	done   atomic.Bool
 }
 
 func (u *unfencedInImage) Publish(_ *metadata.Delta, img *metadata.Image) {
-	if u.done.Load() {
+	select {
+	case <-u.shown:
 		return
+	default:
 	}
 	if reg, ok := img.Brokers[u.nodeID]; ok && !reg.Fenced && reg.Epoch == u.epoch {
-		u.done.Store(true)
-		u.once.Do(func() { close(u.shown) })
+		close(u.shown)
 	}
 }
 
