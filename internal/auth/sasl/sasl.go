@@ -22,7 +22,8 @@ const (
 	GSSAPI      = "GSSAPI"
 )
 
-// Server is one mechanism enabled on one listener.
+// Server is one mechanism enabled on one listener. Start is called by many
+// connections at once.
 type Server interface {
 	Name() string
 	// Start begins the exchange of one connection.
@@ -65,7 +66,8 @@ type ScramCredential struct {
 	Iterations int32
 }
 
-// ScramLookup finds a user's credential for a mechanism.
+// ScramLookup finds a user's credential for a mechanism. It is called by
+// many connections at once.
 type ScramLookup func(mechanism, user string) (ScramCredential, bool)
 
 // Messages sent to clients. One message covers an unknown user and a wrong
