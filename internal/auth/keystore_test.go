@@ -236,12 +236,19 @@ func TestStoreErrors(t *testing.T) {
 			[]string{"ssl.truststore.certificates: no PEM CERTIFICATE"}},
 		{"bad base64", auth.TLSSettings{TruststoreType: "PEM", TruststoreCertificates: "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n"},
 			[]string{"ssl.truststore.certificates", "bad base64"}},
+		{"unknown client auth", auth.TLSSettings{KeystoreType: "PEM", KeystoreLocation: pki.Server.KeystorePEM, KeyPassword: authtest.Password, ClientAuth: "always"},
+			[]string{"ssl.client.auth always"}},
 		{"unknown endpoint identification", auth.TLSSettings{EndpointIdentification: "ldaps"},
 			[]string{"ssl.endpoint.identification.algorithm ldaps"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := auth.ClientTLS(tt.s, "localhost")
+			var err error
+			if tt.s.ClientAuth != "" {
+				_, err = auth.NewServerTLS(tt.s)
+			} else {
+				_, err = auth.ClientTLS(tt.s, "localhost")
+			}
 			checkErr(t, err, tt.want...)
 		})
 	}

@@ -272,3 +272,31 @@ public class PrintSubjects {
 		}
 	}
 }
+
+func TestCertificatePrincipalMapped(t *testing.T) {
+	pki := newPKI(t)
+	duke := pki.Issue(t, "duke", authtest.Options{Subject: "/C=US/O=mycp/OU=ServiceUsers/CN=Duke"})
+	s := pki.Settings(t, pki.Server, authtest.PEM)
+	s.ClientAuth = "required"
+	srv := mustServer(t, s)
+	m, err := auth.ParsePrincipalMapping("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L,DEFAULT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		id   *authtest.Identity
+		want auth.Principal
+	}{
+		{duke, auth.User("duke")},
+		{pki.Client, auth.User("CN=client")},
+	} {
+		r := handshake(t, srv.Config(), mustClient(t, pki.Settings(t, tt.id, authtest.PEM), "localhost"))
+		if !r.ok() {
+			t.Fatalf("handshake: %v %v", r.clientErr, r.serverErr)
+		}
+		p, err := auth.CertificatePrincipal(r.server, m)
+		if err != nil || p != tt.want {
+			t.Errorf("CertificatePrincipal = %v, %v; want %v", p, err, tt.want)
+		}
+	}
+}
