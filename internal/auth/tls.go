@@ -1,13 +1,10 @@
 package auth
 
-import (
-	"crypto/tls"
-	"errors"
-)
-
 // TLSSettings are the ssl.* values of one listener (server side) or one
 // client (a node dialing a peer, a CLI command's --command-config), after
-// listener-prefix resolution. Empty strings are unset.
+// listener-prefix resolution. Empty strings are unset, with one exception:
+// EndpointIdentification "" is Kafka's explicit "no host name check", so the
+// configuration layer must fill in Kafka's default "https" itself.
 type TLSSettings struct {
 	KeystoreType             string   // ssl.keystore.type: JKS (default), PKCS12, PEM
 	KeystoreLocation         string   // ssl.keystore.location
@@ -24,13 +21,11 @@ type TLSSettings struct {
 	EnabledProtocols         []string // ssl.enabled.protocols
 	CipherSuites             []string // ssl.cipher.suites (Kafka/IANA names)
 	EndpointIdentification   string   // ssl.endpoint.identification.algorithm: https or "" (clients)
+	AllowDNChanges           bool     // ssl.allow.dn.changes: a reload may change the certificate's subject (servers)
+	AllowSANChanges          bool     // ssl.allow.san.changes: a reload may drop subject alternative names (servers)
 }
 
-var errNotImplemented = errors.New("auth: TLS not implemented yet")
-
-// ClientTLS builds the TLS configuration of a client from s; serverName is
-// checked against the peer's certificate when endpoint identification is
-// https.
-func ClientTLS(s TLSSettings, serverName string) (*tls.Config, error) {
-	return nil, errNotImplemented
-}
+// DefaultEndpointIdentification is Kafka's default
+// ssl.endpoint.identification.algorithm: clients check the server's host
+// name against its certificate.
+const DefaultEndpointIdentification = "https"
