@@ -127,9 +127,7 @@ func alterUserScram(img *metadata.Image, req *kmsg.AlterUserSCRAMCredentialsRequ
 			continue
 		}
 		mech, _ := scramcred.MechanismByType(u.Mechanism) // validated
-		cred := mech.Credential(u.Salt, u.SaltedPassword, u.Iterations)
-		records = append(records, &metadata.UserScramCredentialRecord{Name: u.Name, Mechanism: u.Mechanism,
-			Salt: cred.Salt, StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations})
+		records = append(records, metadata.NewUserScramCredentialRecord(u.Name, u.Mechanism, mech.Credential(u.Salt, u.SaltedPassword, u.Iterations)))
 	}
 
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)

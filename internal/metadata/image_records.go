@@ -39,8 +39,8 @@ func appendScramRecords(out []Record, scram map[string]map[int8]sasl.ScramCreden
 		creds := scram[user]
 		for _, mech := range slices.Sorted(maps.Keys(creds)) {
 			c := creds[mech]
-			out = append(out, &UserScramCredentialRecord{Name: user, Mechanism: mech,
-				Salt: slices.Clone(c.Salt), StoredKey: slices.Clone(c.StoredKey), ServerKey: slices.Clone(c.ServerKey), Iterations: c.Iterations})
+			c.Salt, c.StoredKey, c.ServerKey = slices.Clone(c.Salt), slices.Clone(c.StoredKey), slices.Clone(c.ServerKey)
+			out = append(out, NewUserScramCredentialRecord(user, mech, c))
 		}
 	}
 	return out

@@ -2,6 +2,8 @@ package metadata
 
 import (
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"gregor/internal/auth/sasl"
 )
 
 // MetadataVersionScram is the first metadata.version with SCRAM credentials
@@ -20,6 +22,13 @@ type UserScramCredentialRecord struct {
 	StoredKey  []byte
 	ServerKey  []byte
 	Iterations int32
+}
+
+// NewUserScramCredentialRecord is the record that sets a user's credential
+// for a mechanism (a scramcred.Mechanism's Type).
+func NewUserScramCredentialRecord(user string, mechanism int8, cred sasl.ScramCredential) *UserScramCredentialRecord {
+	return &UserScramCredentialRecord{Name: user, Mechanism: mechanism, Salt: cred.Salt,
+		StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations}
 }
 
 func (*UserScramCredentialRecord) Type() int16       { return UserScramCredentialRecordType }
