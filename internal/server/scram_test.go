@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/auth/scramcred"
 )
 
 // TestScramCredentials sets, describes, restarts with, and deletes SCRAM
@@ -67,6 +70,16 @@ func TestScramCredentials(t *testing.T) {
 		})
 	}
 	check(adm, "alice: SCRAM-SHA-256/8192;bob: SCRAM-SHA-512/4096;")
+	// What the broker would authenticate alice with: keys from her password.
+	cred, ok := ts.srv.loader.Image().ScramCredential("SCRAM-SHA-256", "alice")
+	salted, err := scramcred.SHA256.SaltedPassword("alice-secret", cred.Salt, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scramcred.SHA256.Credential(cred.Salt, salted, 8192)
+	if !ok || cred.Iterations != 8192 || !bytes.Equal(cred.StoredKey, want.StoredKey) || !bytes.Equal(cred.ServerKey, want.ServerKey) {
+		t.Fatalf("alice's credential in the broker's image does not match her password: %t", ok)
+	}
 	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "other"}}); err != nil {
 		t.Fatal(err)
 	}
