@@ -51,6 +51,7 @@ type cluster struct {
 	brokers     []*node
 	voters      string
 	extra       []string // overrides for every node
+	formatArgs  []string // more arguments of every node's `storage format`
 	proxies     map[int32]*proxy
 }
 
@@ -65,11 +66,18 @@ func startCluster(t *testing.T, nc, nb int, extra ...string) *cluster {
 // controller goes through a TCP proxy the test can cut.
 func startClusterProxied(t *testing.T, nc, nb int, proxied bool, extra ...string) *cluster {
 	t.Helper()
+	return startClusterWith(t, nc, nb, proxied, nil, extra...)
+}
+
+// startClusterWith is startClusterProxied that also gives every node's
+// `storage format` formatArgs (say, --add-scram).
+func startClusterWith(t *testing.T, nc, nb int, proxied bool, formatArgs []string, extra ...string) *cluster {
+	t.Helper()
 	out, err := run(t, 10*time.Second, "", gregorBin, "storage", "random-uuid")
 	if err != nil {
 		t.Fatalf("random-uuid: %v\n%s", err, out)
 	}
-	c := &cluster{t: t, clusterID: strings.TrimSpace(out), extra: extra}
+	c := &cluster{t: t, clusterID: strings.TrimSpace(out), extra: extra, formatArgs: formatArgs}
 	var voters []string
 	for i := range nc {
 		n := &node{t: t, id: int32(i + 1), roles: "controller", dataDir: t.TempDir(), port: freePort(t)}
@@ -138,6 +146,7 @@ func (c *cluster) format(n *node) {
 	for _, p := range n.props {
 		args = append(args, "--override", p)
 	}
+	args = append(args, c.formatArgs...)
 	if out, err := run(c.t, 10*time.Second, "", gregorBin, args...); err != nil {
 		c.t.Fatalf("format node %d: %v\n%s", n.id, err, out)
 	}

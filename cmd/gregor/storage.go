@@ -1,12 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 
 	"github.com/spf13/cobra"
 
+	"gregor/internal/auth/scramcred"
 	"gregor/internal/config"
+	"gregor/internal/log"
+	"gregor/internal/metadata"
+	"gregor/internal/raft"
 	"gregor/internal/server"
 )
 
@@ -28,12 +35,12 @@ func newStorageCommand() *cobra.Command {
 	})
 	var (
 		clusterID, configFile string
-		overrides             []string
+		overrides, addScram   []string
 		ignoreFormatted       bool
 	)
 	format := &cobra.Command{
 		Use:   "format --cluster-id ID --config FILE",
-		Short: "Write meta.properties into log.dirs and metadata.log.dir",
+		Short: "Write meta.properties into log.dirs and metadata.log.dir, and the bootstrap metadata",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			props, err := loadProperties(configFile, overrides)
@@ -46,6 +53,16 @@ func newStorageCommand() *cobra.Command {
 			}
 			for _, w := range warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
+			bootstrap, err := bootstrapRecords(addScram)
+			if err != nil {
+				return err
+			}
+			if err := server.ValidateClusterID(clusterID); err != nil {
+				return err
+			}
+			if err := writeBootstrap(cfg.MetadataLogDir, bootstrap); err != nil {
+				return err
 			}
 			dirs := slices.Clone(cfg.LogDirs)
 			if !slices.Contains(dirs, cfg.MetadataLogDir) {
@@ -62,7 +79,43 @@ func newStorageCommand() *cobra.Command {
 	format.Flags().StringVarP(&configFile, "config", "c", "", "the node's server.properties")
 	format.Flags().StringArrayVar(&overrides, "override", nil, "a config override key=value (repeatable)")
 	format.Flags().BoolVarP(&ignoreFormatted, "ignore-formatted", "g", false, "skip directories already formatted with the same ids")
+	format.Flags().StringArrayVarP(&addScram, "add-scram", "S", nil,
+		"a SCRAM credential for the new cluster (repeatable), e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]' or\n"+
+			"'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'")
 	format.MarkFlagRequired("cluster-id")
 	cmd.AddCommand(format)
 	return cmd
+}
+
+// bootstrapRecords is the metadata a new cluster starts with, as
+// kafka-storage's Formatter builds it: metadata.version, then a
+// UserScramCredentialRecord per --add-scram.
+func bootstrapRecords(addScram []string) ([]metadata.Record, error) {
+	records := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
+	for _, arg := range addScram {
+		spec, err := scramcred.ParseSpec(arg)
+		if err != nil {
+			return nil, fmt.Errorf("--add-scram: %w", err)
+		}
+		records = append(records, metadata.NewUserScramCredentialRecord(spec.User, spec.Mechanism.Type, spec.Credential))
+	}
+	return records, nil
+}
+
+// writeBootstrap writes bootstrap.checkpoint into metadata.log.dir unless
+// that is formatted already (then the cluster has started, or will, from
+// the file it has). It goes before meta.properties, so a formatted
+// metadata.log.dir always has it.
+func writeBootstrap(metadataLogDir string, records []metadata.Record) error {
+	_, err := log.ReadMetaProperties(metadataLogDir)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read meta.properties in %s: %w", metadataLogDir, err)
+	}
+	if err := os.MkdirAll(metadataLogDir, 0o755); err != nil {
+		return fmt.Errorf("create metadata log dir: %w", err)
+	}
+	return raft.WriteBootstrapCheckpoint(metadataLogDir, records)
 }

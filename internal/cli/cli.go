@@ -1,5 +1,5 @@
 // Package cli holds Gregor's operator commands (topic, produce, consume,
-// group, config, cluster, log, bench). They talk to any Kafka cluster
+// group, config, user, cluster, log, bench). They talk to any Kafka cluster
 // through franz-go's kgo and kadm clients (log dump reads segment files), and
 // their flags follow Kafka's own tools (kafka-topics, kafka-console-producer/
 // consumer, kafka-consumer-groups, kafka-configs, kafka-dump-log, the perf
@@ -41,6 +41,7 @@ func Commands() []*cobra.Command {
 		NewConsumeCommand(),
 		NewGroupCommand(),
 		NewConfigCommand(),
+		NewUserCommand(),
 		NewClusterCommand(),
 		NewTransactionsCommand(),
 		NewLogCommand(),

@@ -96,6 +96,13 @@ func (d *dumper) describeMetadataRecord(path string, pos, offset int64, value []
 		}
 		return fmt.Sprintf("Error at %d, skipping. %v", offset, err)
 	}
+	if c, ok := rec.(*metadata.UserScramCredentialRecord); ok {
+		// Redacted, as Kafka's metadata shell does by default: with the
+		// keys a reader could attack the password offline or pose as the
+		// server.
+		return fmt.Sprintf("type: UserScramCredentialRecord version: %d data: {Name:%s Mechanism:%d Salt:[redacted] StoredKey:[redacted] ServerKey:[redacted] Iterations:%d}",
+			rec.Version(), c.Name, c.Mechanism, c.Iterations)
+	}
 	name := reflect.TypeOf(rec).String()
 	name = name[strings.LastIndex(name, ".")+1:]
 	return fmt.Sprintf("type: %s version: %d data: %s", name, rec.Version(), formatFields(reflect.ValueOf(rec)))

@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/auth/sasl"
 	"gregor/internal/metadata"
+	"gregor/internal/raft"
 	"gregor/internal/record"
 )
 
@@ -218,6 +220,31 @@ func TestLogDumpControlRecordsAndSnapshot(t *testing.T) {
 	for _, want := range []string{"isTransactional: true isControl: true", "endTxnMarker: COMMIT coordinatorEpoch: 7", "producerId: 9"} {
 		if !strings.Contains(r.out, want) {
 			t.Fatalf("no %q in:\n%s", want, r.out)
+		}
+	}
+}
+
+// TestLogDumpBootstrapCheckpoint: `storage format`'s bootstrap file dumps
+// as a snapshot, SCRAM keys redacted.
+func TestLogDumpBootstrapCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cred := metadata.NewUserScramCredentialRecord("alice", 1, sasl.ScramCredential{Salt: []byte("pepper"), StoredKey: []byte("stored-key"), ServerKey: []byte("server-key"), Iterations: 4096})
+	if err := raft.WriteBootstrapCheckpoint(dir, []metadata.Record{cred}); err != nil {
+		t.Fatal(err)
+	}
+	r := runCommand(t, "", "log", "dump", "--cluster-metadata-decoder", filepath.Join(dir, raft.BootstrapCheckpointName))
+	if r.err != nil {
+		t.Fatalf("dump: %v\n%s", r.err, r.errOut)
+	}
+	for _, want := range []string{"KRaft bootstrap snapshot\n",
+		"payload: type: UserScramCredentialRecord version: 0 data: {Name:alice Mechanism:1 Salt:[redacted] StoredKey:[redacted] ServerKey:[redacted] Iterations:4096}"} {
+		if !strings.Contains(r.out, want) {
+			t.Fatalf("no %q in:\n%s", want, r.out)
+		}
+	}
+	for _, secret := range []string{"pepper", "stored-key", "server-key", "[112 101"} {
+		if strings.Contains(r.out, secret) {
+			t.Fatalf("the dump shows %q:\n%s", secret, r.out)
 		}
 	}
 }

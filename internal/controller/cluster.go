@@ -32,11 +32,11 @@ type Endpoint struct {
 var securityProtocols = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 // Bootstrap makes the log ready for this cluster. On a fresh log it writes
-// the metadata.version FeatureLevelRecord (4.0-IV3) and an unfenced
-// RegisterBrokerRecord for each broker. On a log that has them, it
-// re-registers (new broker epoch, new incarnation) only the brokers whose
-// listeners or rack changed, or that are fenced. Fencing and heartbeats come
-// with the broker lifecycle, later.
+// the bootstrap metadata (Config.Bootstrap; metadata.version 4.0-IV3 unless
+// that says otherwise) and an unfenced RegisterBrokerRecord for each
+// broker. On a log that has them, it re-registers (new broker epoch, new
+// incarnation) only the brokers whose listeners or rack changed, or that are
+// fenced. Fencing and heartbeats come with the broker lifecycle, later.
 func (c *Controller) Bootstrap(ctx context.Context, brokers ...BrokerRegistration) error {
 	wanted := make([]*metadata.BrokerRegistration, 0, len(brokers))
 	for _, b := range brokers {
@@ -80,7 +80,7 @@ func (c *Controller) Bootstrap(ctx context.Context, brokers ...BrokerRegistratio
 func (c *Controller) bootstrapRecords(img *metadata.Image, brokers []*metadata.BrokerRegistration) []metadata.Record {
 	var records []metadata.Record
 	if img.MetadataVersion() == 0 {
-		records = append(records, &metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion})
+		records = append(records, c.bootstrapMetadata()...)
 	}
 	// A broker epoch is the offset its registration is written at (Kafka's
 	// nextWriteOffset), so epochs only grow.
@@ -110,6 +110,18 @@ func (c *Controller) bootstrapRecords(img *metadata.Image, brokers []*metadata.B
 		records = append(records, r)
 	}
 	return records
+}
+
+// bootstrapMetadata is what a log without metadata.version starts with:
+// Config.Bootstrap, with metadata.version first.
+func (c *Controller) bootstrapMetadata() []metadata.Record {
+	for _, r := range c.cfg.Bootstrap {
+		if f, ok := r.(*metadata.FeatureLevelRecord); ok && f.Name == metadata.MetadataVersionFeature {
+			return slices.Clone(c.cfg.Bootstrap)
+		}
+	}
+	mv := &metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}
+	return append([]metadata.Record{mv}, c.cfg.Bootstrap...)
 }
 
 func sameEndpoints(a, b []metadata.Endpoint) bool {

@@ -110,6 +110,12 @@ type Config struct {
 	// more than this percentage of the partitions it is the preferred
 	// replica of are led by another broker (or by none).
 	LeaderImbalancePerBrokerPercentage int
+	// Bootstrap is the metadata the first active controller writes to an
+	// empty log, in one batch (Kafka's bootstrap.checkpoint, written by
+	// `storage format`): metadata.version and, with --add-scram, SCRAM
+	// credentials. Without a metadata.version FeatureLevelRecord of its
+	// own it gets LatestMetadataVersion first.
+	Bootstrap []metadata.Record
 }
 
 // Controller is the quorum controller of this node.

@@ -113,7 +113,8 @@ func (c *Controller) needsActivation() bool {
 // leader. Losing leadership drops the broker sessions. Gaining it activates
 // the controller as Kafka's QuorumController.claim and
 // ActivationRecordsGenerator do: a log without metadata.version gets the
-// FeatureLevelRecord, and every registered broker gets a fresh session, so
+// bootstrap metadata (the FeatureLevelRecord, and what `storage format`
+// added), and every registered broker gets a fresh session, so
 // no broker is fenced for heartbeats the previous controller received.
 func (c *Controller) handleLeaderChange(ctx context.Context) {
 	id, epoch := c.leader()
@@ -129,9 +130,8 @@ func (c *Controller) handleLeaderChange(ctx context.Context) {
 		return
 	}
 	if c.image.Image().MetadataVersion() == 0 {
-		rec := &metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}
-		if _, err := c.q.Append(ctx, []metadata.Record{rec}); err != nil {
-			c.logger.Warn("activation: writing metadata.version failed; will retry", "epoch", epoch, "err", err)
+		if _, err := c.q.Append(ctx, c.bootstrapMetadata()); err != nil {
+			c.logger.Warn("activation: writing the bootstrap metadata failed; will retry", "epoch", epoch, "err", err)
 			return
 		}
 	}

@@ -119,6 +119,32 @@ func (f forwarding) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incre
 	return resp
 }
 
+func (f forwarding) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+	kresp, err := f.forward(ctx, req)
+	if err == nil {
+		return kresp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+	}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	msg := err.Error()
+	seen := map[string]bool{}
+	add := func(user string) {
+		if seen[user] {
+			return
+		}
+		seen[user] = true
+		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		r.User, r.ErrorCode, r.ErrorMessage = user, failure(err), &msg
+		resp.Results = append(resp.Results, r)
+	}
+	for _, d := range req.Deletions {
+		add(d.Name)
+	}
+	for _, u := range req.Upsertions {
+		add(u.Name)
+	}
+	return resp
+}
+
 // NotController reports whether a controller's answer says it is not the
 // active controller (then the request is retried at the new one).
 func NotController(resp kmsg.Response) bool {
@@ -151,6 +177,12 @@ func NotController(resp kmsg.Response) bool {
 	case *kmsg.IncrementalAlterConfigsResponse:
 		for _, t := range r.Resources {
 			if t.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, u := range r.Results {
+			if u.ErrorCode == nc {
 				return true
 			}
 		}

@@ -73,6 +73,7 @@ type ControllerAPI interface {
 	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
 	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
 	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
+	AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -116,6 +117,8 @@ var brokerAPIs = []*api{
 	&describeProducersAPI,
 	&addPartitionsToTxnAPI, &addOffsetsToTxnAPI, &endTxnAPI, &writeTxnMarkersAPI,
 	&describeTransactionsAPI, &listTransactionsAPI,
+	// SCRAM credentials: described from the image, altered by the controller.
+	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's
@@ -125,6 +128,7 @@ var controllerAPIs = []*api{
 	&apiVersionsAPI, &createTopicsAPI, &deleteTopicsAPI, &createPartitionsAPI,
 	&describeConfigsAPI, &alterConfigsAPI, &incrementalAlterConfigsAPI,
 	&describeClusterAPI,
+	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,

@@ -124,6 +124,20 @@ func (d *decoder) compactNullableString() *string {
 	return &s
 }
 
+// compactBytes reads non-nullable compact bytes into a copy of their own,
+// so a record never aliases the buffer it was decoded from. Empty bytes
+// decode to a non-nil empty slice.
+func (d *decoder) compactBytes() []byte {
+	n, isNull := d.length(1)
+	if isNull {
+		d.fail(errors.New("null bytes in a non-nullable field"))
+	}
+	if d.err != nil {
+		return nil
+	}
+	return append([]byte{}, d.r.Span(n)...)
+}
+
 // int32s reads a compact int32 array; nullable says whether null is allowed.
 // A non-null empty array decodes to a non-nil empty slice so null and empty
 // stay distinct through a round trip.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"gregor/internal/auth/sasl"
 )
 
 // Batch is one committed batch of metadata records, as the Raft layer hands
@@ -51,6 +53,7 @@ type Delta struct {
 	changedParts   map[[16]byte]map[int32]bool
 	configs        map[ConfigResource]map[string]string // changed resources (working copies)
 	nextProducerID *int64
+	scram          map[string]map[int8]sasl.ScramCredential // users whose credentials changed (working copies)
 }
 
 // NewDelta starts a delta on top of base.
@@ -67,6 +70,7 @@ func NewDelta(base *Image) *Delta {
 		deleted:      map[[16]byte]*Topic{},
 		changedParts: map[[16]byte]map[int32]bool{},
 		configs:      map[ConfigResource]map[string]string{},
+		scram:        map[string]map[int8]sasl.ScramCredential{},
 	}
 }
 
@@ -141,6 +145,22 @@ func (d *Delta) Replay(offset int64, r Record) error {
 		}
 		next := r.NextProducerID
 		d.nextProducerID = &next
+	case *UserScramCredentialRecord:
+		d.userScram(r.Name)[r.Mechanism] = sasl.ScramCredential{
+			Salt:       slices.Clone(r.Salt),
+			StoredKey:  slices.Clone(r.StoredKey),
+			ServerKey:  slices.Clone(r.ServerKey),
+			Iterations: r.Iterations,
+		}
+	case *RemoveUserScramCredentialRecord:
+		creds := d.userScram(r.Name)
+		if _, ok := creds[r.Mechanism]; !ok {
+			// Kafka's ScramControlManager fails the same way: the
+			// controller only writes removals of credentials that exist.
+			err = fmt.Errorf("remove SCRAM credential: user %q has none for mechanism %d", r.Name, r.Mechanism)
+			break
+		}
+		delete(creds, r.Mechanism)
 	case *NoOpRecord:
 	default:
 		err = fmt.Errorf("%w: type %d", ErrUnknownRecord, r.Type())
@@ -271,6 +291,20 @@ func (d *Delta) replayConfig(r *ConfigRecord) {
 	}
 }
 
+// userScram returns the delta's own copy of a user's credentials (empty if
+// the user has none).
+func (d *Delta) userScram(user string) map[int8]sasl.ScramCredential {
+	m, ok := d.scram[user]
+	if !ok {
+		m = maps.Clone(d.base.Scram[user])
+		if m == nil {
+			m = map[int8]sasl.ScramCredential{}
+		}
+		d.scram[user] = m
+	}
+	return m
+}
+
 // broker returns the current registration of a broker, as of the records replayed so far.
 func (d *Delta) broker(id int32) *BrokerRegistration {
 	if b, ok := d.brokers[id]; ok {
@@ -368,6 +402,17 @@ func (d *Delta) Apply() *Image {
 	}
 	if d.nextProducerID != nil {
 		img.NextProducerID = *d.nextProducerID
+	}
+	if len(d.scram) > 0 {
+		img.Scram = make(map[string]map[int8]sasl.ScramCredential, len(d.base.Scram)+len(d.scram))
+		maps.Copy(img.Scram, d.base.Scram)
+		for user, m := range d.scram {
+			if len(m) == 0 {
+				delete(img.Scram, user)
+			} else {
+				img.Scram[user] = m
+			}
+		}
 	}
 	return &img
 }

@@ -198,6 +198,37 @@ func TestDeltaReplay(t *testing.T) {
 				t.Fatalf("features %v next pid %d offset %d", img.Features, img.NextProducerID, img.Offset)
 			}
 		},
+	}, {
+		name: "SCRAM credentials set, replaced, removed",
+		batches: [][]Record{
+			{scramRec("alice", 1, 4096), scramRec("alice", 2, 4096), scramRec("bob", 1, 4096)},
+			{scramRec("alice", 1, 8192), &RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 2},
+				&RemoveUserScramCredentialRecord{Name: "bob", Mechanism: 1}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			c, ok := img.ScramCredential("SCRAM-SHA-256", "alice")
+			if !ok || c.Iterations != 8192 || string(c.Salt) != "salt-alice" || string(c.StoredKey) != "stored-alice" || string(c.ServerKey) != "server-alice" {
+				t.Fatalf("alice's SHA-256 credential = %+v, %t", c, ok)
+			}
+			if _, ok := img.ScramCredential("SCRAM-SHA-512", "alice"); ok {
+				t.Fatal("alice's SHA-512 credential survived its removal")
+			}
+			if _, ok := img.Scram["bob"]; ok {
+				t.Fatal("bob has no credentials left but keeps an entry")
+			}
+			if _, ok := img.ScramCredential("PLAIN", "alice"); ok {
+				t.Fatal("a non-SCRAM mechanism found a credential")
+			}
+		},
+	}, {
+		name:    "removing a SCRAM credential that does not exist fails",
+		batches: [][]Record{{scramRec("alice", 1, 4096)}, {&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 2}}},
+		wantErr: `user "alice" has none for mechanism 2`,
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if _, ok := img.ScramCredential("SCRAM-SHA-256", "alice"); !ok {
+				t.Fatal("the failed removal removed another credential")
+			}
+		},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -243,6 +274,24 @@ func TestImagesAreImmutable(t *testing.T) {
 	if next.Topics.ByID[orders].Partitions[0].Leader != NoLeader || next.Topics.ByName["orders"].NumPartitions() != 2 ||
 		!next.Brokers[1].Fenced || next.TopicConfigs("orders")["a"] != "2" || next.Offset != 13 {
 		t.Fatalf("next image wrong: %+v", next)
+	}
+	// SCRAM credentials: a delta works on copies too.
+	scramBase, _, err := replayAll(t, []Record{scramRec("alice", 1, 4096)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd := NewDelta(scramBase)
+	for i, r := range []Record{scramRec("alice", 2, 4096), &RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}, scramRec("bob", 1, 4096)} {
+		if err := sd.Replay(int64(1+i), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scramNext := sd.Apply()
+	if len(scramBase.Scram) != 1 || len(scramBase.Scram["alice"]) != 1 || scramBase.Scram["alice"][1].Iterations != 4096 {
+		t.Fatalf("base SCRAM credentials changed: %v", scramBase.Scram)
+	}
+	if len(scramNext.Scram) != 2 || len(scramNext.Scram["alice"]) != 1 || scramNext.Scram["alice"][2].Iterations != 4096 {
+		t.Fatalf("next SCRAM credentials: %v", scramNext.Scram)
 	}
 	if err := d.Replay(20, &NoOpRecord{}); err == nil {
 		t.Fatal("replay after Apply must fail")

@@ -3,6 +3,9 @@ package metadata
 import (
 	"slices"
 	"strconv"
+
+	"gregor/internal/auth/sasl"
+	"gregor/internal/auth/scramcred"
 )
 
 // Image is the cluster metadata as of one offset of the metadata log (Kafka's
@@ -27,6 +30,11 @@ type Image struct {
 	// NextProducerID is the first producer id of the next block the
 	// controller will hand out (ProducerIdsRecord).
 	NextProducerID int64
+	// Scram holds the users' SCRAM credentials (UserScramCredentialRecord):
+	// user -> mechanism type (scramcred.Mechanism.Type) -> credential. A user
+	// without credentials has no entry. Callers must not modify the maps or
+	// the credentials' bytes.
+	Scram map[string]map[int8]sasl.ScramCredential
 }
 
 // EmptyImage returns the image before any record.
@@ -38,6 +46,7 @@ func EmptyImage() *Image {
 		Brokers:  map[int32]*BrokerRegistration{},
 		Topics:   &TopicsImage{ByName: map[string]*Topic{}, ByID: map[[16]byte]*Topic{}},
 		Configs:  map[ConfigResource]map[string]string{},
+		Scram:    map[string]map[int8]sasl.ScramCredential{},
 	}
 }
 
@@ -62,6 +71,19 @@ func (img *Image) BrokerConfigs(id int32) map[string]string {
 // ClusterConfigs returns the cluster-wide dynamic broker configs (nil if none).
 func (img *Image) ClusterConfigs() map[string]string {
 	return img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: ""}]
+}
+
+// ScramCredential returns a user's credential for a SCRAM mechanism named
+// as in SaslHandshake (SCRAM-SHA-256, SCRAM-SHA-512); it has the shape of
+// sasl.ScramLookup, for the broker to call on its latest image at each
+// authentication. The credential's bytes belong to the image: read only.
+func (img *Image) ScramCredential(mechanism, user string) (sasl.ScramCredential, bool) {
+	m, ok := scramcred.MechanismByName(mechanism)
+	if !ok {
+		return sasl.ScramCredential{}, false
+	}
+	cred, ok := img.Scram[user][m.Type]
+	return cred, ok
 }
 
 // SortedBrokerIDs returns the registered broker ids in ascending order.

@@ -5,13 +5,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"gregor/internal/auth/sasl"
 )
 
 // Records returns records that, replayed in order into the empty image,
 // rebuild img (all but Offset, Epoch and ClusterID, which a snapshot carries
 // in its id and header). This is what a metadata snapshot holds (Kafka's
 // MetadataImage.write). The order is Kafka's — features, brokers, topics with
-// their partitions, configs, producer ids — and within each part sorted, so
+// their partitions, configs, producer ids, SCRAM credentials — and within
+// each part sorted, so
 // the same image always gives the same records: metadata.version first
 // because every later record is read in its light.
 func (img *Image) Records() []Record {
@@ -26,6 +29,19 @@ func (img *Image) Records() []Record {
 		// Which broker got the last block is not part of the image; Kafka's
 		// ProducerIdsImage writes -1 for both.
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
+	}
+	out = appendScramRecords(out, img.Scram)
+	return out
+}
+
+func appendScramRecords(out []Record, scram map[string]map[int8]sasl.ScramCredential) []Record {
+	for _, user := range slices.Sorted(maps.Keys(scram)) {
+		creds := scram[user]
+		for _, mech := range slices.Sorted(maps.Keys(creds)) {
+			c := creds[mech]
+			c.Salt, c.StoredKey, c.ServerKey = slices.Clone(c.Salt), slices.Clone(c.StoredKey), slices.Clone(c.ServerKey)
+			out = append(out, NewUserScramCredentialRecord(user, mech, c))
+		}
 	}
 	return out
 }

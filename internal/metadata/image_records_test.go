@@ -11,7 +11,8 @@ import (
 // fenced and unfenced three ways, put in controlled shutdown and given log
 // dirs, topics created, changed (leader, ISR, replicas, recovery state,
 // directories, ELR), deleted and recreated under the same name, configs of
-// every resource kind set, overwritten and deleted, producer id blocks.
+// every resource kind set, overwritten and deleted, producer id blocks, SCRAM
+// credentials set, replaced and removed (a user's last one included).
 func historyBatches() [][]Record {
 	orders, payments, audit, orders2 := uuidOf(1), uuidOf(2), uuidOf(3), uuidOf(4)
 	rack := strp("rack-b")
@@ -61,6 +62,7 @@ func historyBatches() [][]Record {
 			cfg(ConfigResourceBroker, "", "num.io.threads", strp("4")),
 			cfg(ConfigResourceBroker, "2", "log.cleaner.threads", strp("2")),
 			&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 10, NextProducerID: 1000},
+			scramRec("alice", 1, 4096), scramRec("alice", 2, 8192), scramRec("bob", 2, 4096),
 		},
 		{
 			leaderTo(orders, 0, 2, 2), leaderTo(orders, 0, 1, 1, 2), elr, reassign,
@@ -76,12 +78,20 @@ func historyBatches() [][]Record {
 			&FeatureLevelRecord{Name: MetadataVersionFeature, FeatureLevel: 25},
 			&ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 20, NextProducerID: 2000},
 			&NoOpRecord{},
+			&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}, scramRec("bob", 2, 16384),
+			scramRec("carol", 1, 4096), &RemoveUserScramCredentialRecord{Name: "carol", Mechanism: 1},
 		},
 		{
 			broker(2, 50, true), // a new incarnation of broker 2
 			&RemoveTopicRecord{TopicID: audit},
 		},
 	}
+}
+
+// scramRec is a credential whose bytes say whose it is.
+func scramRec(user string, mechanism int8, iterations int32) *UserScramCredentialRecord {
+	return &UserScramCredentialRecord{Name: user, Mechanism: mechanism, Salt: []byte("salt-" + user),
+		StoredKey: []byte("stored-" + user), ServerKey: []byte("server-" + user), Iterations: iterations}
 }
 
 // replayRecords builds an image from empty with one batch.
@@ -187,6 +197,7 @@ func TestImageRecordsContent(t *testing.T) {
 		"config 2/orders segment.bytes=1048576", "config 2/payments cleanup.policy=compact",
 		"config 4/ log.retention.ms=5", "config 4/ num.io.threads=8",
 		"producer ids next 2000",
+		"scram alice/2 8192", "scram bob/2 16384",
 	}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Fatalf("records:\n got %q\nwant %q", kinds, want)
@@ -214,6 +225,8 @@ func stringOf(r Record) string {
 		return fmt.Sprintf("config %d/%s %s=%s", r.ResourceType, r.ResourceName, r.Name, *r.Value)
 	case *ProducerIdsRecord:
 		return fmt.Sprintf("producer ids next %d", r.NextProducerID)
+	case *UserScramCredentialRecord:
+		return fmt.Sprintf("scram %s/%d %d", r.Name, r.Mechanism, r.Iterations)
 	}
 	return fmt.Sprintf("%T", r)
 }

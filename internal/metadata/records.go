@@ -27,18 +27,20 @@ type Record interface {
 
 // Kafka's api keys for the metadata records (metadata/src/main/resources/common/metadata).
 const (
-	RegisterBrokerRecordType           int16 = 0
-	TopicRecordType                    int16 = 2
-	PartitionRecordType                int16 = 3
-	ConfigRecordType                   int16 = 4
-	PartitionChangeRecordType          int16 = 5
-	FenceBrokerRecordType              int16 = 7
-	UnfenceBrokerRecordType            int16 = 8
-	RemoveTopicRecordType              int16 = 9
-	FeatureLevelRecordType             int16 = 12
-	ProducerIdsRecordType              int16 = 15
-	BrokerRegistrationChangeRecordType int16 = 17
-	NoOpRecordType                     int16 = 20
+	RegisterBrokerRecordType            int16 = 0
+	TopicRecordType                     int16 = 2
+	PartitionRecordType                 int16 = 3
+	ConfigRecordType                    int16 = 4
+	PartitionChangeRecordType           int16 = 5
+	FenceBrokerRecordType               int16 = 7
+	UnfenceBrokerRecordType             int16 = 8
+	RemoveTopicRecordType               int16 = 9
+	UserScramCredentialRecordType       int16 = 11
+	FeatureLevelRecordType              int16 = 12
+	ProducerIdsRecordType               int16 = 15
+	BrokerRegistrationChangeRecordType  int16 = 17
+	NoOpRecordType                      int16 = 20
+	RemoveUserScramCredentialRecordType int16 = 22
 )
 
 // frameVersion is MetadataRecordSerde's only supported frame version. Frame
@@ -98,6 +100,10 @@ func newRecord(typ int16) decodable {
 		return &BrokerRegistrationChangeRecord{}
 	case NoOpRecordType:
 		return &NoOpRecord{}
+	case UserScramCredentialRecordType:
+		return &UserScramCredentialRecord{}
+	case RemoveUserScramCredentialRecordType:
+		return &RemoveUserScramCredentialRecord{}
 	}
 	return nil
 }

@@ -111,6 +111,12 @@ func sampleRecords() []Record {
 		}
 		out = append(out, r)
 	}
+	out = append(out,
+		&UserScramCredentialRecord{Name: "alice", Mechanism: 1, Salt: []byte("salt"), StoredKey: bytes.Repeat([]byte{0xab}, 32),
+			ServerKey: bytes.Repeat([]byte{0xcd}, 32), Iterations: 8192},
+		&UserScramCredentialRecord{Name: "", Mechanism: 0, Salt: []byte{}, StoredKey: []byte{}, ServerKey: []byte{}},
+		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 2},
+	)
 	return out
 }
 
@@ -143,7 +149,7 @@ func TestRoundTripEveryRecord(t *testing.T) {
 			t.Fatalf("%T with a trailing byte: %v", want, err)
 		}
 	}
-	for _, typ := range []int16{0, 2, 3, 4, 5, 7, 8, 9, 12, 15, 17, 20} {
+	for _, typ := range []int16{0, 2, 3, 4, 5, 7, 8, 9, 11, 12, 15, 17, 20, 22} {
 		if !seen[typ] {
 			t.Errorf("record type %d not covered", typ)
 		}
@@ -237,6 +243,43 @@ func TestGoldenConfigRecordDelete(t *testing.T) {
 	got := Encode(&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "x", Name: "k"})
 	if !bytes.Equal(got, want) {
 		t.Fatalf("got %x want %x", got, want)
+	}
+}
+
+// TestGoldenScramRecords: UserScramCredentialRecord.json (apiKey 11) and
+// RemoveUserScramCredentialRecord.json (apiKey 22), version 0, flexible:
+// compact string Name, int8 Mechanism, then compact bytes Salt, StoredKey,
+// ServerKey and int32 Iterations; empty tagged fields.
+func TestGoldenScramRecords(t *testing.T) {
+	want := []byte{0x01, 0x0b, 0x00, // frame 1, type 11, version 0
+		0x02, 'u', // Name "u"
+		0x02,           // Mechanism SCRAM-SHA-512
+		0x03, 's', 't', // Salt "st"
+		0x02, 0x11, // StoredKey
+		0x03, 0x22, 0x33, // ServerKey
+		0x00, 0x00, 0x10, 0x00, // Iterations 4096
+		0x00}
+	got := Encode(&UserScramCredentialRecord{Name: "u", Mechanism: 2, Salt: []byte("st"), StoredKey: []byte{0x11}, ServerKey: []byte{0x22, 0x33}, Iterations: 4096})
+	if !bytes.Equal(got, want) {
+		t.Fatalf("UserScramCredentialRecord bytes\n got %x\nwant %x", got, want)
+	}
+	want = []byte{0x01, 0x16, 0x00, 0x02, 'u', 0x01, 0x00}
+	if got := Encode(&RemoveUserScramCredentialRecord{Name: "u", Mechanism: 1}); !bytes.Equal(got, want) {
+		t.Fatalf("RemoveUserScramCredentialRecord bytes\n got %x\nwant %x", got, want)
+	}
+	// Decoded bytes are copies: reusing the buffer changes nothing.
+	buf := Encode(&UserScramCredentialRecord{Name: "u", Salt: []byte("st"), StoredKey: []byte{1}, ServerKey: []byte{2}})
+	r, err := Decode(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(buf)
+	if c := r.(*UserScramCredentialRecord); string(c.Salt) != "st" || c.StoredKey[0] != 1 || c.ServerKey[0] != 2 {
+		t.Fatalf("decoded record aliases its input: %+v", c)
+	}
+	// Null bytes are not allowed.
+	if _, err := Decode([]byte{0x01, 0x0b, 0x00, 0x01, 0x01, 0x00, 0x01, 0x01, 0, 0, 0, 0, 0}); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("null salt: %v", err)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 //   - config resources, features and brokers are changed when they differ;
 //     a removed feature has level 0, a resource whose configs are all gone
 //     maps to an empty set, a broker absent from next maps to nil.
+//   - SCRAM credentials are not compared: no publisher acts on their
+//     changes (authentication reads the latest image).
 //
 // Comparisons treat a nil and an empty list as equal, because records that
 // went through the wire decode empty lists where the writer may have had nil.

@@ -203,6 +203,13 @@ func DecodeSnapshot(data []byte) (metadata.Snapshot, error) {
 
 // decodeSnapshot parses a snapshot and also returns its Raft position.
 func decodeSnapshot(data []byte) (metadata.Snapshot, snapshotPosition, error) {
+	return decodeSnapshotFile(data, true)
+}
+
+// decodeSnapshotFile parses a snapshot file; needPosition requires
+// Gregor's Raft position in the header (every snapshot of the log, not a
+// bootstrap file, which Kafka may have written).
+func decodeSnapshotFile(data []byte, needPosition bool) (metadata.Snapshot, snapshotPosition, error) {
 	var (
 		snap                 metadata.Snapshot
 		pos                  snapshotPosition
@@ -243,7 +250,7 @@ func decodeSnapshot(data []byte) (metadata.Snapshot, snapshotPosition, error) {
 		case typ == controlTypeSnapshotHeader && !sawHeader:
 			sawHeader = true
 			snap.Epoch = h.PartitionLeaderEpoch
-			if pos, err = parseSnapshotHeader(recs[0].Value); err != nil {
+			if pos, err = parseSnapshotHeader(recs[0].Value, needPosition); err != nil {
 				return snap, pos, err
 			}
 			snap.EndOffset = pos.endOffset
@@ -259,8 +266,9 @@ func decodeSnapshot(data []byte) (metadata.Snapshot, snapshotPosition, error) {
 	return snap, pos, nil
 }
 
-// parseSnapshotHeader reads a SnapshotHeaderRecord and Gregor's position tag.
-func parseSnapshotHeader(v []byte) (snapshotPosition, error) {
+// parseSnapshotHeader reads a SnapshotHeaderRecord and Gregor's position
+// tag, which must be there if needPosition.
+func parseSnapshotHeader(v []byte, needPosition bool) (snapshotPosition, error) {
 	var pos snapshotPosition
 	bad := errors.New("decode snapshot: malformed header record")
 	if len(v) < 10 {
@@ -290,7 +298,7 @@ func parseSnapshotHeader(v []byte) (snapshotPosition, error) {
 			found = true
 		}
 	}
-	if !found || pos.endOffset < 0 {
+	if needPosition && (!found || pos.endOffset < 0) {
 		return pos, errors.New("decode snapshot: no Gregor raft position in the header (not written by Gregor)")
 	}
 	return pos, nil

@@ -140,6 +140,12 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		s.quorum.Register(s.loader)
 	}
 	if isController {
+		// What `storage format` chose for a new cluster; the controller
+		// writes it only to an empty log.
+		bootstrap, err := raft.ReadBootstrapCheckpoint(metaDir)
+		if err != nil {
+			return err
+		}
 		s.controller = controller.New(controller.Config{
 			NodeID:                             s.cfg.NodeID,
 			ClusterID:                          clusterID,
@@ -156,6 +162,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			BrokerSessionTimeout:               time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 			ValidateTopicConfig:                config.ValidateTopicConfig,
 			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
+			Bootstrap:                          bootstrap,
 			Logger:                             s.logger,
 		}, s.quorum)
 		// The controller listener comes up before the quorum starts: the
