@@ -119,6 +119,8 @@ var brokerAPIs = []*api{
 	&describeTransactionsAPI, &listTransactionsAPI,
 	// SCRAM credentials: described from the image, altered by the controller.
 	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
+	// Answered by the socket server on SASL listeners (17_36_sasl.go).
+	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
 
 // controllerAPIs are served on the controller listener: what Kafka's
@@ -134,6 +136,7 @@ var controllerAPIs = []*api{
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 	&alterPartitionAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
 
 // NewBroker returns the handlers of a broker listener.

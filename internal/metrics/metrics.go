@@ -38,6 +38,9 @@ type Registry struct {
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
 
+	authOK, authFailed     *prometheus.CounterVec
+	reauthOK, reauthFailed *prometheus.CounterVec
+
 	lag *groupLagCollector
 }
 
@@ -87,8 +90,26 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_replicamanager_isrexpands_total",
 		Help: "ISR expansions committed for partitions this broker leads (IsrExpandsPerSec).",
 	})
+	authLabels := []string{"listener", "mechanism"}
+	r.authOK = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socket_server_metrics_successful_authentication_total",
+		Help: "Connections that authenticated, by listener and mechanism (SSL for a TLS handshake on an SSL listener) (successful-authentication-total).",
+	}, authLabels)
+	r.authFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socket_server_metrics_failed_authentication_total",
+		Help: "Connections whose authentication failed, by listener and mechanism (failed-authentication-total).",
+	}, authLabels)
+	r.reauthOK = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socket_server_metrics_successful_reauthentication_total",
+		Help: "SASL re-authentications that succeeded (KIP-368) (successful-reauthentication-total).",
+	}, authLabels)
+	r.reauthFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socket_server_metrics_failed_reauthentication_total",
+		Help: "SASL re-authentications that failed (failed-reauthentication-total).",
+	}, authLabels)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.isrShrinks, r.isrExpands,
+		r.authOK, r.authFailed, r.reauthOK, r.reauthFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
@@ -100,6 +121,32 @@ func New(state func() State) *Registry {
 
 // Gatherer exposes the registry (for tests and the HTTP handler).
 func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Authenticated records an authentication attempt on a listener.
+func (r *Registry) Authenticated(listener, mechanism string, reauth bool, err error) {
+	if r == nil {
+		return
+	}
+	c := r.authOK
+	switch {
+	case reauth && err == nil:
+		c = r.reauthOK
+	case reauth:
+		c = r.reauthFailed
+	case err != nil:
+		c = r.authFailed
+	}
+	c.WithLabelValues(listener, mechanism).Inc()
+}
+
+// AuthCounter returns the authentication counter of a listener and
+// mechanism (tests).
+func (r *Registry) AuthCounter(ok bool, listener, mechanism string) prometheus.Counter {
+	if ok {
+		return r.authOK.WithLabelValues(listener, mechanism)
+	}
+	return r.authFailed.WithLabelValues(listener, mechanism)
+}
 
 // ObserveRequest records one handled request: its count, its response's
 // error codes, and its queue and total times.

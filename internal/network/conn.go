@@ -3,6 +3,7 @@ package network
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"gregor/internal/auth"
 )
 
 const (
@@ -39,8 +42,15 @@ type conn struct {
 	br       *bufio.Reader
 	bw       *bufio.Writer // writer goroutine only
 	listener string
+	lc       *ListenerConfig
 	id       string
 	log      *slog.Logger
+
+	// principal is who the requests read from now on come from; sasl is
+	// the SASL state of a SASL listener's connection (nil otherwise).
+	// Reader goroutine only.
+	principal auth.Principal
+	sasl      *saslConn
 
 	// ctx is given to Handle; cancelled when the connection closes or the
 	// server is shut down hard.
@@ -82,12 +92,21 @@ type pending struct {
 	// release gives back the file ranges once written or dropped; may be nil.
 	release func()
 	fail    bool // close the connection when the writer reaches this place
+	// closeAfter closes the connection once frame is written (an
+	// authentication failure answered before closing, as Kafka does).
+	closeAfter bool
 }
 
-func newConn(s *Server, nc net.Conn, listener string) *conn {
+func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	id := fmt.Sprintf("%s-%s-%d", nc.LocalAddr(), nc.RemoteAddr(), s.connIndex.Add(1)-1)
+	listener := lc.Name
+	if lc.TLS != nil {
+		nc = tls.Server(nc, lc.TLS)
+	}
 	c := &conn{
+		lc:         lc,
+		principal:  auth.Anonymous,
 		srv:        s,
 		nc:         nc,
 		br:         bufio.NewReaderSize(nc, readBufferSize),
@@ -102,6 +121,9 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		wake:       make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
 	}
+	if len(lc.SASL) > 0 {
+		c.sasl = newSASLConn(lc)
+	}
 	c.touch()
 	return c
 }
@@ -110,6 +132,23 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 // closes the connection. Owned by Server.wg.
 func (c *conn) serve() {
 	defer c.srv.wg.Done()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		err := c.handshakeTLS(tc)
+		if c.sasl == nil || err != nil {
+			// SSL listeners authenticate by the handshake; on
+			// SASL_SSL only a failed handshake is an authentication
+			// event (the SASL exchange is the other).
+			c.observeAuth("SSL", err)
+		}
+		if err != nil {
+			c.log.Debug("closing connection", "err", err)
+			close(c.writerDone)
+			c.srv.wg.Done() // the writer's share: it never starts
+			c.abort()
+			c.srv.removeConn(c)
+			return
+		}
+	}
 	go c.writeLoop()
 	c.readLoop()
 	c.mu.Lock()
@@ -175,6 +214,14 @@ func (c *conn) readLoop() {
 			return
 		}
 		receivedAt := time.Now()
+		if c.sasl != nil && c.sasl.phase == saslAuthenticate && c.sasl.raw {
+			reply, verdict := c.saslRawToken(frame)
+			c.queueReply(reply, verdict == saslClose)
+			if verdict == saslClose {
+				return
+			}
+			continue
+		}
 		extra, _ := s.handler.(ExtraRequests)
 		req, err := decodeRequest(frame, s.handler.VersionRange, extra)
 		if err != nil {
@@ -184,6 +231,19 @@ func (c *conn) readLoop() {
 				"api_version", apiVersionOf(frame), "size", len(frame))
 			return
 		}
+		if c.sasl != nil {
+			reply, verdict := c.saslRequest(req)
+			switch verdict {
+			case saslReply:
+				c.queueReply(reply, false)
+				continue
+			case saslClose:
+				c.queueReply(reply, true)
+				return
+			}
+		}
+		req.Principal = c.principal
+		req.SecurityProtocol = c.lc.SecurityProtocol
 		req.Listener = c.listener
 		req.ClientAddr = c.nc.RemoteAddr()
 		req.ConnID = c.id
@@ -212,8 +272,23 @@ func (c *conn) readLoop() {
 	}
 }
 
+// queueReply places a response made by the reader itself (SASL) in the
+// response order. frame may be nil (nothing to send); closeAfter closes the
+// connection once it is written.
+func (c *conn) queueReply(frame []byte, closeAfter bool) {
+	p := &pending{done: true, frame: frame, closeAfter: closeAfter}
+	if frame == nil && closeAfter {
+		p.fail = true
+	}
+	c.mu.Lock()
+	c.queue = append(c.queue, p)
+	c.mu.Unlock()
+	c.signal()
+}
+
 // readFrame reads one size-prefixed frame, checking the size against
-// socket.request.max.bytes before allocating.
+// socket.request.max.bytes (sasl.server.max.receive.size before a SASL
+// connection is authenticated) before allocating.
 func (c *conn) readFrame() ([]byte, error) {
 	var sizeBuf [4]byte
 	if err := c.readFull(sizeBuf[:]); err != nil {
@@ -223,6 +298,8 @@ func (c *conn) readFrame() ([]byte, error) {
 	switch {
 	case size < 0:
 		return nil, fmt.Errorf("invalid receive (size = %d)", size)
+	case c.sasl != nil && c.sasl.phase != saslComplete && size > DefaultSASLMaxReceiveSize:
+		return nil, fmt.Errorf("invalid receive (size = %d larger than sasl.server.max.receive.size %d before authentication)", size, DefaultSASLMaxReceiveSize)
 	case size > c.srv.cfg.SocketRequestMaxBytes:
 		return nil, fmt.Errorf("invalid receive (size = %d larger than socket.request.max.bytes %d)", size, c.srv.cfg.SocketRequestMaxBytes)
 	}
@@ -427,6 +504,12 @@ func (c *conn) writeLoop() {
 			// Buffered bytes of a range were copied; sendfile is done.
 			releaseAll(ready[i : i+1])
 			<-c.inflight
+			if p.closeAfter {
+				_ = c.flush()
+				c.abort()
+				releaseAll(ready[i+1:])
+				return
+			}
 		}
 		if len(ready) > 0 {
 			continue // more may have finished meanwhile; flush once none is ready

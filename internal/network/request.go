@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/auth"
 	"gregor/internal/rpc"
 )
 
@@ -38,8 +39,15 @@ type Request struct {
 	Header RequestHeader
 	// Body is decoded at Header.APIVersion (version set), except for an
 	// unsupported ApiVersions request (see UnsupportedVersion).
-	Body       kmsg.Request
-	Listener   string   // listener name, e.g. "PLAINTEXT"
+	Body     kmsg.Request
+	Listener string // listener name, e.g. "PLAINTEXT"
+	// SecurityProtocol is the listener's protocol (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL).
+	SecurityProtocol string
+	// Principal is who the connection authenticated as: User:ANONYMOUS on
+	// PLAINTEXT (and SSL without a client certificate), the SASL user, or
+	// the client certificate's mapped subject.
+	Principal  auth.Principal
 	ClientAddr net.Addr // remote address of the connection
 	ConnID     string   // Kafka-style "local-remote-index"
 	Size       int      // frame size in bytes (without the 4-byte size prefix)

@@ -15,19 +15,28 @@
 // Requests that cannot be decoded (unknown API key, unserved version, bad
 // body) or frames larger than socket.request.max.bytes close the connection,
 // as Kafka does; responses of requests read before it are still written.
+//
+// Listeners speak Kafka's four security protocols: PLAINTEXT, SSL,
+// SASL_PLAINTEXT and SASL_SSL. Every request carries the principal its
+// connection authenticated as (authn.go).
 package network
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/auth"
+	"gregor/internal/auth/sasl"
 )
 
 // Defaults, Kafka's where Kafka has the setting.
@@ -50,10 +59,23 @@ type ListenerConfig struct {
 	Name string // e.g. "PLAINTEXT"
 	Host string // empty binds all interfaces
 	Port int    // 0 picks a free port (tests)
-	// SecurityProtocol is the listener's protocol; empty means the listener
-	// name itself, as Kafka's default listener.security.protocol.map does.
-	// Only PLAINTEXT is served for now; others are refused by Start.
+	// SecurityProtocol is the listener's protocol (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL); empty means the listener name itself, as
+	// Kafka's default listener.security.protocol.map does.
 	SecurityProtocol string
+	// TLS is the server TLS configuration of SSL and SASL_SSL listeners.
+	TLS *tls.Config
+	// PrincipalFromCert gives an SSL connection's principal from its TLS
+	// state (ssl.principal.mapping.rules); nil makes every SSL connection
+	// ANONYMOUS.
+	PrincipalFromCert func(tls.ConnectionState) (auth.Principal, error)
+	// SASL are the mechanisms enabled on a SASL_PLAINTEXT or SASL_SSL
+	// listener (sasl.enabled.mechanisms).
+	SASL []sasl.Server
+	// ReauthMax is connections.max.reauth.ms of a mechanism on this
+	// listener; 0 (or a nil func) means sessions do not expire unless the
+	// credential does.
+	ReauthMax func(mechanism string) time.Duration
 }
 
 // Config configures a Server. Zero values take the defaults above.
@@ -76,6 +98,9 @@ type Config struct {
 	// Observe, if set, is told about each handled request: its response
 	// (nil for none) and when its handling started and ended (metrics).
 	Observe func(req *Request, resp kmsg.Response, started, done time.Time)
+	// OnAuthentication, if set, is told about each TLS handshake on an SSL
+	// listener and each SASL authentication (metrics).
+	OnAuthentication AuthObserver
 }
 
 // Server is the socket server. Create it with NewServer, then Start and
@@ -94,6 +119,7 @@ type Server struct {
 	started   bool
 	closing   bool
 	listeners map[string]net.Listener
+	configs   map[string]*ListenerConfig
 	conns     map[*conn]struct{}
 	ctx       context.Context // parent of every connection context
 	cancel    context.CancelFunc
@@ -158,6 +184,7 @@ func (s *Server) Start() error {
 		return errors.New("socket server: no listeners configured")
 	}
 	bound := make(map[string]net.Listener, len(s.cfg.Listeners))
+	configs := make(map[string]*ListenerConfig, len(s.cfg.Listeners))
 	fail := func(err error) error {
 		for _, l := range bound {
 			l.Close()
@@ -171,13 +198,10 @@ func (s *Server) Start() error {
 		if _, dup := bound[lc.Name]; dup {
 			return fail(fmt.Errorf("socket server: listener %s configured twice", lc.Name))
 		}
-		protocol := lc.SecurityProtocol
-		if protocol == "" {
-			protocol = lc.Name
+		if err := checkSecurity(&lc); err != nil {
+			return fail(fmt.Errorf("socket server: listener %s: %w", lc.Name, err))
 		}
-		if protocol != "PLAINTEXT" {
-			return fail(fmt.Errorf("socket server: listener %s: security protocol %q is not supported (only PLAINTEXT)", lc.Name, protocol))
-		}
+		configs[lc.Name] = &lc
 		addr := net.JoinHostPort(lc.Host, strconv.Itoa(lc.Port))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -185,7 +209,7 @@ func (s *Server) Start() error {
 		}
 		bound[lc.Name] = l
 	}
-	s.listeners = bound
+	s.listeners, s.configs = bound, configs
 	s.started = true
 	for name, l := range bound {
 		s.log.Info("listening", "listener", name, "addr", l.Addr().String())
@@ -284,7 +308,7 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 		}
 		backoff = 0
 		s.setSocketOptions(nc)
-		c := newConn(s, nc, name)
+		c := newConn(s, nc, s.configs[name])
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
@@ -296,6 +320,45 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 		s.mu.Unlock()
 		go c.serve()
 	}
+}
+
+// checkSecurity checks that a listener has what its security protocol
+// needs, and fills in the protocol when it is the listener's name.
+func checkSecurity(lc *ListenerConfig) error {
+	if lc.SecurityProtocol == "" {
+		lc.SecurityProtocol = lc.Name
+	}
+	tlsNeeded, saslNeeded := false, false
+	switch lc.SecurityProtocol {
+	case "PLAINTEXT":
+	case "SSL":
+		tlsNeeded = true
+	case "SASL_PLAINTEXT":
+		saslNeeded = true
+	case "SASL_SSL":
+		tlsNeeded, saslNeeded = true, true
+	default:
+		return fmt.Errorf("unknown security protocol %q", lc.SecurityProtocol)
+	}
+	switch {
+	case tlsNeeded && lc.TLS == nil:
+		return fmt.Errorf("security protocol %s needs a TLS configuration (ssl.keystore.*)", lc.SecurityProtocol)
+	case !tlsNeeded:
+		lc.TLS = nil
+	}
+	switch {
+	case saslNeeded && len(lc.SASL) == 0:
+		return fmt.Errorf("security protocol %s needs at least one SASL mechanism (sasl.enabled.mechanisms)", lc.SecurityProtocol)
+	case !saslNeeded:
+		lc.SASL = nil
+	}
+	if lc.ReauthMax == nil {
+		lc.ReauthMax = func(string) time.Duration { return 0 }
+	}
+	if lc.PrincipalFromCert == nil {
+		lc.PrincipalFromCert = func(tls.ConnectionState) (auth.Principal, error) { return auth.Anonymous, nil }
+	}
+	return nil
 }
 
 // setSocketOptions applies socket.send.buffer.bytes and

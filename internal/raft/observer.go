@@ -25,6 +25,8 @@ const MetadataTopic = "__cluster_metadata"
 type ObserverConfig struct {
 	NodeID    int32
 	ClusterID string
+	// Security is how this node authenticates to the controller listener.
+	Security rpc.Security
 	// Voters maps each controller's id to its controller listener (host:port).
 	Voters map[int32]string
 	// FetchMaxWait is how long a fetch waits at the log end for new records.
@@ -147,7 +149,7 @@ func (o *Observer) run(ctx context.Context, caughtUp chan struct{}) {
 		}
 		c := clients[id]
 		if c == nil {
-			c = rpc.NewClient(o.cfg.Voters[id], fmt.Sprintf("gregor-observer-%d", o.cfg.NodeID))
+			c = rpc.NewClient(o.cfg.Voters[id], fmt.Sprintf("gregor-observer-%d", o.cfg.NodeID), o.cfg.Security)
 			clients[id] = c
 		}
 		hw, err := o.fetchOnce(ctx, c)

@@ -24,6 +24,8 @@ type Reporter interface {
 type NetTransportConfig struct {
 	ClusterID string
 	NodeID    int32
+	// Security is how this node authenticates to the controller listener.
+	Security rpc.Security
 	// Peers maps each other voter's id to its controller listener (host:port).
 	Peers map[int32]string
 	// RequestTimeout bounds one send (controller.quorum.request.timeout.ms).
@@ -105,7 +107,7 @@ func (t *NetTransport) Send(msgs []raftpb.Message) {
 }
 
 func (t *NetTransport) sendLoop(ctx context.Context, to uint64, addr string, q chan raftpb.Message) {
-	client := rpc.NewClient(addr, fmt.Sprintf("gregor-raft-%d", t.cfg.NodeID))
+	client := rpc.NewClient(addr, fmt.Sprintf("gregor-raft-%d", t.cfg.NodeID), t.cfg.Security)
 	defer client.Close()
 	var lastErr string
 	for {

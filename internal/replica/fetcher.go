@@ -23,7 +23,9 @@ import (
 type FetcherConfig struct {
 	ClusterID string
 	// Listener is inter.broker.listener.name: the leader endpoint fetched from.
-	Listener    string
+	Listener string
+	// Security is how the follower authenticates to that listener.
+	Security    rpc.Security
 	MaxBytes    int32         // replica.fetch.max.bytes
 	ResponseMax int32         // replica.fetch.response.max.bytes
 	MaxWait     time.Duration // replica.fetch.wait.max.ms
@@ -83,7 +85,7 @@ func (f *fetcher) close() {
 
 func (f *fetcher) run(ctx context.Context) {
 	cfg := f.m.repl.Fetcher
-	client := rpc.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID)))
+	client := rpc.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID)), cfg.Security)
 	defer client.Close()
 	var lastErr string
 	for ctx.Err() == nil {

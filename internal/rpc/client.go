@@ -32,15 +32,19 @@ type Client struct {
 	addr     string
 	clientID string
 	dial     time.Duration
+	security Security
 
 	mu   sync.Mutex
 	conn net.Conn
 	corr int32
+	// expires is when the connection's SASL session ends (zero: never).
+	expires time.Time
 }
 
-// NewClient returns a client for addr (host:port); it dials on first use.
-func NewClient(addr, clientID string) *Client {
-	return &Client{addr: addr, clientID: clientID, dial: 5 * time.Second}
+// NewClient returns a client for addr (host:port) that connects with sec;
+// it dials on first use.
+func NewClient(addr, clientID string, sec Security) *Client {
+	return &Client{addr: addr, clientID: clientID, dial: 5 * time.Second, security: sec}
 }
 
 // Addr is the address the client talks to.
@@ -54,13 +58,17 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.conn != nil && !c.expires.IsZero() && time.Until(c.expires) < reauthMargin {
+		// The peer closes a connection whose session expired.
+		c.conn.Close()
+		c.conn = nil
+	}
 	if c.conn == nil {
-		d := net.Dialer{Timeout: c.dial}
-		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		conn, expires, err := c.security.dial(ctx, c.addr, c.clientID, c.dial)
 		if err != nil {
-			return nil, fmt.Errorf("dial %s: %w", c.addr, err)
+			return nil, err
 		}
-		c.conn = conn
+		c.conn, c.expires, c.corr = conn, expires, 0
 	}
 	resp, err := c.roundTrip(ctx, req)
 	if err != nil {

@@ -49,7 +49,7 @@ func start(t *testing.T, h network.Handler) string {
 }
 
 func TestClientFlexibleAndClassicVersions(t *testing.T) {
-	c := rpc.NewClient(start(t, metadataHandler{}), "test")
+	c := rpc.NewClient(start(t, metadataHandler{}), "test", rpc.Security{})
 	defer c.Close()
 	for _, v := range []int16{1, 9, 12} { // classic, first flexible, newest
 		req := kmsg.NewPtrMetadataRequest()
@@ -73,7 +73,7 @@ func TestClientCancelAndRedial(t *testing.T) {
 	// run last in, first out): a failed test must not leave the handler
 	// blocking the server's shutdown.
 	t.Cleanup(unblock)
-	c := rpc.NewClient(addr, "test")
+	c := rpc.NewClient(addr, "test", rpc.Security{})
 	defer c.Close()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12

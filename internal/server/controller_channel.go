@@ -69,7 +69,7 @@ func (s *Server) tryController(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	// One connection per request: controller requests are rare (admin
 	// requests, a heartbeat every few seconds) and a fresh connection
 	// needs no pool shared across goroutines.
-	c := rpc.NewClient(addr, fmt.Sprintf("gregor-broker-%d", s.cfg.NodeID))
+	c := rpc.NewClient(addr, fmt.Sprintf("gregor-broker-%d", s.cfg.NodeID), s.controllerClient)
 	defer c.Close()
 	return c.Request(ctx, req)
 }

@@ -278,7 +278,7 @@ func TestDescribeProducers(t *testing.T) {
 	rt.Topic, rt.Partitions = "dp", []int32{0, 7}
 	req.Topics = append(req.Topics, rt)
 	// Straight to the broker: franz-go would refuse to route partition 7.
-	c := rpc.NewClient(ts.addr(), "test")
+	c := rpc.NewClient(ts.addr(), "test", rpc.Security{})
 	defer c.Close()
 	kresp, err := c.Request(ctxT(t), req)
 	if err != nil {

@@ -24,6 +24,7 @@ const peerConns = 4
 type peers struct {
 	nodeID   int32
 	listener string
+	security rpc.Security
 	image    func() *metadata.Image
 
 	mu      sync.Mutex
@@ -32,8 +33,8 @@ type peers struct {
 	closed  bool
 }
 
-func newPeers(nodeID int32, listener string, image func() *metadata.Image) *peers {
-	return &peers{nodeID: nodeID, listener: listener, image: image, clients: map[string][]*rpc.Client{}}
+func newPeers(nodeID int32, listener string, sec rpc.Security, image func() *metadata.Image) *peers {
+	return &peers{nodeID: nodeID, listener: listener, security: sec, image: image, clients: map[string][]*rpc.Client{}}
 }
 
 // Request implements handlers.Peers.
@@ -55,7 +56,7 @@ func (p *peers) Request(ctx context.Context, broker int32, req kmsg.Request) (km
 	cs := p.clients[addr]
 	if cs == nil {
 		for range peerConns {
-			cs = append(cs, rpc.NewClient(addr, "gregor-broker-"+strconv.Itoa(int(p.nodeID))))
+			cs = append(cs, rpc.NewClient(addr, "gregor-broker-"+strconv.Itoa(int(p.nodeID)), p.security))
 		}
 		p.clients[addr] = cs
 	}

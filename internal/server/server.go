@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/auth/sasl"
 	"gregor/internal/config"
 	"gregor/internal/console"
 	"gregor/internal/controller"
@@ -30,6 +31,7 @@ import (
 	"gregor/internal/network"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
+	"gregor/internal/rpc"
 )
 
 // MetadataTopicDir is the directory of the metadata log inside metadata.log.dir.
@@ -64,6 +66,13 @@ type Server struct {
 	peers       *peers
 	brokerNet   *network.Server
 	lifecycle   *lifecycle
+
+	// sec owns the listeners' TLS contexts and SASL mechanisms;
+	// brokerClient and controllerClient are how this node dials the
+	// inter-broker and controller listeners of its peers.
+	sec              *security
+	brokerClient     rpc.Security
+	controllerClient rpc.Security
 
 	metrics *metrics.Registry
 	http    *metrics.HTTPServer
@@ -128,6 +137,14 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	}
 
 	s.metrics = metrics.New(s.metricsState)
+	if s.controllerClient, err = s.controllerSecurity(); err != nil {
+		return err
+	}
+	if isBroker {
+		if s.brokerClient, err = s.interBrokerSecurity(); err != nil {
+			return err
+		}
+	}
 	if isBroker {
 		if err := s.openBrokerStorage(runCtx); err != nil {
 			return err
@@ -241,7 +258,7 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 		Logger:   s.logger.With("component", "producerid"),
 	})
 	s.txns, s.txnMarkers = s.newTxnCoordinator()
-	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.replica.Image)
+	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.brokerClient, s.replica.Image)
 	return nil
 }
 
@@ -269,6 +286,7 @@ func (s *Server) openQuorum(clusterID string) error {
 		s.transport = raft.NewNetTransport(raft.NetTransportConfig{
 			ClusterID:      clusterID,
 			NodeID:         s.cfg.NodeID,
+			Security:       s.controllerClient,
 			Peers:          peers,
 			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
 			Logger:         s.logger,
@@ -294,6 +312,7 @@ func (s *Server) openQuorum(clusterID string) error {
 		s.quorum = raft.NewObserver(raft.ObserverConfig{
 			NodeID:         s.cfg.NodeID,
 			ClusterID:      clusterID,
+			Security:       s.controllerClient,
 			Voters:         s.voterAddrs,
 			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
 			RetryBackoff:   time.Duration(s.cfg.QuorumRetryBackoffMs) * time.Millisecond,
@@ -303,7 +322,9 @@ func (s *Server) openQuorum(clusterID string) error {
 	return nil
 }
 
-func (s *Server) netConfig(ls []config.Listener) network.Config {
+// netConfig configures the socket server of listeners ls; scram finds the
+// SCRAM credentials of the metadata image the listeners' node follows.
+func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (network.Config, error) {
 	c := network.Config{
 		SocketRequestMaxBytes:    s.cfg.SocketRequestMaxBytes,
 		ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -314,14 +335,19 @@ func (s *Server) netConfig(ls []config.Listener) network.Config {
 		Observe: func(req *network.Request, resp kmsg.Response, started, done time.Time) {
 			s.metrics.ObserveRequest(req.Header.APIKey, resp, req.ReceivedAt, started, done)
 		},
+		OnAuthentication: s.metrics.Authenticated,
 	}
 	for _, l := range ls {
-		c.Listeners = append(c.Listeners, network.ListenerConfig{
+		lc := network.ListenerConfig{
 			Name: l.Name, Host: l.Host, Port: l.Port,
 			SecurityProtocol: s.cfg.ListenerSecurityProtocolMap[l.Name],
-		})
+		}
+		if err := s.listenerSecurity(&lc, scram); err != nil {
+			return c, err
+		}
+		c.Listeners = append(c.Listeners, lc)
 	}
-	return c
+	return c, nil
 }
 
 func (s *Server) listeners(controller bool) []config.Listener {
@@ -353,7 +379,11 @@ func (s *Server) startControllerListener() error {
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
-	s.ctrlNet = network.NewServer(s.netConfig(ls), s.ctrlHandlers)
+	netCfg, err := s.netConfig(ls, scramLookup(s.controller.Image))
+	if err != nil {
+		return fmt.Errorf("controller listener: %w", err)
+	}
+	s.ctrlNet = network.NewServer(netCfg, s.ctrlHandlers)
 	if err := s.ctrlNet.Start(); err != nil {
 		return fmt.Errorf("start controller listener: %w", err)
 	}
@@ -405,6 +435,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Fetcher: replica.FetcherConfig{
 			ClusterID:   s.clusterID,
 			Listener:    s.cfg.InterBrokerListenerName,
+			Security:    s.brokerClient,
 			MaxBytes:    s.cfg.ReplicaFetchMaxBytes,
 			ResponseMax: s.cfg.ReplicaFetchResponseMaxBytes,
 			MaxWait:     time.Duration(s.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
@@ -418,12 +449,16 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	// Clients are accepted only once the broker is unfenced: until then
 	// its image may still name it fenced, or lack topics it leads.
 	serving := make(chan struct{})
-	netCfg := s.netConfig(s.listeners(false))
+	netCfg, err := s.netConfig(s.listeners(false), scramLookup(s.replica.Image))
+	if err != nil {
+		return fmt.Errorf("broker listeners: %w", err)
+	}
 	netCfg.Gate = serving
 	s.brokerNet = network.NewServer(netCfg, handlers.NewBroker(deps))
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
+	s.loader.AddPublisher(newTLSReloader(s))
 	s.setConsoleBootstrap()
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
@@ -545,6 +580,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.sec != nil {
+		s.sec.close()
 	}
 	if s.http != nil {
 		errs = append(errs, s.http.Shutdown(ctx))

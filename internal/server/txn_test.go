@@ -226,7 +226,7 @@ func TestTxnBadInput(t *testing.T) {
 	}
 	ctx := ctxT(t)
 	// The rpc client sends the versions set here (franz-go would raise them).
-	broker := rpc.NewClient(ts.addr(), "txn-bad-input")
+	broker := rpc.NewClient(ts.addr(), "txn-bad-input", rpc.Security{})
 	t.Cleanup(broker.Close)
 
 	find := kmsg.NewPtrFindCoordinatorRequest()
@@ -348,7 +348,7 @@ func TestTxnProduceVerification(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	broker := rpc.NewClient(ts.addr(), "txn-verify")
+	broker := rpc.NewClient(ts.addr(), "txn-verify", rpc.Security{})
 	t.Cleanup(broker.Close)
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.Version, find.CoordinatorType, find.CoordinatorKeys = 4, 1, []string{"v"}

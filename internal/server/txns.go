@@ -19,6 +19,7 @@ func (s *Server) newTxnCoordinator() (*coordinator.Runtime, *txnmarker.Sender) {
 	markers := txnmarker.New(txnmarker.Config{
 		NodeID:   b.NodeID,
 		Listener: b.InterBrokerListenerName,
+		Security: s.brokerClient,
 		Image:    s.replica.Image,
 		Logger:   s.logger.With("component", "txn-markers"),
 		Done: func(ctx context.Context, txnPartition int32, m txn.Markers, tp txn.TopicPartition) bool {

@@ -30,6 +30,8 @@ type Config struct {
 	NodeID int32
 	// Listener is inter.broker.listener.name: where leaders are reached.
 	Listener string
+	// Security is how this node authenticates to that listener.
+	Security rpc.Security
 	// StateTopic is __transaction_state: markers of transactions whose
 	// partition of it this broker no longer leads are dropped (the new
 	// coordinator sends them again when it loads the partition).
@@ -247,7 +249,7 @@ func (s *Sender) dispatch(ctx context.Context, now time.Time, inFlight map[int32
 		}
 		c := s.clients[addr]
 		if c == nil {
-			c = rpc.NewClient(addr, "gregor-txn-markers-"+strconv.Itoa(int(s.cfg.NodeID)))
+			c = rpc.NewClient(addr, "gregor-txn-markers-"+strconv.Itoa(int(s.cfg.NodeID)), s.cfg.Security)
 			s.clients[addr] = c
 		}
 		inFlight[broker] = true
