@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// writeCommandConfig writes a client properties file and returns its path.
+func writeCommandConfig(t *testing.T, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func saslCommandConfig(t *testing.T, protocol, mechanism, user, pass string) string {
+	module := "org.apache.kafka.common.security.scram.ScramLoginModule"
+	if mechanism == "PLAIN" {
+		module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	}
+	return writeCommandConfig(t,
+		"security.protocol="+protocol,
+		"sasl.mechanism="+mechanism,
+		"sasl.jaas.config="+module+` required username="`+user+`" password="`+pass+`";`)
+}
+
+// kafkaAuthFailure is the message Kafka's SaslServerAuthenticator answers
+// a wrong PLAIN or SCRAM password with.
+const kafkaAuthFailure = "Authentication failed: Invalid username or password"
+
+// TestCommandConfigSASLKfake runs commands through --command-config
+// against franz-go's fake cluster with SASL: PLAIN and SCRAM-SHA-256 log
+// in; a wrong password is answered as Kafka answers it
+// (SASL_AUTHENTICATION_FAILED with a message, which kfake itself does not
+// send: a control hook does), and the command says so at once instead of
+// waiting out --timeout.
+func TestCommandConfigSASLKfake(t *testing.T) {
+	const scramPass, plainPass = "scram-" + testPassword, "plain-" + testPassword
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "alice", scramPass),
+		kfake.Superuser("PLAIN", "bob", plainPass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.ControlKey(int16(kmsg.SASLAuthenticate), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.SASLAuthenticateRequest)
+		parts := strings.Split(string(req.SASLAuthBytes), "\x00")
+		if len(parts) != 3 || parts[2] == plainPass {
+			return nil, nil, false // SCRAM, or the right PLAIN password: kfake answers
+		}
+		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		msg := kafkaAuthFailure
+		resp.ErrorMessage = &msg
+		return resp, nil, true
+	})
+	addr := c.ListenAddrs()[0]
+	run := func(cfg string, args ...string) result {
+		return runCommand(t, "", append(args, "--bootstrap-server", addr, "--timeout", "20s", "--command-config", cfg)...)
+	}
+
+	scram := saslCommandConfig(t, "SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", scramPass)
+	if r := run(scram, "topic", "create", "secured", "--partitions", "2"); r.err != nil {
+		t.Fatalf("topic create as alice (SCRAM-SHA-256): %v", r.err)
+	}
+	plain := saslCommandConfig(t, "SASL_PLAINTEXT", "PLAIN", "bob", plainPass)
+	r := run(plain, "topic", "list")
+	if r.err != nil || !strings.Contains(r.out, "secured") {
+		t.Fatalf("topic list as bob (PLAIN): %v\n%s", r.err, r.out)
+	}
+
+	start := time.Now()
+	r = run(saslCommandConfig(t, "SASL_PLAINTEXT", "PLAIN", "bob", "wrong-"+testPassword), "topic", "list")
+	want := "authentication failed: SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: " + kafkaAuthFailure
+	if r.err == nil || r.err.Error() != want {
+		t.Fatalf("wrong password: error %v, want %q", r.err, want)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a refused login took %s to report", d)
+	}
+	checkNoSecret(t, r.err.Error()+r.errOut)
+}
