@@ -421,7 +421,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
-	s.setConsoleBootstrap()
+	s.setConsoleBroker()
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
 	if err := s.lifecycle.start(ctx, runCtx); err != nil {
