@@ -12,6 +12,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -181,13 +182,27 @@ func connectError(seeds []string, timeout time.Duration, err error) error {
 		errors.Is(err, kerr.IllegalSaslState) {
 		return fmt.Errorf("authentication failed: %w", err)
 	}
-	var verify *tls.CertificateVerificationError
-	var alert tls.AlertError
-	var header tls.RecordHeaderError
-	if errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &header) {
+	if isTLSError(err) {
 		return fmt.Errorf("TLS handshake with %s failed: %w", at, err)
 	}
 	return fmt.Errorf("cannot reach a broker at %s within %s: %w", at, timeout, err)
+}
+
+// isTLSError reports a failed TLS handshake: the server's certificate
+// refused (by crypto/tls, or by a VerifyConnection that checks the chain
+// without the host name), an alert from the server (it refused ours), or
+// an answer that is not TLS.
+func isTLSError(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		alert     tls.AlertError
+		header    tls.RecordHeaderError
+		authority x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		hostname  x509.HostnameError
+	)
+	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &header) ||
+		errors.As(err, &authority) || errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
 // admin returns an admin client whose requests time out with --timeout.

@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,4 +94,62 @@ func TestCommandConfigSASLKfake(t *testing.T) {
 		t.Errorf("a refused login took %s to report", d)
 	}
 	checkNoSecret(t, r.err.Error()+r.errOut)
+}
+
+// TestCommandConfigTLSKfake connects to franz-go's fake cluster over TLS:
+// trusting the test CA it works; trusting only the system roots the
+// command says the handshake failed, at once.
+func TestCommandConfigTLSKfake(t *testing.T) {
+	caFile, keystoreFile := writeTestCerts(t)
+	ks, err := os.ReadFile(keystoreFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(ks, ks) // the PEM key store holds both
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "encrypted"),
+		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	run := func(cfg string) result {
+		return runCommand(t, "", "topic", "list", "--bootstrap-server", c.ListenAddrs()[0], "--timeout", "20s", "--command-config", cfg)
+	}
+	r := run(writeCommandConfig(t, "security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.truststore.location="+caFile))
+	if r.err != nil && strings.Contains(r.err.Error(), "not implemented") {
+		t.Skipf("auth.ClientTLS is not in this tree yet: %v", r.err)
+	}
+	if r.err != nil || !strings.Contains(r.out, "encrypted") {
+		t.Fatalf("topic list over TLS: %v\n%s", r.err, r.out)
+	}
+	start := time.Now()
+	r = run(writeCommandConfig(t, "security.protocol=SSL"))
+	if r.err == nil || !strings.HasPrefix(r.err.Error(), "TLS handshake with "+c.ListenAddrs()[0]+" failed: ") {
+		t.Fatalf("untrusted server: error %v", r.err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a refused handshake took %s to report", d)
+	}
+}
+
+func TestConnectErrorKinds(t *testing.T) {
+	seeds := []string{"h:1"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: bad", kerr.SaslAuthenticationFailed), "authentication failed: SASL_AUTHENTICATION_FAILED"},
+		{kerr.UnsupportedSaslMechanism, "authentication failed: UNSUPPORTED_SASL_MECHANISM"},
+		{&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, "TLS handshake with h:1 failed: "},
+		{fmt.Errorf("tls: server certificate: %w", x509.UnknownAuthorityError{}), "TLS handshake with h:1 failed: "},
+		{tls.AlertError(42), "TLS handshake with h:1 failed: "},
+		{errors.New("dial tcp h:1: connection refused"), "cannot reach a broker at h:1 within 1s: dial tcp"},
+	} {
+		if got := connectError(seeds, time.Second, tc.err).Error(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("connectError(%v) = %q, want %q...", tc.err, got, tc.want)
+		}
+	}
 }

@@ -74,13 +74,13 @@ func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 	}
 	jaas, err := parseJAAS(jaasText)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sasl.jaas.config: %w", err)
 	}
 
 	switch mech {
 	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		if jaas.module != plainLoginModule && jaas.module != scramLoginModule {
-			return nil, fmt.Errorf("sasl.jaas.config: login module %s does not go with sasl.mechanism=%s (use %s or %s)", jaas.module, mech, plainLoginModule, scramLoginModule)
+		if jaas.Module != plainLoginModule && jaas.Module != scramLoginModule {
+			return nil, fmt.Errorf("sasl.jaas.config: login module %s does not go with sasl.mechanism=%s (use %s or %s)", jaas.Module, mech, plainLoginModule, scramLoginModule)
 		}
 		user, pass, err := jaasCredentials(jaas)
 		if err != nil {
@@ -89,15 +89,15 @@ func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 		if mech == "PLAIN" {
 			return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
 		}
-		a := scram.Auth{User: user, Pass: pass, IsToken: strings.EqualFold(jaas.options["tokenauth"], "true")}
+		a := scram.Auth{User: user, Pass: pass, IsToken: strings.EqualFold(jaas.Options["tokenauth"], "true")}
 		if mech == "SCRAM-SHA-256" {
 			return a.AsSha256Mechanism(), nil
 		}
 		return a.AsSha512Mechanism(), nil
 	}
 
-	if jaas.module != oauthBearerLoginModule {
-		return nil, fmt.Errorf("sasl.jaas.config: login module %s does not go with sasl.mechanism=OAUTHBEARER (use %s)", jaas.module, oauthBearerLoginModule)
+	if jaas.Module != oauthBearerLoginModule {
+		return nil, fmt.Errorf("sasl.jaas.config: login module %s does not go with sasl.mechanism=OAUTHBEARER (use %s)", jaas.Module, oauthBearerLoginModule)
 	}
 	if handler != "" {
 		token, err := tokenFromEndpoint(props["sasl.oauthbearer.token.endpoint.url"])
@@ -111,18 +111,18 @@ func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 	}
 	// Check the options now, so a mistake is an error before connecting;
 	// each connection then gets a token with fresh iat and exp.
-	if _, _, err := unsecuredToken(jaas.options, time.Now()); err != nil {
+	if _, _, err := unsecuredToken(jaas.Options, time.Now()); err != nil {
 		return nil, err
 	}
 	return oauth.Oauth(func(context.Context) (oauth.Auth, error) {
-		token, ext, err := unsecuredToken(jaas.options, time.Now())
+		token, ext, err := unsecuredToken(jaas.Options, time.Now())
 		return oauth.Auth{Token: token, Extensions: ext}, err
 	}), nil
 }
 
-func jaasCredentials(e jaasEntry) (user, pass string, err error) {
-	user, okUser := e.options["username"]
-	pass, okPass := e.options["password"]
+func jaasCredentials(e *jaasEntry) (user, pass string, err error) {
+	user, okUser := e.Options["username"]
+	pass, okPass := e.Options["password"]
 	switch {
 	case !okUser:
 		return "", "", errors.New("sasl.jaas.config: the login module has no username option")

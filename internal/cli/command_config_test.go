@@ -301,10 +301,11 @@ func TestCommandConfigErrors(t *testing.T) {
 		{"gssapi", sasl("GSSAPI", scramJAAS("a", testPassword)), "GSSAPI (Kerberos) is not supported"},
 		{"unknown mechanism", sasl("AWS_MSK_IAM", scramJAAS("a", testPassword)), `sasl.mechanism "AWS_MSK_IAM" is not supported`},
 		{"no jaas", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, "sasl.jaas.config is not set"},
-		{"unclosed quote", sasl("PLAIN", `org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="`+testPassword+`;`), "sasl.jaas.config: at character 88: option password: the quoted value is not closed"},
-		{"no semicolon", sasl("PLAIN", `org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="`+testPassword+`"`), "the entry does not end with ';'"},
-		{"bad flag", sasl("PLAIN", `org.apache.kafka.common.security.plain.PlainLoginModule mandatory username="a" password="`+testPassword+`";`), `control flag "mandatory"`},
-		{"two modules", sasl("PLAIN", scramJAAS("a", testPassword)+scramJAAS("b", testPassword)), "more than one login module"},
+		// The JAAS syntax itself is jaas_test.go's; here only that its
+		// errors name the key and show no secret.
+		{"unclosed quote", sasl("PLAIN", `org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="`+testPassword+`;`), "sasl.jaas.config: "},
+		{"bad flag", sasl("PLAIN", `org.apache.kafka.common.security.plain.PlainLoginModule mandatory username="a" password="`+testPassword+`";`), "sasl.jaas.config: "},
+		{"two modules", sasl("PLAIN", scramJAAS("a", testPassword)+scramJAAS("b", testPassword)), "sasl.jaas.config: "},
 		{"no password", sasl("SCRAM-SHA-256", `org.apache.kafka.common.security.scram.ScramLoginModule required username="a";`), "the login module has no password option"},
 		{"no username", sasl("SCRAM-SHA-256", `org.apache.kafka.common.security.scram.ScramLoginModule required password="`+testPassword+`";`), "the login module has no username option"},
 		{"module does not fit", sasl("PLAIN", oauthModule+`unsecuredLoginStringClaim_sub="a";`), "login module org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule does not go with sasl.mechanism=PLAIN"},

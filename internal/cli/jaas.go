@@ -5,15 +5,17 @@ import (
 	"strings"
 )
 
-// TODO(merge): replace with sasl.ParseJAAS
+// TODO(merge): replace with sasl.ParseJAAS (gregor/internal/auth/sasl,
+// imported under another name: this package uses franz-go's sasl): delete
+// this file and jaas_test.go; the fields and the result are the same shape.
 
 // jaasEntry is the one login module of a client's sasl.jaas.config:
 //
 //	org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";
 type jaasEntry struct {
-	module  string // the login module's class name
-	flag    string // required, requisite, sufficient or optional
-	options map[string]string
+	Module  string // the login module's class name
+	Flag    string // required, requisite, sufficient or optional
+	Options map[string]string
 }
 
 // parseJAAS reads the value of sasl.jaas.config the way Kafka's JaasConfig
@@ -21,27 +23,30 @@ type jaasEntry struct {
 // name=value ... ;", a value either a word or a double-quoted string (with
 // backslash escapes), and // or /* */ comments anywhere. Errors name option
 // names and positions, never values: the value holds a password.
-func parseJAAS(s string) (jaasEntry, error) {
+func parseJAAS(s string) (*jaasEntry, error) {
 	p := &jaasParser{s: s}
 	module, ok := p.word()
 	if !ok {
-		return jaasEntry{}, p.errorf("expected a login module class name")
+		return nil, p.errorf("expected a login module class name")
 	}
+	p.skipSpace()
+	flagAt := p.i
 	flag, ok := p.word()
 	if !ok {
-		return jaasEntry{}, p.errorf("expected a control flag after the login module (required, requisite, sufficient or optional)")
+		return nil, p.errorf("expected a control flag after the login module (required, requisite, sufficient or optional)")
 	}
 	switch f := strings.ToLower(flag); f {
 	case "required", "requisite", "sufficient", "optional":
 		flag = f
 	default:
-		return jaasEntry{}, p.errorf("control flag %q is not required, requisite, sufficient or optional", flag)
+		p.i = flagAt
+		return nil, p.errorf("control flag %q is not required, requisite, sufficient or optional", flag)
 	}
-	e := jaasEntry{module: module, flag: flag, options: map[string]string{}}
+	e := &jaasEntry{Module: module, Flag: flag, Options: map[string]string{}}
 	for {
 		p.skipSpace()
 		if p.eof() {
-			return jaasEntry{}, p.errorf("the entry does not end with ';'")
+			return nil, p.errorf("the entry does not end with ';'")
 		}
 		if p.s[p.i] == ';' {
 			p.i++
@@ -49,22 +54,22 @@ func parseJAAS(s string) (jaasEntry, error) {
 		}
 		name, ok := p.word()
 		if !ok {
-			return jaasEntry{}, p.errorf("expected an option name or ';'")
+			return nil, p.errorf("expected an option name or ';'")
 		}
 		p.skipSpace()
 		if p.eof() || p.s[p.i] != '=' {
-			return jaasEntry{}, p.errorf("option %s has no '=' after its name", name)
+			return nil, p.errorf("option %s has no '=' after its name", name)
 		}
 		p.i++
 		value, err := p.value(name)
 		if err != nil {
-			return jaasEntry{}, err
+			return nil, err
 		}
-		e.options[name] = value
+		e.Options[name] = value
 	}
 	p.skipSpace()
 	if !p.eof() {
-		return jaasEntry{}, p.errorf("more than one login module; a client's sasl.jaas.config holds exactly one")
+		return nil, p.errorf("more than one login module; a client's sasl.jaas.config holds exactly one")
 	}
 	return e, nil
 }
@@ -79,7 +84,7 @@ func (p *jaasParser) eof() bool { return p.i >= len(p.s) }
 // errorf reports a syntax error at the current position (1-based), which
 // locates the problem without quoting the text around it.
 func (p *jaasParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("sasl.jaas.config: at character %d: %s", p.i+1, fmt.Sprintf(format, args...))
+	return fmt.Errorf("at character %d: %s", p.i+1, fmt.Sprintf(format, args...))
 }
 
 // skipSpace skips white space and comments.
