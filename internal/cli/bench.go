@@ -61,7 +61,7 @@ batch.size, linger.ms, ...). A live progress line is written to stderr when it i
 a terminal; --json prints only a one-line summary.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd) },
 	}
-	f.conn.register(cmd.Flags())
+	f.conn.register(cmd, cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&f.topic, "topic", "", "topic to produce to")
 	fs.Int64Var(&f.numRecords, "num-records", 0, "number of records to produce")

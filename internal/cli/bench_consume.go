@@ -41,7 +41,7 @@ When no record arrives for --timeout, it stops early with a warning, as Kafka's
 tool does. --json prints only a one-line summary.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd) },
 	}
-	f.conn.register(cmd.Flags())
+	f.conn.register(cmd, cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&f.topic, "topic", "", "topic to consume")
 	fs.Int64Var(&f.messages, "messages", 0, "number of records to consume")

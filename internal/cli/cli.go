@@ -11,6 +11,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -49,18 +51,48 @@ func Commands() []*cobra.Command {
 	}
 }
 
-// connFlags are the flags every command shares: where the cluster is and how
-// long to wait for it.
+// connFlags are the flags every command shares: where the cluster is, how
+// to authenticate to it, and how long to wait for it.
 type connFlags struct {
-	bootstrap string
-	timeout   time.Duration
+	bootstrap     string
+	timeout       time.Duration
+	commandConfig string
+
+	cmd      *cobra.Command  // where warnings go (its stderr)
+	security *securityConfig // --command-config, read once
 }
 
-func (c *connFlags) register(fs *pflag.FlagSet) {
+// register adds the flags to fs, a flag set of cmd.
+func (c *connFlags) register(cmd *cobra.Command, fs *pflag.FlagSet) {
+	c.cmd = cmd
 	fs.StringVar(&c.bootstrap, "bootstrap-server", "",
 		"broker(s) to connect to, host:port[,host:port...] (default $"+BootstrapEnv+", else "+defaultBootstrap+")")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second,
 		"give up when the cluster does not answer within this long")
+	fs.StringVar(&c.commandConfig, "command-config", "",
+		"a Kafka client properties file: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* (as Kafka's tools take it)")
+}
+
+// securityOpts reads --command-config (once: a command may make several
+// clients) and returns the client options it asks for, printing its
+// warnings on the command's stderr.
+func (c *connFlags) securityOpts() ([]kgo.Opt, error) {
+	if c.commandConfig == "" {
+		return nil, nil
+	}
+	if c.security == nil {
+		sc, err := readCommandConfig(c.commandConfig)
+		if err != nil {
+			return nil, err
+		}
+		c.security = &sc
+		if c.cmd != nil {
+			for _, w := range sc.warnings {
+				fmt.Fprintf(c.cmd.ErrOrStderr(), "warning: --command-config %s: %s\n", c.commandConfig, w)
+			}
+		}
+	}
+	return c.security.kgoOpts()
 }
 
 func (c *connFlags) seeds() []string {
@@ -112,6 +144,10 @@ func (c *connFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, e
 	if len(seeds) == 0 {
 		return nil, errors.New("--bootstrap-server is empty")
 	}
+	security, err := c.securityOpts()
+	if err != nil {
+		return nil, err
+	}
 	dials := &dialRecorder{}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
@@ -119,6 +155,7 @@ func (c *connFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, e
 		kgo.DialTimeout(c.timeout),
 		kgo.ClientID("gregor-cli"),
 	}
+	base = append(base, security...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -127,12 +164,46 @@ func (c *connFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, e
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
+		// The hook saw the failed connection's error (dial, TLS handshake
+		// or SASL exchange); Ping may only say the deadline passed.
 		if d := dials.last(); d != nil {
 			err = d
 		}
-		return nil, fmt.Errorf("cannot reach a broker at %s within %s: %w", strings.Join(seeds, ","), c.timeout, err)
+		return nil, connectError(seeds, c.timeout, err)
 	}
 	return cl, nil
+}
+
+// connectError says why no broker answered: a refused authentication or
+// TLS handshake is not a matter of waiting longer, so it is not reported as
+// one.
+func connectError(seeds []string, timeout time.Duration, err error) error {
+	at := strings.Join(seeds, ",")
+	if errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState) {
+		return fmt.Errorf("authentication failed: %w", err)
+	}
+	if isTLSError(err) {
+		return fmt.Errorf("TLS handshake with %s failed: %w", at, err)
+	}
+	return fmt.Errorf("cannot reach a broker at %s within %s: %w", at, timeout, err)
+}
+
+// isTLSError reports a failed TLS handshake: the server's certificate
+// refused (by crypto/tls, or by a VerifyConnection that checks the chain
+// without the host name), an alert from the server (it refused ours), or
+// an answer that is not TLS.
+func isTLSError(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		alert     tls.AlertError
+		header    tls.RecordHeaderError
+		authority x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		hostname  x509.HostnameError
+	)
+	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &header) ||
+		errors.As(err, &authority) || errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
 // admin returns an admin client whose requests time out with --timeout.

@@ -24,6 +24,17 @@ type testCluster struct {
 
 func startCluster(t *testing.T, extra map[string]string) *testCluster {
 	t.Helper()
+	c, err := tryStartCluster(t, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tryStartCluster is startCluster returning the error of a node that
+// does not start.
+func tryStartCluster(t *testing.T, extra map[string]string) (*testCluster, error) {
+	t.Helper()
 	props := map[string]string{
 		"listeners":                        "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters":         "1@127.0.0.1:0",
@@ -37,23 +48,27 @@ func startCluster(t *testing.T, extra map[string]string) *testCluster {
 	}
 	cfg, _, err := config.Load(props)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	shutdown := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
+		return srv.Shutdown(ctx)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		_ = shutdown() // stops what did start; its errors repeat err
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := shutdown(); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &testCluster{t: t, srv: srv}
+	return &testCluster{t: t, srv: srv}, nil
 }
 
 func (c *testCluster) addr() string { return c.srv.Addr("PLAINTEXT").String() }

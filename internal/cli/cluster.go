@@ -22,7 +22,7 @@ func NewClusterCommand() *cobra.Command {
 		Use:   "cluster",
 		Short: "Show the cluster: id, controller, brokers",
 	}
-	conn.register(cmd.PersistentFlags())
+	conn.register(cmd, cmd.PersistentFlags())
 	describe := &cobra.Command{
 		Use:   "describe",
 		Short: "Print the cluster id, the active controller and the brokers",

@@ -23,7 +23,7 @@ func NewConfigCommand() *cobra.Command {
 		Use:   "config",
 		Short: "Show and change topic and broker configs (like kafka-configs)",
 	}
-	conn.register(cmd.PersistentFlags())
+	conn.register(cmd, cmd.PersistentFlags())
 	ent.register(cmd)
 	cmd.AddCommand(newConfigGet(conn, ent), newConfigSet(conn, ent), newConfigDelete(conn, ent))
 	return cmd

@@ -47,7 +47,7 @@ record; a format with % is kcat's: %t topic, %p partition, %o offset, %k key,
 %v (or %s) value, %K/%S key/value length, %T timestamp, %h headers, \n \t.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args) },
 	}
-	f.conn.register(cmd.Flags())
+	f.conn.register(cmd, cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.topics, "topic", nil, "topic to consume (repeatable)")
 	fs.StringVar(&f.group, "group", "", "consume as this consumer group, committing offsets")

@@ -20,7 +20,7 @@ func NewGroupCommand() *cobra.Command {
 		Use:   "group",
 		Short: "List, describe (with lag), delete consumer groups and reset their offsets (like kafka-consumer-groups)",
 	}
-	conn.register(cmd.PersistentFlags())
+	conn.register(cmd, cmd.PersistentFlags())
 	cmd.AddCommand(newGroupList(conn), newGroupDescribe(conn), newGroupDelete(conn), newGroupResetOffsets(conn))
 	return cmd
 }

@@ -246,7 +246,7 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 			return err
 		},
 	}
-	conn.register(cmd.Flags())
+	conn.register(cmd, cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringArrayVar(&topics, "topic", nil, "topic to produce to")
 	fs.StringVar(&file, "file", "", "read lines from this file instead of stdin")

@@ -24,7 +24,7 @@ func NewTopicCommand() *cobra.Command {
 		Use:   "topic",
 		Short: "Create, list, describe, alter and delete topics (like kafka-topics)",
 	}
-	conn.register(cmd.PersistentFlags())
+	conn.register(cmd, cmd.PersistentFlags())
 	cmd.AddCommand(
 		newTopicCreate(conn), newTopicList(conn), newTopicDescribe(conn),
 		newTopicAlter(conn), newTopicDelete(conn), newTopicAddPartitions(conn),

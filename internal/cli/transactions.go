@@ -20,7 +20,7 @@ func NewTransactionsCommand() *cobra.Command {
 		Use:   "transactions",
 		Short: "List and describe transactional ids and the producers of partitions",
 	}
-	conn.register(cmd.PersistentFlags())
+	conn.register(cmd, cmd.PersistentFlags())
 
 	var states []string
 	list := &cobra.Command{

@@ -26,7 +26,7 @@ func NewUserCommand() *cobra.Command {
 		Use:   "user",
 		Short: "Manage users' SCRAM credentials (like kafka-configs --entity-type users)",
 	}
-	conn.register(cmd.PersistentFlags())
+	conn.register(cmd, cmd.PersistentFlags())
 	scram := &cobra.Command{
 		Use:   "scram",
 		Short: "Set, describe and delete SCRAM-SHA-256/512 credentials",

@@ -472,6 +472,21 @@ var brokerDefList = []Def{
 		return validHostPort(v)
 	}, ReadOnly,
 		"Gregor: host:port of the HTTP listener serving /metrics (Prometheus), /healthz and /readyz; empty turns it off."),
+	// With a key store (a location, or an inline key) the HTTP listener
+	// serves HTTPS only; the keys mean what Kafka's ssl.* keys of the same
+	// names mean for a listener.
+	bdef("gregor.http.ssl.keystore.type", String, nil, nil, ReadOnly,
+		"Gregor: format of the HTTP listener's key store file (JKS, PKCS12, PEM); JKS when unset."),
+	bdef("gregor.http.ssl.keystore.location", String, nil, nil, ReadOnly,
+		"Gregor: path of the HTTP listener's key store; when set (or gregor.http.ssl.keystore.key is), the listener serves HTTPS only."),
+	bdef("gregor.http.ssl.keystore.password", Password, nil, nil, ReadOnly,
+		"Gregor: password of the HTTP listener's key store file."),
+	bdef("gregor.http.ssl.key.password", Password, nil, nil, ReadOnly,
+		"Gregor: password of the HTTP listener's private key."),
+	bdef("gregor.http.ssl.keystore.key", Password, nil, nil, ReadOnly,
+		"Gregor: the HTTP listener's private key in PEM format (with gregor.http.ssl.keystore.type=PEM)."),
+	bdef("gregor.http.ssl.keystore.certificate.chain", Password, nil, nil, ReadOnly,
+		"Gregor: the HTTP listener's certificate chain in PEM format (with gregor.http.ssl.keystore.type=PEM)."),
 }
 
 var brokerCompressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}

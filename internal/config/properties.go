@@ -12,6 +12,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -177,7 +178,8 @@ func unescape(s string) (string, error) {
 		case 'u':
 			r, ok := hex4(s, i+1)
 			if !ok {
-				return "", fmt.Errorf(`malformed \uxxxx escape in %q`, s)
+				// The text is not quoted: it may be a password.
+				return "", errors.New(`malformed \uxxxx escape`)
 			}
 			i += 4
 			// Java strings are UTF-16: a surrogate pair arrives as two escapes.

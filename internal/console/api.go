@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,33 +36,48 @@ func badRequest(format string, args ...any) error {
 	return &statusError{http.StatusBadRequest, fmt.Errorf(format, args...)}
 }
 
-// api adapts a handler that returns a value to JSON over HTTP; an error
-// becomes {"error": "..."} with its status.
-func (c *Console) api(h func(ctx context.Context, r *http.Request) (any, error)) http.HandlerFunc {
+// apiHandler answers one API call, reading the cluster through cl.
+type apiHandler func(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error)
+
+// api adapts a handler that returns a value to JSON over HTTP, running it
+// with the visitor's client (clientFor); an error becomes
+// {"error": "..."} with its status.
+func (c *Console) api(h apiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 		defer cancel()
-		v, err := h(ctx, r)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if err != nil {
-			status := http.StatusBadGateway
-			var se *statusError
-			switch {
-			case errors.As(err, &se):
-				status = se.status
-			case errors.Is(err, errNoBroker):
-				status = http.StatusServiceUnavailable
-			}
-			if status >= 500 {
-				c.logger.Warn("console api", "path", r.URL.Path, "err", err)
-			}
-			w.WriteHeader(status)
-			v = map[string]string{"error": err.Error()}
+		cl, err := c.clientFor(r)
+		var v any
+		if err == nil {
+			v, err = h(ctx, r, cl)
 		}
-		if err := json.NewEncoder(w).Encode(v); err != nil {
-			c.logger.Debug("console api: write answer", "path", r.URL.Path, "err", err)
+		c.writeJSON(w, r, v, err)
+	}
+}
+
+// writeJSON writes v, or err as {"error": "..."} with its status: a
+// *statusError's, 503 while the broker listener is not up, else 502 (the
+// broker's failure).
+func (c *Console) writeJSON(w http.ResponseWriter, r *http.Request, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		status := http.StatusBadGateway
+		var se *statusError
+		switch {
+		case errors.As(err, &se):
+			status = se.status
+		case errors.Is(err, errNoBroker):
+			status = http.StatusServiceUnavailable
 		}
+		if status >= 500 {
+			c.logger.Warn("console api", "path", r.URL.Path, "err", err)
+		}
+		w.WriteHeader(status)
+		v = map[string]string{"error": err.Error()}
+	}
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		c.logger.Debug("console api: write answer", "path", r.URL.Path, "err", err)
 	}
 }
 
@@ -105,11 +121,7 @@ type quorumMember struct {
 	LastCaughtUpMsAgo int64 `json:"lastCaughtUpMsAgo"`
 }
 
-func (c *Console) cluster(ctx context.Context, _ *http.Request) (any, error) {
-	cl, err := c.kgoClient()
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) cluster(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
 	resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
 	if err != nil {
 		return nil, fmt.Errorf("describe cluster: %w", err)

@@ -28,50 +28,10 @@ func chromium() string {
 // partitions and its group's lag, the group's page the lag per partition,
 // the record browser the records, and the cluster page broker and quorum.
 func TestConsoleInBrowser(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary on PATH (looked for chromium, chromium-browser, google-chrome, headless-shell); install Debian's package: apt-get install -y chromium")
-	}
+	b := newBrowser(t)
 	n := startNode(t)
 	seed(t, n, "e2e-orders", "e2e-billing", 3) // lag 7 on partition 0
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	// Any uncaught exception in the page fails the test.
-	exceptions := make(chan string, 8)
-	browser, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithListener(func(ev any) {
-		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-			select {
-			case exceptions <- exceptionText(e.ExceptionDetails):
-			default:
-			}
-		}
-	}))
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(browser, 25*time.Second)
-	defer cancel()
-
-	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(css(sel), chromedp.NodeVisible))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return v
-	}
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	css, text, do := b.css, b.text, b.do
 
 	topicLink := `#topics a[data-topic="e2e-orders"]`
 	lagCell := `#topic-groups td[data-group-lag="e2e-billing"]`
@@ -120,11 +80,112 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.Contains(quorum, "Leader") {
 		t.Errorf("quorum table has no leader: %q", quorum)
 	}
+	b.checkExceptions()
+}
+
+// browser is a headless Chromium tab, and helpers that fail the test.
+type browser struct {
+	t          *testing.T
+	ctx        context.Context
+	exceptions chan string
+}
+
+// newBrowser starts Chromium for the test, or skips it without one.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary on PATH (looked for chromium, chromium-browser, google-chrome, headless-shell); install Debian's package: apt-get install -y chromium")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	// Any uncaught exception in the page fails the test.
+	exceptions := make(chan string, 8)
+	tab, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			select {
+			case exceptions <- exceptionText(e.ExceptionDetails):
+			default:
+			}
+		}
+	}))
+	t.Cleanup(cancelTab)
+	ctx, cancel := context.WithTimeout(tab, 25*time.Second)
+	t.Cleanup(cancel)
+	return &browser{t: t, ctx: ctx, exceptions: exceptions}
+}
+
+func (b *browser) css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Text(b.css(sel), chromedp.NodeVisible))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (b *browser) checkExceptions() {
+	b.t.Helper()
 	select {
-	case e := <-exceptions:
-		t.Errorf("uncaught exception in the page: %s", e)
+	case e := <-b.exceptions:
+		b.t.Errorf("uncaught exception in the page: %s", e)
 	default:
 	}
+}
+
+// TestConsoleLoginInBrowser logs in to the console of a cluster that
+// requires SASL: the page asks for credentials first, shows the broker's
+// refusal of a wrong password, reads the cluster once logged in, and asks
+// again after logging out.
+func TestConsoleLoginInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	srv := saslConsole(t, saslCluster(t))
+	css, text, do := b.css, b.text, b.do
+
+	do("open the topics list: the login form instead",
+		chromedp.Navigate(srv.URL+"/#/topics"),
+		chromedp.WaitVisible(css("#login")))
+	if opts := text("#login-mechanism"); !strings.Contains(opts, "PLAIN") || !strings.Contains(opts, "SCRAM-SHA-256") {
+		t.Errorf("mechanisms offered: %q", opts)
+	}
+	do("log in with a wrong password",
+		chromedp.SendKeys(css("#login-user"), plainUser),
+		chromedp.SendKeys(css("#login-password"), "wrong"),
+		chromedp.SetValue(css("#login-mechanism"), "PLAIN"),
+		chromedp.Click(css("#login-submit")),
+		chromedp.WaitVisible(css("#login-error")))
+	if e := text("#login-error"); !strings.HasPrefix(e, "authentication failed: SASL_AUTHENTICATION_FAILED") || !strings.Contains(e, kafkaAuthFailure) {
+		t.Errorf("login error %q", e)
+	}
+	do("log in",
+		chromedp.SendKeys(css("#login-password"), plainPassword),
+		chromedp.Click(css("#login-submit")),
+		chromedp.WaitVisible(css(`#topics a[data-topic="secured"]`)))
+	if u := text("#session-user"); u != plainUser {
+		t.Errorf("header shows user %q", u)
+	}
+	do("log out",
+		chromedp.Click(css("#logout")),
+		chromedp.WaitVisible(css("#login")))
+	do("the topic page asks for a login too",
+		chromedp.Navigate(srv.URL+"/#/topics/secured"),
+		chromedp.WaitVisible(css("#login")))
+	b.checkExceptions()
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {

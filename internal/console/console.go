@@ -5,20 +5,25 @@
 // chart, and a few records of a partition.
 //
 // The console reads the cluster the way any operator tool does: through a
-// Kafka client (franz-go kadm) connected to this node's own broker
+// Kafka client (franz-go kadm) connected to this node's own first broker
 // listener, so what it shows is exactly what clients see, and it works the
-// same on every node of a cluster. The page itself is static HTML, CSS and
-// JavaScript embedded in the binary (no build step, no CDN), so it works
-// offline; it reads the JSON endpoints under /api/.
+// same on every node of a cluster. When that listener requires SASL the
+// console asks the visitor to log in and reads the cluster as them, each
+// visitor through a client of their own (sessions.go, login.go); it never
+// reads with credentials of its own there. The page itself is static HTML,
+// CSS and JavaScript embedded in the binary (no build step, no CDN), so it
+// works offline; it reads the JSON endpoints under /api/.
 package console
 
 import (
 	"context"
+	"crypto/tls"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -40,23 +45,62 @@ type Config struct {
 	SampleInterval time.Duration
 	// Samples is how many samples the chart keeps; 0 means 300.
 	Samples int
-	Logger  *slog.Logger
+	// SessionIdle is how long a logged-in visitor's session lasts without
+	// a request; 0 means 30 minutes.
+	SessionIdle time.Duration
+	Logger      *slog.Logger
 }
 
-// errNoBroker is the answer until SetBootstrap names the broker listener
+// dialTimeout bounds connecting to a broker.
+const dialTimeout = 3 * time.Second
+
+// maxSessions bounds the logged-in visitors, each holding a client with
+// its connections.
+const maxSessions = 64
+
+// Broker is how the console reaches the cluster: this node's first broker
+// listener.
+type Broker struct {
+	Addr     string      // host:port to dial
+	Listener string      // the listener's name, for messages
+	TLS      *tls.Config // for SSL and SASL_SSL listeners, else nil
+	// ServerName is the name Addr's certificate is checked against (the
+	// listener's advertised host: Addr may be a loopback address). The
+	// other brokers' certificates are checked against the hosts dialled.
+	ServerName string
+	// SASL is set when the listener requires SASL: visitors log in with
+	// one of Mechanisms (those the listener enables that the console
+	// supports: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
+	SASL       bool
+	Mechanisms []string
+	// Err, when set, is why the console cannot read through the listener;
+	// every API call answers it.
+	Err error
+}
+
+// errNoBroker is the answer until SetBroker names the broker listener
 // (the HTTP listener starts before the broker's).
 var errNoBroker = errors.New("the broker listener is not up yet")
 
-// Console serves the web console. Its sampler goroutine runs from New
-// until Close.
+// errLoginRequired answers a visitor without a session when the listener
+// requires SASL; the console itself has no credentials to read with.
+var errLoginRequired = &statusError{http.StatusUnauthorized, errors.New("log in: the broker listener requires authentication")}
+
+// Console serves the web console. Its sampler and session-expiry
+// goroutines run from New until Close.
 type Console struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu        sync.Mutex
-	bootstrap string      // this node's broker listener, "" until known
-	client    *kgo.Client // connected to bootstrap, created on first use
-	closed    bool
+	mu     sync.Mutex
+	broker Broker      // this node's broker listener, Addr "" until known
+	client *kgo.Client // the console's own, when the listener needs no login; created on first use
+	closed bool
+
+	sessions *sessions
+	// authenticate logs a visitor in: a client authenticated as them, or
+	// a *loginError. Tests replace it.
+	authenticate func(ctx context.Context, b Broker, user, password, mechanism string) (*kgo.Client, error)
 
 	throughput *throughput
 
@@ -72,25 +116,57 @@ func New(cfg Config) *Console {
 	if cfg.Samples <= 0 {
 		cfg.Samples = 300
 	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = 30 * time.Minute
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Console{cfg: cfg, logger: cfg.Logger, cancel: cancel, throughput: newThroughput(cfg.Samples)}
-	c.wg.Add(1)
+	c := &Console{
+		cfg: cfg, logger: cfg.Logger, cancel: cancel,
+		throughput:   newThroughput(cfg.Samples),
+		sessions:     newSessions(cfg.SessionIdle, maxSessions),
+		authenticate: authenticateSASL,
+	}
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.sample(ctx)
 	}()
+	go func() {
+		defer c.wg.Done()
+		c.expireSessions(ctx)
+	}()
 	return c
 }
 
-// SetBootstrap names the broker listener (host:port) the console's client
-// connects to: this node's own, once it is bound.
-func (c *Console) SetBootstrap(addr string) {
+// SetBroker names the broker listener the console reads the cluster
+// through: this node's own, once it is bound.
+func (c *Console) SetBroker(b Broker) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.bootstrap = addr
+	old := c.client
+	c.broker, c.client = b, nil
+	c.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+// expireSessions ends idle sessions until ctx ends.
+func (c *Console) expireSessions(ctx context.Context) {
+	ticker := time.NewTicker(max(c.cfg.SessionIdle/4, time.Second))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			if n := c.sessions.expire(now); n > 0 {
+				c.logger.Info("console sessions expired", "count", n)
+			}
+		}
+	}
 }
 
 // Mount registers the console's page and API on mux (the argument
@@ -104,6 +180,9 @@ func (c *Console) Mount(mux *http.ServeMux) {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /api/session", c.session)
+	mux.HandleFunc("POST /api/login", c.login)
+	mux.HandleFunc("POST /api/logout", c.logout)
 	mux.HandleFunc("GET /api/cluster", c.api(c.cluster))
 	mux.HandleFunc("GET /api/topics", c.api(c.topics))
 	mux.HandleFunc("GET /api/topics/{topic}", c.api(c.topic))
@@ -113,10 +192,11 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/throughput", c.api(c.throughputSeries))
 }
 
-// Close stops the sampler and closes the client.
+// Close stops the sampler, ends the sessions and closes the clients.
 func (c *Console) Close() {
 	c.cancel()
 	c.wg.Wait()
+	c.sessions.close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -126,8 +206,26 @@ func (c *Console) Close() {
 	}
 }
 
-// admin returns the shared client, creating it once the broker listener is
-// known. kgo connects lazily, so creating it never blocks.
+// clientFor returns the client an API call runs through: the visitor's
+// session's when the listener requires SASL, else the console's own.
+func (c *Console) clientFor(r *http.Request) (*kgo.Client, error) {
+	c.mu.Lock()
+	b := c.broker
+	c.mu.Unlock()
+	if !b.SASL || b.Err != nil {
+		return c.kgoClient()
+	}
+	ss, ok := c.sessions.lookup(time.Now(), sessionID(r))
+	if !ok {
+		return nil, errLoginRequired
+	}
+	return ss.client, nil
+}
+
+// admin returns a client of the console's own, for work no visitor asked
+// for (the throughput sampler, the lag metrics). There is none when the
+// listener requires SASL: the console does not read behind a visitor's
+// back, and has no credentials of its own.
 func (c *Console) admin() (*kadm.Client, error) {
 	cl, err := c.kgoClient()
 	if err != nil {
@@ -136,35 +234,63 @@ func (c *Console) admin() (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
+// kgoClient is the console's own client, created once the broker listener
+// is known. kgo connects lazily, so creating it never blocks.
 func (c *Console) kgoClient() (*kgo.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	switch {
+	case c.closed:
 		return nil, errors.New("the console is closed")
-	}
-	if c.client != nil {
+	case c.broker.Err != nil:
+		return nil, &statusError{http.StatusServiceUnavailable, c.broker.Err}
+	case c.broker.Addr == "":
+		return nil, errNoBroker
+	case c.broker.SASL:
+		return nil, errLoginRequired
+	case c.client != nil:
 		return c.client, nil
 	}
-	if c.bootstrap == "" {
-		return nil, errNoBroker
-	}
-	cl, err := kgo.NewClient(c.clientOpts()...)
+	cl, err := kgo.NewClient(clientOpts(c.broker)...)
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", c.bootstrap, err)
+		return nil, fmt.Errorf("client for %s: %w", c.broker.Addr, err)
 	}
 	c.client = cl
 	return cl, nil
 }
 
-// clientOpts are the options of every client the console makes; callers
-// hold mu or own a copy of bootstrap.
-func (c *Console) clientOpts(extra ...kgo.Opt) []kgo.Opt {
-	return append([]kgo.Opt{
-		kgo.SeedBrokers(c.bootstrap),
+// clientOpts are the options of every client the console makes.
+func clientOpts(b Broker, extra ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(b.Addr),
 		kgo.ClientID("gregor-console"),
 		// A console page waits for its answer: fail fast rather than
 		// retry for the default 30s when a broker is away.
 		kgo.RetryTimeout(5 * time.Second),
-		kgo.DialTimeout(3 * time.Second),
-	}, extra...)
+		kgo.DialTimeout(dialTimeout),
+	}
+	if b.TLS != nil {
+		opts = append(opts, kgo.Dialer(tlsDialer(b)))
+	}
+	return append(opts, extra...)
+}
+
+// tlsDialer dials brokers with TLS as kgo.DialTLSConfig does, except that
+// the seed's certificate is checked against b.ServerName.
+func tlsDialer(b Broker) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cfg := b.TLS.Clone()
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			cfg.ServerName = host
+			if addr == b.Addr && b.ServerName != "" {
+				cfg.ServerName = b.ServerName
+			}
+		}
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: cfg}
+		return d.DialContext(ctx, network, addr)
+	}
 }

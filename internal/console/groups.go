@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // groupSummary is one row of /api/groups.
@@ -63,11 +64,8 @@ type groupView struct {
 	TotalLag     int64        `json:"totalLag"`
 }
 
-func (c *Console) groups(ctx context.Context, _ *http.Request) (any, error) {
-	adm, err := c.admin()
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) groups(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
+	adm := kadm.NewClient(cl)
 	listed, err := adm.ListGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
@@ -108,12 +106,9 @@ func committedLag(l kadm.GroupLag) int64 {
 	return total
 }
 
-func (c *Console) group(ctx context.Context, r *http.Request) (any, error) {
+func (c *Console) group(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
 	name := r.PathValue("group")
-	adm, err := c.admin()
-	if err != nil {
-		return nil, err
-	}
+	adm := kadm.NewClient(cl)
 	lags, err := adm.Lag(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("describe group %q: %w", name, err)
@@ -236,9 +231,14 @@ func (c *Console) group(ctx context.Context, r *http.Request) (any, error) {
 }
 
 // GroupLags lists the committed lag of every group whose coordinator is
-// broker coordinator, for the metrics endpoint.
+// broker coordinator, for the metrics endpoint. There are none when the
+// broker listener requires SASL: the console has no credentials of its own
+// to read them with (and an error would fail the whole scrape).
 func (c *Console) GroupLags(ctx context.Context, coordinator int32) ([]metrics.GroupLag, error) {
 	adm, err := c.admin()
+	if errors.Is(err, errLoginRequired) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

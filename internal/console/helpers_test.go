@@ -3,17 +3,25 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"gregor/internal/config"
+	"gregor/internal/console"
 	"gregor/internal/server"
 )
 
@@ -26,16 +34,31 @@ type node struct {
 
 func startNode(t *testing.T) *node {
 	t.Helper()
-	cfg, _, err := config.Load(map[string]string{
+	n, err := tryStartNode(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// tryStartNode starts a node with extra properties, returning the error
+// of one that does not start.
+func tryStartNode(t *testing.T, extra map[string]string) (*node, error) {
+	t.Helper()
+	props := map[string]string{
 		"listeners":                        "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters":         "1@127.0.0.1:0",
 		"log.dirs":                         t.TempDir(),
 		"group.initial.rebalance.delay.ms": "0",
 		"offsets.topic.num.partitions":     "3",
 		"gregor.http.listen":               "127.0.0.1:0",
-	})
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	cfg, _, err := config.Load(props)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
@@ -43,19 +66,23 @@ func startNode(t *testing.T) *node {
 	}
 	srv, err := server.New(cfg, logger)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	shutdown := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
+		return srv.Shutdown(ctx)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		_ = shutdown() // stops what did start; its errors repeat err
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := shutdown(); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &node{t: t, srv: srv}
+	return &node{t: t, srv: srv}, nil
 }
 
 func (n *node) url(path string) string { return "http://" + n.srv.HTTPAddr().String() + path }
@@ -128,4 +155,70 @@ func getJSON(t *testing.T, url string, status int, v any) {
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("GET %s: %v: %s", url, err, body)
 	}
+}
+
+// The users of saslCluster, and the message Kafka refuses a wrong PLAIN or
+// SCRAM password with.
+const (
+	scramUser, scramPassword = "alice", "alice-s3cret"
+	plainUser, plainPassword = "bob", "bob-s3cret"
+	kafkaAuthFailure         = "Authentication failed: Invalid username or password"
+)
+
+// saslCluster is franz-go's fake cluster requiring SASL, with topic
+// "secured" holding records 0..4 in partition 0. A wrong PLAIN password is
+// answered as Kafka answers it, SASL_AUTHENTICATION_FAILED with a message
+// (kfake itself closes the connection), so that the console's login form
+// can be checked against what a broker says.
+func saslCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", scramUser, scramPassword),
+		kfake.Superuser("PLAIN", plainUser, plainPassword),
+		kfake.SeedTopics(1, "secured"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.ControlKey(int16(kmsg.SASLAuthenticate), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.SASLAuthenticateRequest)
+		parts := strings.Split(string(req.SASLAuthBytes), "\x00")
+		if len(parts) != 3 || parts[2] == plainPassword {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		msg := kafkaAuthFailure
+		resp.ErrorMessage = &msg
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...),
+		kgo.SASL(scram.Auth{User: scramUser, Pass: scramPassword}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 5 {
+		r := &kgo.Record{Topic: "secured", Partition: 0, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("secret-value-%d", i))}
+		if err := cl.ProduceSync(ctxT(t), r).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	return c
+}
+
+// saslConsole serves a console (over plain HTTP) whose broker listener is
+// c's, requiring SASL.
+func saslConsole(t *testing.T, c *kfake.Cluster) *httptest.Server {
+	t.Helper()
+	con := console.New(console.Config{})
+	t.Cleanup(con.Close)
+	con.SetBroker(console.Broker{Addr: c.ListenAddrs()[0], Listener: "SASL_PLAINTEXT", SASL: true,
+		Mechanisms: []string{"PLAIN", "SCRAM-SHA-256"}})
+	mux := http.NewServeMux()
+	con.Mount(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
 }

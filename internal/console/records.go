@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -58,7 +59,7 @@ type recordsView struct {
 // records reads up to limit records of a partition from an offset:
 // ?partition=N&offset=(N|earliest|latest)&limit=N. The default offset,
 // latest, shows the last limit records.
-func (c *Console) records(ctx context.Context, r *http.Request) (any, error) {
+func (c *Console) records(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
 	topic := r.PathValue("topic")
 	q := r.URL.Query()
 	partition, err := intParam(q.Get("partition"), 0, 0, 1<<31-1)
@@ -69,10 +70,7 @@ func (c *Console) records(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, badRequest("limit: %v", err)
 	}
-	adm, err := c.admin()
-	if err != nil {
-		return nil, err
-	}
+	adm := kadm.NewClient(cl)
 	td, err := describeTopic(ctx, adm, topic)
 	if err != nil {
 		return nil, err
@@ -109,25 +107,20 @@ func (c *Console) records(ctx context.Context, r *http.Request) (any, error) {
 	if v.From >= end.Offset {
 		return v, nil
 	}
-	v.Records, err = c.consume(ctx, topic, p, v.From, end.Offset, limit)
+	v.Records, err = consume(ctx, cl, topic, p, v.From, end.Offset, limit)
 	return v, err
 }
 
 // consume reads [from, end) of one partition, at most limit records, with a
-// client of its own (a consuming client cannot be shared).
-func (c *Console) consume(ctx context.Context, topic string, p int32, from, end int64, limit int) ([]recordView, error) {
-	c.mu.Lock()
-	if c.bootstrap == "" {
-		c.mu.Unlock()
-		return nil, errNoBroker
-	}
-	opts := c.clientOpts(
+// client of its own (a consuming client cannot be shared) made with base's
+// options: the same broker, TLS and, for a logged-in visitor, credentials.
+func consume(ctx context.Context, base *kgo.Client, topic string, p int32, from, end int64, limit int) ([]recordView, error) {
+	opts := append(base.Opts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.FetchMaxBytes(maxFetchBytes),
 		kgo.FetchMaxPartitionBytes(maxFetchBytes),
 		kgo.FetchMaxWait(250*time.Millisecond),
 	)
-	c.mu.Unlock()
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consume %s-%d: %w", topic, p, err)

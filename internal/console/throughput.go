@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The counters the chart reads: this broker's bytes in and out, as the
@@ -174,7 +175,7 @@ func counterSum(mfs []*dto.MetricFamily, name string) float64 {
 	return sum
 }
 
-func (c *Console) throughputSeries(_ context.Context, _ *http.Request) (any, error) {
+func (c *Console) throughputSeries(context.Context, *http.Request, *kgo.Client) (any, error) {
 	c.throughput.lastWatched.Store(time.Now().UnixNano())
 	return throughputView{IntervalMs: c.cfg.SampleInterval.Milliseconds(), Samples: c.throughput.series()}, nil
 }

@@ -120,7 +120,7 @@ func TestBeforeTheBrokerListener(t *testing.T) {
 	for {
 		in.WithLabelValues("a").Add(100)
 		var series []sample
-		if v, err := c.throughputSeries(t.Context(), nil); err == nil {
+		if v, err := c.throughputSeries(t.Context(), nil, nil); err == nil {
 			series = v.(throughputView).Samples
 		}
 		if slices.ContainsFunc(series, func(s sample) bool { return s.BytesInPerSec > 0 && s.RecordsPerSec == nil }) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // topicSummary is one row of /api/topics.
@@ -140,11 +141,8 @@ func summarize(td kadm.TopicDetail, o offsetsAndSizes) topicSummary {
 	return s
 }
 
-func (c *Console) topics(ctx context.Context, _ *http.Request) (any, error) {
-	adm, err := c.admin()
-	if err != nil {
-		return nil, err
-	}
+func (c *Console) topics(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
+	adm := kadm.NewClient(cl)
 	tds, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
@@ -163,12 +161,9 @@ func (c *Console) topics(ctx context.Context, _ *http.Request) (any, error) {
 	return out, nil
 }
 
-func (c *Console) topic(ctx context.Context, r *http.Request) (any, error) {
+func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
 	name := r.PathValue("topic")
-	adm, err := c.admin()
-	if err != nil {
-		return nil, err
-	}
+	adm := kadm.NewClient(cl)
 	td, err := describeTopic(ctx, adm, name)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,13 +23,22 @@ type HTTPServer struct {
 	wg     sync.WaitGroup
 }
 
-// ListenHTTP binds addr and serves until Shutdown. ready returns nil when
-// the node is ready (a broker unfenced, a controller in the quorum).
-// extra, if not nil, mounts more handlers (the web console) on the mux.
-func ListenHTTP(addr string, r *Registry, ready func() error, extra func(mux *http.ServeMux), logger *slog.Logger) (*HTTPServer, error) {
+// ListenHTTP binds addr and serves until Shutdown. With tlsConfig it
+// serves HTTPS only (a plain HTTP request fails its handshake). ready
+// returns nil when the node is ready (a broker unfenced, a controller in
+// the quorum). extra, if not nil, mounts more handlers (the web console) on
+// the mux.
+func ListenHTTP(addr string, tlsConfig *tls.Config, r *Registry, ready func() error, extra func(mux *http.ServeMux), logger *slog.Logger) (*HTTPServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gregor.http.listen=%s: %w", addr, err)
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		// net/http runs each connection's handshake under the server's
+		// ReadHeaderTimeout, and sets Request.TLS.
+		ln = tls.NewListener(ln, tlsConfig)
+		scheme = "https"
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{ErrorLog: nil}))
@@ -53,7 +63,7 @@ func ListenHTTP(addr string, r *Registry, ready func() error, extra func(mux *ht
 			logger.Error("http listener stopped", "err", err)
 		}
 	}()
-	logger.Info("listening", "component", "http", "addr", ln.Addr().String())
+	logger.Info("listening", "component", "http", "addr", ln.Addr().String(), "scheme", scheme)
 	return h, nil
 }
 

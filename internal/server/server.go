@@ -205,14 +205,18 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	return s.startHTTP()
 }
 
-// startHTTP starts the gregor.http.listen listener, once the components
-// its handlers read exist.
+// startHTTP starts the gregor.http.listen listener (HTTPS with a
+// gregor.http.ssl key store), once the components its handlers read exist.
 func (s *Server) startHTTP() error {
 	addr := s.cfg.GregorHTTPListen
 	if addr == "" {
 		return nil
 	}
-	h, err := metrics.ListenHTTP(addr, s.metrics, s.ready, s.newConsole(), s.logger)
+	tlsCfg, err := httpTLS(s.cfg.Props)
+	if err != nil {
+		return err
+	}
+	h, err := metrics.ListenHTTP(addr, tlsCfg, s.metrics, s.ready, s.newConsole(), s.logger)
 	if err != nil {
 		return err
 	}
@@ -459,7 +463,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
 	s.loader.AddPublisher(newTLSReloader(s))
-	s.setConsoleBootstrap()
+	s.setConsoleBroker()
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
 	if err := s.lifecycle.start(ctx, runCtx); err != nil {

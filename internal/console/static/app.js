@@ -37,6 +37,15 @@ function num(v) { return el("td", {class: "num"}, v); }
 async function api(path) {
   const resp = await fetch("/api/" + path, {cache: "no-store"});
   const body = await resp.json().catch(() => ({error: resp.status + " " + resp.statusText}));
+  if (resp.status === 401 && !loginShown) showLogin(); // no session, or it expired
+  if (!resp.ok) throw new Error(body.error || resp.statusText);
+  return body;
+}
+
+async function post(path, data) {
+  const resp = await fetch("/api/" + path, {method: "POST", cache: "no-store",
+    headers: {"Content-Type": "application/json"}, body: JSON.stringify(data || {})});
+  const body = await resp.json().catch(() => ({error: resp.status + " " + resp.statusText}));
   if (!resp.ok) throw new Error(body.error || resp.statusText);
   return body;
 }
@@ -320,13 +329,72 @@ function viewGroup(name) {
       : el("p", {class: "muted"}, "No committed offsets.")), 5000);
 }
 
-// ---- Routing: #/, #/topics, #/topics/NAME, #/groups, #/groups/NAME ----
+// ---- Login: when the broker listener requires SASL, the console reads
+// the cluster as the visitor, who logs in with their own credentials ----
 
-function route() {
+let sessionInfo = {login: false}; // /api/session: must the visitor log in, as whom, with which mechanisms
+let loginShown = false;
+
+function clearView() {
   timers.forEach(clearInterval);
   timers = [];
   viewToken++;
   main.replaceChildren();
+}
+
+function showSession() {
+  const box = document.getElementById("session");
+  if (!sessionInfo.login || !sessionInfo.user) { box.replaceChildren(); return; }
+  box.replaceChildren(el("span", {id: "session-user"}, sessionInfo.user),
+    el("button", {id: "logout", onclick: async () => {
+      try { await post("logout"); } catch (e) { /* the session is gone either way */ }
+      sessionInfo.user = "";
+      showSession();
+      showLogin();
+    }}, "Log out"));
+}
+
+function showLogin() {
+  clearView();
+  loginShown = true;
+  sessionInfo.user = "";
+  showSession();
+  const user = el("input", {id: "login-user", name: "username", autocomplete: "username", required: true});
+  const password = el("input", {id: "login-password", name: "password", type: "password", autocomplete: "current-password"});
+  const mechanism = el("select", {id: "login-mechanism"}, (sessionInfo.mechanisms || []).map(m => el("option", {value: m}, m)));
+  const error = el("p", {id: "login-error", class: "error", hidden: true});
+  const form = el("form", {class: "login", id: "login"},
+    el("label", {for: "login-user"}, "User"), user,
+    el("label", {for: "login-password"}, "Password"), password,
+    el("label", {for: "login-mechanism"}, "Mechanism"), mechanism,
+    el("button", {id: "login-submit", type: "submit"}, "Log in"), error);
+  form.addEventListener("submit", async e => {
+    e.preventDefault();
+    error.hidden = true;
+    try {
+      const r = await post("login", {user: user.value, password: password.value, mechanism: mechanism.value});
+      sessionInfo.user = r.user;
+      loginShown = false;
+      showSession();
+      route();
+    } catch (err) {
+      password.value = "";
+      error.textContent = err.message;
+      error.hidden = false;
+    }
+  });
+  main.append(el("h1", {}, "Log in"),
+    el("p", {class: "muted"}, "The broker listener " + (sessionInfo.listener || "") +
+      " requires authentication: the console reads the cluster as you, with your permissions."),
+    form);
+  user.focus();
+}
+
+// ---- Routing: #/, #/topics, #/topics/NAME, #/groups, #/groups/NAME ----
+
+function route() {
+  if (sessionInfo.login && !sessionInfo.user) { showLogin(); return; }
+  clearView();
   const parts = location.hash.replace(/^#\/?/, "").split("/");
   const [kind, arg] = [parts[0], parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : ""];
   document.querySelectorAll("[data-nav]").forEach(a => a.classList.toggle("active", a.dataset.nav === (kind || "overview")));
@@ -338,5 +406,11 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
-route();
-api("cluster").then(c => { document.getElementById("cluster-id").textContent = "cluster " + c.clusterId; }).catch(() => {});
+fetch("/api/session", {cache: "no-store"}).then(r => r.json()).catch(() => ({login: false})).then(s => {
+  sessionInfo = s;
+  showSession();
+  route();
+  if (!s.login || s.user) {
+    api("cluster").then(c => { document.getElementById("cluster-id").textContent = "cluster " + c.clusterId; }).catch(() => {});
+  }
+});
