@@ -292,7 +292,14 @@ func (s *saslConn) authText() string {
 
 func (c *conn) observeAuth(mechanism string, err error) {
 	if err != nil {
-		c.log.Info("failed authentication", "mechanism", mechanism, "err", err)
+		// The reason is for the operator's log only: the client is told
+		// less (never whether the user exists).
+		var ae *sasl.AuthError
+		if errors.As(err, &ae) && ae.Reason != "" {
+			c.log.Info("failed authentication", "mechanism", mechanism, "err", err, "reason", ae.Reason)
+		} else {
+			c.log.Info("failed authentication", "mechanism", mechanism, "err", err)
+		}
 	}
 	if obs := c.srv.cfg.OnAuthentication; obs != nil {
 		reauth := c.sasl != nil && c.sasl.reauth

@@ -134,7 +134,10 @@ func (c *conn) serve() {
 	defer c.srv.wg.Done()
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		err := c.handshakeTLS(tc)
-		if c.sasl == nil || err != nil {
+		switch {
+		case err != nil && c.stopping.Load():
+			// Shutdown cut the handshake short: not the client's failure.
+		case err != nil || c.sasl == nil:
 			// SSL listeners authenticate by the handshake; on
 			// SASL_SSL only a failed handshake is an authentication
 			// event (the SASL exchange is the other).

@@ -1,9 +1,12 @@
 package sasl
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -100,6 +103,11 @@ type scramExchange struct {
 	// exchange runs on a decoy; why is the log reason then.
 	known bool
 	why   string
+	// What the final step checks the proof against: the messages of the
+	// first step and the credential (a decoy's for an unknown user).
+	gs2Header, clientFirstBare string
+	serverFirst, serverNonce   string
+	storedKey, serverKey       []byte
 }
 
 func (x *scramExchange) fail(msg, reason string) ([]byte, bool, error) {
@@ -133,7 +141,8 @@ func (x *scramExchange) clientFirst(msg []byte) ([]byte, bool, error) {
 		return x.fail(msgAuthzidMismatch, fmt.Sprintf("user %q asked for authorization id %q", first.user, first.authzid))
 	}
 	x.user = first.user
-	lookup := func(user string) (scram.StoredCredentials, error) {
+	lookup := func(user string) (stored scram.StoredCredentials, err error) {
+		defer func() { x.storedKey, x.serverKey = stored.StoredKey, stored.ServerKey }()
 		cred, ok := x.srv.lookup(x.srv.mechanism, user)
 		switch {
 		case !ok:
@@ -163,26 +172,65 @@ func (x *scramExchange) clientFirst(msg []byte) ([]byte, bool, error) {
 		// xdg-go's errors may quote the message, so they are not logged.
 		return x.fail("Authentication failed: malformed "+x.srv.mechanism+" client-first message", "client-first message rejected by the SCRAM library")
 	}
+	// The final step is checked here, not by the library: Kafka accepts
+	// a final nonce that ends with the one it sent (librdkafka before
+	// 2.2 sends its own nonce again in front of the server's), where the
+	// library wants them equal.
+	bare := 2 + bytes.IndexByte(msg[2:], ',') + 1 // after "n,[a=...],"
+	x.gs2Header, x.clientFirstBare = string(msg[:bare]), string(msg[bare:])
+	x.serverFirst = serverFirst
+	x.serverNonce, _, _ = strings.Cut(strings.TrimPrefix(serverFirst, "r="), ",")
+	x.conv = nil
 	x.state = scramAwaitClientFinal
 	return []byte(serverFirst), false, nil
 }
 
 func (x *scramExchange) clientFinal(msg []byte) ([]byte, bool, error) {
-	if err := checkScramClientFinal(string(msg)); err != nil {
+	final := string(msg)
+	if err := checkScramClientFinal(final); err != nil {
 		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: %v", x.user, err))
 	}
-	serverFinal, err := x.conv.Step(string(msg))
-	switch {
-	case !x.known:
+	if !x.known {
 		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: %s", x.user, x.why))
-	case err != nil || !x.conv.Valid():
-		// Wrong proof, or a nonce or channel binding that is not the
-		// one of this exchange (a replayed or forged final message).
-		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: invalid proof, nonce or channel binding", x.user))
+	}
+	cut := strings.LastIndex(final, ",p=")
+	withoutProof, proofText := final[:cut], final[cut+len(",p="):]
+	fields := strings.Split(withoutProof, ",")
+	cbind, nonce := fields[0][len("c="):], fields[1][len("r="):]
+	proof, err := base64.StdEncoding.DecodeString(proofText)
+	switch {
+	case err != nil:
+		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: proof is not base64", x.user))
+	case cbind != base64.StdEncoding.EncodeToString([]byte(x.gs2Header)):
+		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: channel binding does not match the gs2 header", x.user))
+	case !strings.HasSuffix(nonce, x.serverNonce):
+		// Kafka's rule (endsWith), for librdkafka; a replayed final
+		// message of another exchange carries another server nonce.
+		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: nonce is not this exchange's", x.user))
+	}
+	// RFC 5802: ClientKey = proof XOR HMAC(StoredKey, AuthMessage), and
+	// H(ClientKey) must be the stored key.
+	authMessage := x.clientFirstBare + "," + x.serverFirst + "," + withoutProof
+	sign := func(key []byte) []byte {
+		m := hmac.New(x.srv.hash, key)
+		m.Write([]byte(authMessage))
+		return m.Sum(nil)
+	}
+	clientSignature := sign(x.storedKey)
+	if len(proof) != len(clientSignature) {
+		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: proof of %d bytes", x.user, len(proof)))
+	}
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ clientSignature[i]
+	}
+	h := x.srv.hash()
+	h.Write(clientKey)
+	if subtle.ConstantTimeCompare(h.Sum(nil), x.storedKey) != 1 {
+		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: invalid proof", x.user))
 	}
 	x.state = scramDone
-	x.conv = nil
-	return []byte(serverFinal), true, nil
+	return []byte("v=" + base64.StdEncoding.EncodeToString(sign(x.serverKey))), true, nil
 }
 
 func (x *scramExchange) Principal() string {

@@ -2,7 +2,11 @@ package sasl
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha512"
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -355,5 +359,76 @@ func TestScramCredentialMatchesXdg(t *testing.T) {
 		if _, err := NewScramCredential(bad.mechanism, bad.password, nil, bad.iterations); err == nil {
 			t.Fatalf("NewScramCredential(%q, %q, %d) succeeded", bad.mechanism, bad.password, bad.iterations)
 		}
+	}
+}
+
+// librdkafka before 2.2 answers the server-first message with its own
+// nonce in front of the server's whole nonce ("r=" cnonce + cnonce +
+// snonce) and signs that; Kafka accepts a final nonce that ends with the
+// one it sent, and so does Gregor. A nonce that does not end with this
+// exchange's is still refused.
+func TestScramLibrdkafkaNonce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		nonce  func(cnonce, server string) string
+		wantOK bool
+	}{
+		{"exact", func(_, server string) string { return server }, true},
+		{"librdkafka's", func(cnonce, server string) string { return cnonce + server }, true},
+		{"another exchange's", func(cnonce, _ string) string { return cnonce + "someoneelse" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newTestScram(t, ScramSHA512)
+			x := srv.Start()
+			const cnonce = `N<5Hu4|kf2l3-Gf6HjxWR?FjNW:7A_@o`
+			first := "n,,n=alice,r=" + cnonce
+			out, done, err := x.Step([]byte(first))
+			if err != nil || done {
+				t.Fatalf("client-first: %v", err)
+			}
+			serverFirst := string(out)
+			attrs := map[string]string{}
+			for _, f := range strings.Split(serverFirst, ",") {
+				k, v, _ := strings.Cut(f, "=")
+				attrs[k] = v
+			}
+			salt, _ := base64.StdEncoding.DecodeString(attrs["s"])
+			iters, _ := strconv.Atoi(attrs["i"])
+			salted, err := pbkdf2.Key(sha512.New, "alice-secret", salt, iters, sha512.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mac := func(key []byte, msg string) []byte {
+				m := hmac.New(sha512.New, key)
+				m.Write([]byte(msg))
+				return m.Sum(nil)
+			}
+			clientKey := mac(salted, "Client Key")
+			storedKey := sha512.Sum512(clientKey)
+			withoutProof := "c=biws,r=" + tc.nonce(cnonce, attrs["r"])
+			authMessage := first[3:] + "," + serverFirst + "," + withoutProof
+			sig := mac(storedKey[:], authMessage)
+			proof := make([]byte, len(sig))
+			for i := range sig {
+				proof[i] = clientKey[i] ^ sig[i]
+			}
+			out, done, err = x.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+			if !tc.wantOK {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil || !done {
+				t.Fatalf("client-final: done %v, %v", done, err)
+			}
+			want := "v=" + base64.StdEncoding.EncodeToString(mac(mac(salted, "Server Key"), authMessage))
+			if string(out) != want {
+				t.Fatalf("server-final %q, want %q", out, want)
+			}
+			if x.Principal() != "alice" {
+				t.Fatalf("principal %q", x.Principal())
+			}
+		})
 	}
 }
