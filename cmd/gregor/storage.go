@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"gregor/internal/auth/scramcred"
+	"gregor/internal/auth/sasl"
 	"gregor/internal/config"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
@@ -93,11 +93,15 @@ func newStorageCommand() *cobra.Command {
 func bootstrapRecords(addScram []string) ([]metadata.Record, error) {
 	records := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
 	for _, arg := range addScram {
-		spec, err := scramcred.ParseSpec(arg)
+		spec, err := sasl.ParseScramSpec(arg)
 		if err != nil {
 			return nil, fmt.Errorf("--add-scram: %w", err)
 		}
-		records = append(records, metadata.NewUserScramCredentialRecord(spec.User, spec.Mechanism.Type, spec.Credential))
+		cred, err := spec.Credential()
+		if err != nil {
+			return nil, fmt.Errorf("--add-scram: %w", err)
+		}
+		records = append(records, metadata.NewUserScramCredentialRecord(spec.User, spec.Mechanism.Type, cred))
 	}
 	return records, nil
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/internal/auth/authtest"
 )
 
 // startSecureCluster starts a node with the listeners and security
@@ -100,17 +102,18 @@ func TestCommandConfigSASLGregor(t *testing.T) {
 // TestCommandConfigTLSGregor connects to a Gregor SSL listener trusting
 // the test CA, and is refused by it when trusting nothing.
 func TestCommandConfigTLSGregor(t *testing.T) {
-	caFile, keystoreFile := writeTestCerts(t)
+	pki := authtest.NewPKI(t, t.TempDir())
 	c := startSecureCluster(t, map[string]string{
 		"listeners":                               "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"listener.security.protocol.map":          "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT",
 		"listener.name.ssl.ssl.keystore.type":     "PEM",
-		"listener.name.ssl.ssl.keystore.location": keystoreFile,
+		"listener.name.ssl.ssl.keystore.location": pki.Server.KeystorePEM,
+		"listener.name.ssl.ssl.key.password":      authtest.Password,
 	})
 	if r := c.run("", "topic", "create", "encrypted"); r.err != nil {
 		t.Fatalf("topic create over PLAINTEXT: %v", r.err)
 	}
-	trusting := writeCommandConfig(t, "security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.truststore.location="+caFile)
+	trusting := writeCommandConfig(t, "security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.truststore.location="+pki.CA.Cert)
 	r := c.runAt("SSL", trusting, "topic", "list")
 	if r.err != nil || !strings.Contains(r.out, "encrypted") {
 		t.Fatalf("topic list over SSL: %v\n%s", r.err, r.out)

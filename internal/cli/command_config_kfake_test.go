@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/auth/authtest"
 )
 
 // writeCommandConfig writes a client properties file and returns its path.
@@ -100,12 +102,8 @@ func TestCommandConfigSASLKfake(t *testing.T) {
 // trusting the test CA it works; trusting only the system roots the
 // command says the handshake failed, at once.
 func TestCommandConfigTLSKfake(t *testing.T) {
-	caFile, keystoreFile := writeTestCerts(t)
-	ks, err := os.ReadFile(keystoreFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(ks, ks) // the PEM key store holds both
+	pki := authtest.NewPKI(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(pki.Server.Cert, pki.Server.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +116,7 @@ func TestCommandConfigTLSKfake(t *testing.T) {
 	run := func(cfg string) result {
 		return runCommand(t, "", "topic", "list", "--bootstrap-server", c.ListenAddrs()[0], "--timeout", "20s", "--command-config", cfg)
 	}
-	r := run(writeCommandConfig(t, "security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.truststore.location="+caFile))
+	r := run(writeCommandConfig(t, "security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.truststore.location="+pki.CA.Cert))
 	if r.err != nil && strings.Contains(r.err.Error(), "not implemented") {
 		t.Skipf("auth.ClientTLS is not in this tree yet: %v", r.err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"gregor/internal/auth/scramcred"
+	"gregor/internal/auth/sasl"
 )
 
 // NewUserCommand returns `user scram set|describe|delete`: users' SCRAM
@@ -37,13 +37,13 @@ func NewUserCommand() *cobra.Command {
 }
 
 // scramMechanism resolves --mechanism (in any case).
-func scramMechanism(name string) (scramcred.Mechanism, error) {
+func scramMechanism(name string) (sasl.ScramMechanism, error) {
 	if name == "" {
-		return scramcred.Mechanism{}, fmt.Errorf("--mechanism is required (%s or %s)", scramcred.SHA256.Name, scramcred.SHA512.Name)
+		return sasl.ScramMechanism{}, fmt.Errorf("--mechanism is required (%s or %s)", sasl.ScramSHA256, sasl.ScramSHA512)
 	}
-	m, ok := scramcred.MechanismByName(strings.ToUpper(name))
+	m, ok := sasl.ScramMechanismByName(strings.ToUpper(name))
 	if !ok {
-		return scramcred.Mechanism{}, fmt.Errorf("--mechanism %q: want %s or %s", name, scramcred.SHA256.Name, scramcred.SHA512.Name)
+		return sasl.ScramMechanism{}, fmt.Errorf("--mechanism %q: want %s or %s", name, sasl.ScramSHA256, sasl.ScramSHA512)
 	}
 	return m, nil
 }
@@ -68,19 +68,23 @@ func newScramSet(conn *connFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := scramcred.CheckIterations(iterations); err != nil {
+			if err := sasl.CheckScramIterations(iterations); err != nil {
 				return fmt.Errorf("--iterations: %w", err)
 			}
 			pw, err := readPassword(cmd.InOrStdin(), password, passwordFile, cmd.Flags().Changed("password"))
 			if err != nil {
 				return err
 			}
-			cred, salted, err := mech.NewCredential(pw, iterations)
+			salt, err := sasl.NewScramSalt()
+			if err != nil {
+				return err
+			}
+			salted, err := mech.SaltedPassword(pw, salt, iterations)
 			if err != nil {
 				return fmt.Errorf("user %q: %w", user, err)
 			}
 			upsert := kadm.UpsertSCRAM{User: user, Mechanism: kadm.ScramMechanism(mech.Type), Iterations: int32(iterations),
-				Salt: cred.Salt, SaltedPassword: salted}
+				Salt: salt, SaltedPassword: salted}
 			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
 				res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{upsert})
 				if err == nil {
@@ -98,7 +102,7 @@ func newScramSet(conn *connFlags) *cobra.Command {
 	cmd.Flags().StringVar(&mechanism, "mechanism", "", "SCRAM-SHA-256 or SCRAM-SHA-512")
 	cmd.Flags().StringVar(&password, "password", "", "the password (visible to other local users in the process list: prefer --password-file)")
 	cmd.Flags().StringVar(&passwordFile, "password-file", "", "read the password from the first line of this file, - for standard input")
-	cmd.Flags().IntVar(&iterations, "iterations", scramcred.DefaultIterations, fmt.Sprintf("PBKDF2 iterations, %d-%d", scramcred.MinIterations, scramcred.MaxIterations))
+	cmd.Flags().IntVar(&iterations, "iterations", sasl.ScramDefaultIterations, fmt.Sprintf("PBKDF2 iterations, %d-%d", sasl.ScramMinIterations, sasl.ScramMaxIterations))
 	return cmd
 }
 

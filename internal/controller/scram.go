@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"gregor/internal/auth/scramcred"
+	"gregor/internal/auth/sasl"
 	"gregor/internal/metadata"
 )
 
@@ -126,8 +126,8 @@ func alterUserScram(img *metadata.Image, req *kmsg.AlterUserSCRAMCredentialsRequ
 		if upsertions[u.Name] != u {
 			continue
 		}
-		mech, _ := scramcred.MechanismByType(u.Mechanism) // validated
-		records = append(records, metadata.NewUserScramCredentialRecord(u.Name, u.Mechanism, mech.Credential(u.Salt, u.SaltedPassword, u.Iterations)))
+		mech, _ := sasl.ScramMechanismByType(u.Mechanism) // validated
+		records = append(records, metadata.NewUserScramCredentialRecord(u.Name, u.Mechanism, mech.Credential(u.Salt, u.SaltedPassword, int(u.Iterations))))
 	}
 
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
@@ -147,7 +147,7 @@ func validateScramUser(user string, mechanism int8) apiError {
 	if user == "" {
 		return errWith(kerr.UnacceptableCredential, "Username must not be empty")
 	}
-	if _, ok := scramcred.MechanismByType(mechanism); !ok {
+	if _, ok := sasl.ScramMechanismByType(mechanism); !ok {
 		return errWith(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
 	}
 	return apiError{}
@@ -168,9 +168,9 @@ func validateScramUpsertion(u *kmsg.AlterUserSCRAMCredentialsRequestUpsertion) a
 		return e
 	}
 	switch {
-	case u.Iterations < scramcred.MinIterations:
+	case u.Iterations < sasl.ScramMinIterations:
 		return errWith(kerr.UnacceptableCredential, "Too few iterations")
-	case u.Iterations > scramcred.MaxIterations:
+	case u.Iterations > sasl.ScramMaxIterations:
 		return errWith(kerr.UnacceptableCredential, "Too many iterations")
 	case len(u.SaltedPassword) == 0:
 		return errWith(kerr.UnacceptableCredential, "Salted password must not be empty")

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"gregor/internal/auth/scramcred"
+	"gregor/internal/auth/sasl"
 	"gregor/internal/metadata"
 )
 
@@ -181,7 +181,8 @@ func TestAlterUserScramDerivesKeys(t *testing.T) {
 	u := scramUpsertion("alice", 2, 8192)
 	records, _ := alterUserScram(scramImage(t, metadata.LatestMetadataVersion), scramRequest(nil, u))
 	r := records[0].(*metadata.UserScramCredentialRecord)
-	want := scramcred.SHA512.Credential(u.Salt, u.SaltedPassword, 8192)
+	mech, _ := sasl.ScramMechanismByName(sasl.ScramSHA512)
+	want := mech.Credential(u.Salt, u.SaltedPassword, 8192)
 	if !bytes.Equal(r.Salt, u.Salt) || !bytes.Equal(r.StoredKey, want.StoredKey) || !bytes.Equal(r.ServerKey, want.ServerKey) || r.Iterations != 8192 {
 		t.Fatalf("record %+v", r)
 	}
@@ -233,7 +234,8 @@ func TestAlterUserScramCommits(t *testing.T) {
 func TestBootstrapMetadata(t *testing.T) {
 	dir := metadataDir(t)
 	cfg := testConfig()
-	cred := scramcred.SHA256.Credential([]byte("salt"), []byte("salted"), 4096)
+	mech, _ := sasl.ScramMechanismByName(sasl.ScramSHA256)
+	cred := mech.Credential([]byte("salt"), []byte("salted"), 4096)
 	cfg.Bootstrap = []metadata.Record{&metadata.UserScramCredentialRecord{Name: "admin", Mechanism: 1,
 		Salt: cred.Salt, StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations}}
 	n := startNode(t, dir, cfg)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"gregor/internal/auth/sasl"
-	"gregor/internal/auth/scramcred"
 )
 
 // Image is the cluster metadata as of one offset of the metadata log (Kafka's
@@ -31,7 +30,7 @@ type Image struct {
 	// controller will hand out (ProducerIdsRecord).
 	NextProducerID int64
 	// Scram holds the users' SCRAM credentials (UserScramCredentialRecord):
-	// user -> mechanism type (scramcred.Mechanism.Type) -> credential. A user
+	// user -> mechanism type (sasl.ScramMechanism.Type) -> credential. A user
 	// without credentials has no entry. Callers must not modify the maps or
 	// the credentials' bytes.
 	Scram map[string]map[int8]sasl.ScramCredential
@@ -78,7 +77,7 @@ func (img *Image) ClusterConfigs() map[string]string {
 // sasl.ScramLookup, for the broker to call on its latest image at each
 // authentication. The credential's bytes belong to the image: read only.
 func (img *Image) ScramCredential(mechanism, user string) (sasl.ScramCredential, bool) {
-	m, ok := scramcred.MechanismByName(mechanism)
+	m, ok := sasl.ScramMechanismByName(mechanism)
 	if !ok {
 		return sasl.ScramCredential{}, false
 	}

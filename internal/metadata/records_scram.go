@@ -25,7 +25,7 @@ type UserScramCredentialRecord struct {
 }
 
 // NewUserScramCredentialRecord is the record that sets a user's credential
-// for a mechanism (a scramcred.Mechanism's Type).
+// for a mechanism (a sasl.ScramMechanism's Type).
 func NewUserScramCredentialRecord(user string, mechanism int8, cred sasl.ScramCredential) *UserScramCredentialRecord {
 	return &UserScramCredentialRecord{Name: user, Mechanism: mechanism, Salt: cred.Salt,
 		StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: cred.Iterations}

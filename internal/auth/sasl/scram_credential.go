@@ -6,14 +6,18 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash"
 	"math/big"
-	"strconv"
-	"strings"
 )
+
+// SCRAM credentials are computed here the way Kafka's ScramFormatter does
+// (RFC 5802, RFC 7677), for both sides: the cluster (the controller
+// deriving a UserScramCredentialRecord, the broker's ScramServer) and the
+// clients (`storage format --add-scram`, `user scram set`), so that what a
+// client salts and what the broker checks agree. A credential is the salt,
+// the iteration count, StoredKey and ServerKey: never the password, and not
+// the salted password either, with which a client could be impersonated.
 
 // Iteration bounds of Kafka's ScramMechanism, the same for SHA-256 and
 // SHA-512, and the count kafka-storage and kafka-configs use when none is
@@ -24,80 +28,125 @@ const (
 	ScramDefaultIterations = 4096
 )
 
-// scramHash is the hash function of a SCRAM mechanism.
-func scramHash(mechanism string) (func() hash.Hash, error) {
-	switch mechanism {
-	case ScramSHA256:
-		return sha256.New, nil
-	case ScramSHA512:
-		return sha512.New, nil
-	}
-	return nil, fmt.Errorf("sasl: %q is not a SCRAM mechanism (want %s or %s)", mechanism, ScramSHA256, ScramSHA512)
+// ScramMechanism is a SCRAM mechanism with Kafka's id for it. The zero
+// value is no mechanism: get one from ScramMechanismByName or
+// ScramMechanismByType.
+type ScramMechanism struct {
+	// Name is the SASL mechanism name, ScramSHA256 or ScramSHA512.
+	Name string
+	// Type is Kafka's ScramMechanism type, as AlterUserScramCredentials,
+	// DescribeUserScramCredentials and UserScramCredentialRecord carry it
+	// (0 is UNKNOWN).
+	Type int8
+	hash func() hash.Hash
 }
 
-// checkScramIterations applies Kafka's bounds.
-func checkScramIterations(mechanism string, iterations int) error {
-	if iterations < ScramMinIterations || iterations > ScramMaxIterations {
-		return fmt.Errorf("sasl: %s iterations must be between %d and %d, not %d", mechanism, ScramMinIterations, ScramMaxIterations, iterations)
+// scramMechanisms are the mechanisms Kafka knows, in type order.
+var scramMechanisms = [...]ScramMechanism{
+	{Name: ScramSHA256, Type: 1, hash: sha256.New},
+	{Name: ScramSHA512, Type: 2, hash: sha512.New},
+}
+
+// ScramMechanismByName returns the mechanism with a SASL name
+// (case-sensitive, as Kafka's ScramMechanism.forMechanismName).
+func ScramMechanismByName(name string) (ScramMechanism, bool) {
+	for _, m := range scramMechanisms {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return ScramMechanism{}, false
+}
+
+// ScramMechanismByType returns the mechanism with a Kafka type id.
+func ScramMechanismByType(typ int8) (ScramMechanism, bool) {
+	for _, m := range scramMechanisms {
+		if m.Type == typ {
+			return m, true
+		}
+	}
+	return ScramMechanism{}, false
+}
+
+// CheckScramIterations reports an iteration count outside Kafka's bounds.
+func CheckScramIterations(iterations int) error {
+	if iterations < ScramMinIterations {
+		return fmt.Errorf("iterations must be at least %d, got %d", ScramMinIterations, iterations)
+	}
+	if iterations > ScramMaxIterations {
+		return fmt.Errorf("iterations must be at most %d, got %d", ScramMaxIterations, iterations)
 	}
 	return nil
 }
 
-// NewScramCredential computes what the cluster stores for password: with
-// SaltedPassword = Hi(password, salt, iterations) (PBKDF2-HMAC),
-// StoredKey = H(HMAC(SaltedPassword, "Client Key")) and
-// ServerKey = HMAC(SaltedPassword, "Server Key") (RFC 5802). This is what
-// `kafka-storage format --add-scram` and AlterUserScramCredentials' client
-// side compute. The password is used as its UTF-8 bytes without SASLprep,
-// as Kafka's ScramFormatter does. A nil salt is replaced by a random one
-// shaped like Kafka's.
-func NewScramCredential(mechanism, password string, salt []byte, iterations int) (ScramCredential, error) {
-	h, err := scramHash(mechanism)
-	if err != nil {
-		return ScramCredential{}, err
+// SaltedPassword is RFC 5802's Hi(password, salt, iterations): PBKDF2 with
+// the mechanism's HMAC. Like Kafka's ScramFormatter, the password is used
+// as its UTF-8 bytes, without SASLprep. It is what a client sends in
+// AlterUserScramCredentials.
+func (m ScramMechanism) SaltedPassword(password string, salt []byte, iterations int) ([]byte, error) {
+	if err := CheckScramIterations(iterations); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
 	if password == "" {
-		return ScramCredential{}, errors.New("sasl: SCRAM password must not be empty")
+		return nil, fmt.Errorf("%s: the password is empty", m.Name)
 	}
-	if err := checkScramIterations(mechanism, iterations); err != nil {
-		return ScramCredential{}, err
-	}
-	if salt == nil {
-		if salt, err = randomScramSalt(); err != nil {
-			return ScramCredential{}, err
-		}
-	}
-	salted, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
+	out, err := pbkdf2.Key(m.hash, password, salt, iterations, m.hash().Size())
 	if err != nil {
-		return ScramCredential{}, fmt.Errorf("sasl: derive %s salted password: %w", mechanism, err)
+		return nil, fmt.Errorf("%s: derive the salted password: %w", m.Name, err)
 	}
-	return scramCredentialFromSalted(h, salted, salt, iterations), nil
+	return out, nil
 }
 
-func scramCredentialFromSalted(h func() hash.Hash, salted, salt []byte, iterations int) ScramCredential {
-	clientKey := hmacSum(h, salted, "Client Key")
-	storedKey := h()
-	storedKey.Write(clientKey)
+// Credential derives what the cluster stores from a salted password:
+// StoredKey = H(HMAC(SaltedPassword, "Client Key")) and
+// ServerKey = HMAC(SaltedPassword, "Server Key"). The salt is copied.
+func (m ScramMechanism) Credential(salt, saltedPassword []byte, iterations int) ScramCredential {
+	storedKey := m.hash()
+	storedKey.Write(m.hmac(saltedPassword, "Client Key"))
 	return ScramCredential{
-		Salt:       salt,
+		Salt:       append([]byte(nil), salt...),
 		StoredKey:  storedKey.Sum(nil),
-		ServerKey:  hmacSum(h, salted, "Server Key"),
+		ServerKey:  m.hmac(saltedPassword, "Server Key"),
 		Iterations: int32(iterations),
 	}
 }
 
-func hmacSum(h func() hash.Hash, key []byte, msg string) []byte {
-	m := hmac.New(h, key)
-	m.Write([]byte(msg))
-	return m.Sum(nil)
+func (m ScramMechanism) hmac(key []byte, msg string) []byte {
+	mac := hmac.New(m.hash, key)
+	mac.Write([]byte(msg))
+	return mac.Sum(nil)
 }
 
-// randomScramSalt makes a salt as Kafka's ScramFormatter does: a random
-// 130-bit number written in base 36, as ASCII bytes.
-func randomScramSalt() ([]byte, error) {
+// NewScramCredential computes what the cluster stores for password under
+// mechanism (ScramSHA256 or ScramSHA512): SaltedPassword, then Credential.
+// This is what `kafka-storage format --add-scram` computes. A nil salt is
+// replaced by NewScramSalt's.
+func NewScramCredential(mechanism, password string, salt []byte, iterations int) (ScramCredential, error) {
+	m, ok := ScramMechanismByName(mechanism)
+	if !ok {
+		return ScramCredential{}, fmt.Errorf("sasl: %q is not a SCRAM mechanism (want %s or %s)", mechanism, ScramSHA256, ScramSHA512)
+	}
+	if salt == nil {
+		var err error
+		if salt, err = NewScramSalt(); err != nil {
+			return ScramCredential{}, err
+		}
+	}
+	salted, err := m.SaltedPassword(password, salt, iterations)
+	if err != nil {
+		return ScramCredential{}, err
+	}
+	return m.Credential(salt, salted, iterations), nil
+}
+
+// NewScramSalt makes a salt as Kafka's ScramFormatter.secureRandomBytes
+// does, for --add-scram without a salt and for AlterUserScramCredentials
+// alike (Kafka's admin client salts with it too): a random 130-bit number
+// written in base 36, as ASCII bytes (up to 26 of them).
+func NewScramSalt() ([]byte, error) {
 	var raw [17]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return nil, fmt.Errorf("sasl: random salt: %w", err)
+		return nil, fmt.Errorf("draw a SCRAM salt: %w", err)
 	}
 	return base36Salt(raw), nil
 }
@@ -106,132 +155,4 @@ func randomScramSalt() ([]byte, error) {
 func base36Salt(raw [17]byte) []byte {
 	raw[0] &= 0x03 // 17 bytes are 136 bits; keep 130
 	return []byte(new(big.Int).SetBytes(raw[:]).Text(36))
-}
-
-// ScramSpec is one SCRAM credential as `kafka-storage format --add-scram`
-// takes it:
-//
-//	SCRAM-SHA-256=[name=alice,password=alice-secret]
-//	SCRAM-SHA-512=[name=alice,iterations=8192,password=alice-secret]
-//	SCRAM-SHA-256=[name=alice,salt=<base64>,saltedpassword=<base64>,iterations=4096]
-//
-// Password and SaltedPassword are secrets: String hides them.
-type ScramSpec struct {
-	Mechanism      string
-	Name           string
-	Salt           []byte // nil: a random salt is made
-	Iterations     int    // ScramDefaultIterations when not given
-	Password       string
-	SaltedPassword []byte
-}
-
-// String names the mechanism and user, not the secrets.
-func (s ScramSpec) String() string {
-	return fmt.Sprintf("%s=[name=%s,iterations=%d,...]", s.Mechanism, s.Name, s.Iterations)
-}
-
-// GoString keeps %#v from printing the secrets too.
-func (s ScramSpec) GoString() string { return "sasl.ScramSpec(" + s.String() + ")" }
-
-// ParseScramSpec parses one --add-scram argument. As in Kafka's
-// ScramParser: the keys are name (required), password or saltedpassword
-// (one of them; saltedpassword needs salt), salt and saltedpassword in
-// standard base64, iterations (default 4096, within Kafka's bounds);
-// values may be in double quotes; components are split at every comma, so
-// a value cannot hold one. Unlike Kafka, giving both password and
-// saltedpassword is an error rather than the salted password being
-// ignored, and a salted password must be as long as the hash. Errors name
-// keys, never values.
-func ParseScramSpec(s string) (ScramSpec, error) {
-	s = strings.TrimSpace(s)
-	mechanism, body, ok := strings.Cut(s, "=")
-	if !ok {
-		return ScramSpec{}, errors.New("sasl: SCRAM credential has no '=' after the mechanism")
-	}
-	h, err := scramHash(mechanism)
-	if err != nil {
-		return ScramSpec{}, err
-	}
-	if !strings.HasPrefix(body, "[") || !strings.HasSuffix(body, "]") || len(body) < 2 {
-		return ScramSpec{}, fmt.Errorf("sasl: %s credential must be written [key=value,...]", mechanism)
-	}
-	fields := map[string]string{}
-	for _, component := range strings.Split(body[1:len(body)-1], ",") {
-		key, value, ok := strings.Cut(component, "=")
-		if !ok {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential has a component without '='", mechanism)
-		}
-		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
-			value = value[1 : len(value)-1]
-		}
-		fields[key] = value
-	}
-	spec := ScramSpec{Mechanism: mechanism, Iterations: ScramDefaultIterations}
-	take := func(key string) (string, bool) {
-		v, ok := fields[key]
-		delete(fields, key)
-		return v, ok
-	}
-	name, ok := take("name")
-	if !ok || name == "" {
-		return ScramSpec{}, fmt.Errorf("sasl: %s credential needs name", mechanism)
-	}
-	spec.Name = name
-	if salt, ok := take("salt"); ok {
-		if spec.Salt, err = base64.StdEncoding.DecodeString(salt); err != nil || len(spec.Salt) == 0 {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: salt is not base64", mechanism, name)
-		}
-	}
-	if iterations, ok := take("iterations"); ok {
-		if spec.Iterations, err = strconv.Atoi(iterations); err != nil {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: iterations is not a number", mechanism, name)
-		}
-	}
-	if err := checkScramIterations(mechanism, spec.Iterations); err != nil {
-		return ScramSpec{}, err
-	}
-	password, hasPassword := take("password")
-	salted, hasSalted := take("saltedpassword")
-	switch {
-	case hasPassword && hasSalted:
-		return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: give password or saltedpassword, not both", mechanism, name)
-	case hasPassword:
-		if password == "" {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: empty password", mechanism, name)
-		}
-		spec.Password = password
-	case hasSalted:
-		if spec.Salt == nil {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: saltedpassword needs salt", mechanism, name)
-		}
-		if spec.SaltedPassword, err = base64.StdEncoding.DecodeString(salted); err != nil {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: saltedpassword is not base64", mechanism, name)
-		}
-		if len(spec.SaltedPassword) != h().Size() {
-			return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: saltedpassword must be %d bytes", mechanism, name, h().Size())
-		}
-	default:
-		return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s needs password or saltedpassword", mechanism, name)
-	}
-	if len(fields) > 0 {
-		// The keys are not named: a password holding ",x=y" would put
-		// part of itself in the message.
-		return ScramSpec{}, fmt.Errorf("sasl: %s credential for %s: %d unknown keys (allowed: name, password, saltedpassword, salt, iterations)", mechanism, name, len(fields))
-	}
-	return spec, nil
-}
-
-// Credential computes the stored credential of the spec.
-func (s ScramSpec) Credential() (ScramCredential, error) {
-	if s.SaltedPassword == nil {
-		return NewScramCredential(s.Mechanism, s.Password, s.Salt, s.Iterations)
-	}
-	h, err := scramHash(s.Mechanism)
-	if err != nil {
-		return ScramCredential{}, err
-	}
-	if err := checkScramIterations(s.Mechanism, s.Iterations); err != nil {
-		return ScramCredential{}, err
-	}
-	return scramCredentialFromSalted(h, s.SaltedPassword, s.Salt, s.Iterations), nil
 }

@@ -2,130 +2,122 @@ package sasl
 
 import (
 	"bytes"
-	"crypto/pbkdf2"
-	"crypto/sha256"
+	"crypto/hmac"
 	"encoding/base64"
-	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-func TestParseScramSpec(t *testing.T) {
-	salt := []byte("1lv4pdnw4fwq7notcxm0yy1k7q")
-	salt64 := base64.StdEncoding.EncodeToString(salt)
-	salted, err := pbkdf2.Key(sha256.New, "alice-secret", salt, 8192, sha256.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	salted64 := base64.StdEncoding.EncodeToString(salted)
-
-	tests := []struct {
-		in   string
-		want ScramSpec
-	}{
-		{`SCRAM-SHA-256=[name=alice,password=alice-secret]`,
-			ScramSpec{Mechanism: ScramSHA256, Name: "alice", Iterations: 4096, Password: "alice-secret"}},
-		{` SCRAM-SHA-512=[name=alice,iterations=8192,password="alice-secret"] `,
-			ScramSpec{Mechanism: ScramSHA512, Name: "alice", Iterations: 8192, Password: "alice-secret"}},
-		{`SCRAM-SHA-256=[name="alice",salt="` + salt64 + `",saltedpassword="` + salted64 + `",iterations=8192]`,
-			ScramSpec{Mechanism: ScramSHA256, Name: "alice", Iterations: 8192, Salt: salt, SaltedPassword: salted}},
-		{`SCRAM-SHA-256=[password=p=w,name=bob,salt=` + salt64 + `]`,
-			ScramSpec{Mechanism: ScramSHA256, Name: "bob", Iterations: 4096, Salt: salt, Password: "p=w"}},
-	}
-	for _, tt := range tests {
-		got, err := ParseScramSpec(tt.in)
-		if err != nil {
-			t.Fatalf("ParseScramSpec(%q): %v", tt.in, err)
-		}
-		if got.Mechanism != tt.want.Mechanism || got.Name != tt.want.Name || got.Iterations != tt.want.Iterations ||
-			got.Password != tt.want.Password || !bytes.Equal(got.Salt, tt.want.Salt) || !bytes.Equal(got.SaltedPassword, tt.want.SaltedPassword) {
-			t.Fatalf("ParseScramSpec(%q) = %#v, want %#v", tt.in, got, tt.want)
-		}
-	}
-
-	// The salted form and the password form give the same credential,
-	// and it authenticates a real client.
-	fromSalted, err := mustSpec(t, `SCRAM-SHA-256=[name=alice,salt=`+salt64+`,saltedpassword=`+salted64+`,iterations=8192]`).Credential()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromPassword, err := NewScramCredential(ScramSHA256, "alice-secret", salt, 8192)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(fromSalted.StoredKey, fromPassword.StoredKey) || !bytes.Equal(fromSalted.ServerKey, fromPassword.ServerKey) {
-		t.Fatal("salted-password credential differs from the password one")
-	}
-	spec := mustSpec(t, `SCRAM-SHA-512=[name=alice,password=alice-secret]`)
-	cred, err := spec.Credential()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cred.Salt) == 0 || cred.Iterations != 4096 {
-		t.Fatalf("random salt %q iterations %d", cred.Salt, cred.Iterations)
-	}
-	srv, err := NewScram(ScramSHA512, func(_, user string) (ScramCredential, bool) { return cred, user == "alice" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := authenticate(t, srv, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustSpec(t *testing.T, s string) ScramSpec {
+func mustMechanism(t *testing.T, name string) ScramMechanism {
 	t.Helper()
-	spec, err := ParseScramSpec(s)
+	m, ok := ScramMechanismByName(name)
+	if !ok {
+		t.Fatalf("no mechanism %q", name)
+	}
+	return m
+}
+
+func b64(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return spec
+	return b
 }
 
-func TestParseScramSpecErrors(t *testing.T) {
-	const secret = "Pa55-word"
-	salt64 := base64.StdEncoding.EncodeToString([]byte("salt"))
-	tests := []struct{ in, want string }{
-		{`SCRAM-SHA-256`, "no '='"},
-		{`SCRAM-SHA-1=[name=a,password=` + secret + `]`, "not a SCRAM mechanism"},
-		{`SCRAM-SHA-256=name=a,password=` + secret, "[key=value,...]"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret, "[key=value,...]"},
-		{`SCRAM-SHA-256=[password=` + secret + `]`, "needs name"},
-		{`SCRAM-SHA-256=[name=a]`, "needs password or saltedpassword"},
-		{`SCRAM-SHA-256=[name=a,password=]`, "empty password"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret + `,iterations=4095]`, "between 4096 and 16384"},
-		{`SCRAM-SHA-512=[name=a,password=` + secret + `,iterations=16385]`, "between 4096 and 16384"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret + `,iterations=many]`, "not a number"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret + `,salt=%%%]`, "salt is not base64"},
-		{`SCRAM-SHA-256=[name=a,saltedpassword=` + secret + `]`, "needs salt"},
-		{`SCRAM-SHA-256=[name=a,salt=` + salt64 + `,saltedpassword=` + secret + `]`, "not base64"},
-		{`SCRAM-SHA-256=[name=a,salt=` + salt64 + `,saltedpassword=` + salt64 + `]`, "must be 32 bytes"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret + `,saltedpassword=` + salt64 + `]`, "not both"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret + `,extra=1]`, "1 unknown keys"},
-		{`SCRAM-SHA-256=[name=a,password=` + secret + `,` + secret + `]`, "component without '='"},
-		{`SCRAM-SHA-256=[name=a,password=x,` + secret + `=y]`, "1 unknown keys"},
+// TestRFC7677Example checks StoredKey and ServerKey against the exchange of
+// RFC 7677 section 3: a server holding only them must accept the client's
+// proof and answer with the RFC's server signature.
+func TestRFC7677Example(t *testing.T) {
+	m := mustMechanism(t, ScramSHA256)
+	salt := b64(t, "W22ZaJ0SNY7soEsUEjb6gQ==")
+	salted, err := m.SaltedPassword("pencil", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		_, err := ParseScramSpec(tt.in)
-		if err == nil {
-			t.Fatalf("ParseScramSpec(%q) succeeded", tt.in)
-		}
-		if !strings.Contains(err.Error(), tt.want) {
-			t.Fatalf("ParseScramSpec(%q) error %q, want it to contain %q", tt.in, err, tt.want)
-		}
-		if strings.Contains(err.Error(), secret) {
-			t.Fatalf("ParseScramSpec(%q) error %q names the secret", tt.in, err)
-		}
+	cred := m.Credential(salt, salted, 4096)
+	authMessage := "n=user,r=rOprNGfwEbeRWgbNEkqO," +
+		"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096," +
+		"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+	proof := b64(t, "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+
+	clientSignature := m.hmac(cred.StoredKey, authMessage)
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ clientSignature[i]
+	}
+	h := m.hash()
+	h.Write(clientKey)
+	if !hmac.Equal(h.Sum(nil), cred.StoredKey) {
+		t.Fatal("the RFC's client proof does not verify against StoredKey")
+	}
+	if got := m.hmac(cred.ServerKey, authMessage); !bytes.Equal(got, b64(t, "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")) {
+		t.Fatalf("server signature %x", got)
+	}
+	if cred.Iterations != 4096 || !bytes.Equal(cred.Salt, salt) {
+		t.Fatalf("credential %d iterations, salt %x", cred.Iterations, cred.Salt)
 	}
 }
 
-func TestScramSpecPrintingHidesSecrets(t *testing.T) {
-	spec := mustSpec(t, `SCRAM-SHA-256=[name=alice,password=alice-secret]`)
-	for _, s := range []string{spec.String(), fmt.Sprintf("%v %+v %#v %s", spec, spec, spec, spec)} {
-		if strings.Contains(s, "alice-secret") {
-			t.Fatalf("printed spec %q shows the password", s)
+func TestScramMechanisms(t *testing.T) {
+	for _, want := range []struct {
+		name string
+		typ  int8
+		size int
+	}{{ScramSHA256, 1, 32}, {ScramSHA512, 2, 64}} {
+		byName, ok1 := ScramMechanismByName(want.name)
+		byType, ok2 := ScramMechanismByType(want.typ)
+		if !ok1 || !ok2 || byName.Type != want.typ || byType.Name != want.name {
+			t.Fatalf("%s: lookups %v %v", want.name, byName, byType)
 		}
+		salted, err := byName.SaltedPassword("secret", []byte("salt"), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cred := byName.Credential([]byte("salt"), salted, 4096)
+		if len(salted) != want.size || len(cred.StoredKey) != want.size || len(cred.ServerKey) != want.size {
+			t.Fatalf("%s: sizes %d %d %d", want.name, len(salted), len(cred.StoredKey), len(cred.ServerKey))
+		}
+	}
+	if _, ok := ScramMechanismByName("scram-sha-256"); ok {
+		t.Fatal("mechanism names are case-sensitive")
+	}
+	for _, typ := range []int8{0, 3, -1} {
+		if _, ok := ScramMechanismByType(typ); ok {
+			t.Fatalf("type %d known", typ)
+		}
+	}
+}
+
+func TestCheckScramIterations(t *testing.T) {
+	for _, n := range []int{ScramMinIterations, ScramDefaultIterations, ScramMaxIterations} {
+		if err := CheckScramIterations(n); err != nil {
+			t.Fatalf("%d: %v", n, err)
+		}
+	}
+	for n, want := range map[int]string{4095: "at least 4096, got 4095", 16385: "at most 16384, got 16385"} {
+		if err := CheckScramIterations(n); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%d: %v, want %q", n, err, want)
+		}
+	}
+}
+
+// TestNewScramSalt: salts are shaped like Kafka's (a 130-bit number in
+// base 36) and differ.
+func TestNewScramSalt(t *testing.T) {
+	seen := map[string]bool{}
+	for range 20 {
+		salt, err := NewScramSalt()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(salt) < 20 || len(salt) > 26 || strings.Trim(string(salt), "0123456789abcdefghijklmnopqrstuvwxyz") != "" {
+			t.Fatalf("salt %q is not a Kafka-shaped base-36 salt", salt)
+		}
+		if seen[string(salt)] {
+			t.Fatalf("salt %q drawn twice", salt)
+		}
+		seen[string(salt)] = true
 	}
 }
