@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -337,5 +338,66 @@ func TestSASLGarbageDoesNotHurt(t *testing.T) {
 	handshake(c2, 1, "PLAIN")
 	if r := authenticate(c2, 2, "alice\x00a"); r.ErrorCode != 0 {
 		t.Fatalf("authenticate: %+v", r)
+	}
+}
+
+// lockedBuffer is a log sink the server's goroutines write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The debug log names each request's principal and listener, and no log
+// line holds a password, good or bad.
+func TestSASLRequestLogNamesPrincipal(t *testing.T) {
+	var logs lockedBuffer
+	mech := &fakeMech{name: "PLAIN", users: map[string]string{"alice": "alice-secret"}}
+	s := startServer(t, Config{
+		Listeners: []ListenerConfig{{Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SASL: []sasl.Server{mech}}},
+		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}, principalHandler())
+	nc, err := net.Dial("tcp", s.Addr("SASL_PLAINTEXT").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &testClient{t: t, nc: nc}
+	handshake(c, 1, "PLAIN")
+	authenticate(c, 2, "alice\x00alice-secret")
+	whoAmI(c)
+	bad, err := net.Dial("tcp", s.Addr("SASL_PLAINTEXT").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	cb := &testClient{t: t, nc: bad}
+	handshake(cb, 1, "PLAIN")
+	authenticate(cb, 2, "alice\x00guessed-secret")
+	cb.expectClosed()
+	waitFor(t, "the request log line", func() bool {
+		return strings.Contains(logs.String(), "msg=request") && strings.Contains(logs.String(), "failed authentication")
+	})
+	out := logs.String()
+	for _, want := range []string{"principal=User:alice", "listener=SASL_PLAINTEXT", "api=Metadata", "security_protocol=SASL_PLAINTEXT"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("debug log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{"alice-secret", "guessed-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the log shows a password:\n%s", out)
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"gregor/internal/auth"
 )
 
@@ -423,6 +425,11 @@ func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 			frame, release, ok = Frame{}, nil, false
 		}
 	}()
+	if c.log.Enabled(c.ctx, slog.LevelDebug) {
+		c.log.Debug("request", "api", kmsg.NameForKey(h.APIKey), "api_version", h.APIVersion,
+			"correlation_id", h.CorrelationID, "principal", req.Principal.String(),
+			"security_protocol", req.SecurityProtocol)
+	}
 	started := time.Now()
 	resp, err := c.srv.handler.Handle(c.ctx, req)
 	if obs := c.srv.cfg.Observe; obs != nil && err == nil {

@@ -2,13 +2,22 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -245,5 +254,69 @@ func TestKeystoreReloadedByDynamicConfig(t *testing.T) {
 	}
 	if err := ping(t, ts, "SSL", kgo.DialTLSConfig(clientTLS(t, pki, pki.Client))); err != nil {
 		t.Fatalf("SSL after a bad keystore: %v", err)
+	}
+}
+
+// KIP-768: a listener whose OAUTHBEARER mechanism validates signed JWTs
+// against a JWKS endpoint accepts a token signed by a key of the set, for
+// the expected audience and issuer, and refuses a forged, an expired or a
+// misdirected one, and Kafka's unsecured tokens.
+func TestOAuthBearerJWKS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Use: "sig", Algorithm: "ES256"}}})
+	}))
+	defer jwks.Close()
+	ts := startServer(t, t.TempDir(), map[string]string{
+		"listeners":                                   "PLAINTEXT://127.0.0.1:0,OAUTH://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":              "PLAINTEXT:PLAINTEXT,OAUTH:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":                  "PLAINTEXT",
+		"listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+		"listener.name.oauth.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+		"listener.name.oauth.oauthbearer.sasl.jaas.config":                   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+		"sasl.oauthbearer.jwks.endpoint.url":                                 jwks.URL,
+		"sasl.oauthbearer.expected.audience":                                 "kafka",
+		"sasl.oauthbearer.expected.issuer":                                   "https://idp.example",
+	})
+	sign := func(k *ecdsa.PrivateKey, over map[string]any) string {
+		claims := map[string]any{"sub": "svc", "iss": "https://idp.example", "aud": "kafka",
+			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
+		for name, v := range over {
+			claims[name] = v
+		}
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: k, KeyID: "k1"}},
+			(&jose.SignerOptions{}).WithType("JWT"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	login := func(token string) error {
+		return ping(t, ts, "OAUTH", kgo.SASL(oauth.Auth{Token: token}.AsMechanism()))
+	}
+	if err := login(sign(key, nil)); err != nil {
+		t.Fatalf("signed token: %v", err)
+	}
+	for name, tok := range map[string]string{
+		"forged signature":     sign(forger, nil),
+		"expired":              sign(key, map[string]any{"exp": time.Now().Add(-time.Hour).Unix()}),
+		"another audience":     sign(key, map[string]any{"aud": "not-kafka"}),
+		"another issuer":       sign(key, map[string]any{"iss": "https://evil.example"}),
+		"unsecured (alg none)": unsecuredToken("svc", time.Now().Add(time.Hour)),
+	} {
+		if err := login(tok); err == nil || !strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") {
+			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		}
 	}
 }

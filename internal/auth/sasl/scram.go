@@ -172,10 +172,13 @@ func (x *scramExchange) clientFirst(msg []byte) ([]byte, bool, error) {
 		// xdg-go's errors may quote the message, so they are not logged.
 		return x.fail("Authentication failed: malformed "+x.srv.mechanism+" client-first message", "client-first message rejected by the SCRAM library")
 	}
-	// The final step is checked here, not by the library: Kafka accepts
-	// a final nonce that ends with the one it sent (librdkafka before
-	// 2.2 sends its own nonce again in front of the server's), where the
-	// library wants them equal.
+	// The final step is checked here, not by the library, which wants the
+	// final nonce equal to the one sent: librdkafka before 2.6.1 (Debian
+	// bookworm's kcat and confluent-kafka) sends its own nonce again in
+	// front of the server's. Kafka 3.8.1 to 3.9 accepted a final nonce
+	// that ends with the one sent, and so does Gregor; Kafka 4.0 went back
+	// to equality and refuses those clients. The proof still covers the
+	// message as sent, so the prefix buys an attacker nothing.
 	bare := 2 + bytes.IndexByte(msg[2:], ',') + 1 // after "n,[a=...],"
 	x.gs2Header, x.clientFirstBare = string(msg[:bare]), string(msg[bare:])
 	x.serverFirst = serverFirst
@@ -204,8 +207,8 @@ func (x *scramExchange) clientFinal(msg []byte) ([]byte, bool, error) {
 	case cbind != base64.StdEncoding.EncodeToString([]byte(x.gs2Header)):
 		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: channel binding does not match the gs2 header", x.user))
 	case !strings.HasSuffix(nonce, x.serverNonce):
-		// Kafka's rule (endsWith), for librdkafka; a replayed final
-		// message of another exchange carries another server nonce.
+		// Kafka 3.9's rule (endsWith), for librdkafka; a replayed
+		// final message of another exchange has another server nonce.
 		return x.fail(msgBadCredentials, fmt.Sprintf("user %q: nonce is not this exchange's", x.user))
 	}
 	// RFC 5802: ClientKey = proof XOR HMAC(StoredKey, AuthMessage), and

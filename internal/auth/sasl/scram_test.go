@@ -362,11 +362,11 @@ func TestScramCredentialMatchesXdg(t *testing.T) {
 	}
 }
 
-// librdkafka before 2.2 answers the server-first message with its own
+// librdkafka before 2.6.1 answers the server-first message with its own
 // nonce in front of the server's whole nonce ("r=" cnonce + cnonce +
-// snonce) and signs that; Kafka accepts a final nonce that ends with the
-// one it sent, and so does Gregor. A nonce that does not end with this
-// exchange's is still refused.
+// snonce) and signs that; Kafka 3.8.1-3.9 accepted a final nonce that ends
+// with the one it sent, and so does Gregor. A nonce that does not end with
+// this exchange's is still refused.
 func TestScramLibrdkafkaNonce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
