@@ -292,7 +292,14 @@ func (s *saslConn) authText() string {
 
 func (c *conn) observeAuth(mechanism string, err error) {
 	if err != nil {
-		c.log.Info("failed authentication", "mechanism", mechanism, "err", err)
+		// The client is told err; the log also says why (an
+		// *sasl.AuthError's Reason, which the client must not see).
+		args := []any{"mechanism", mechanism, "err", err}
+		var ae *sasl.AuthError
+		if errors.As(err, &ae) && ae.Reason != "" {
+			args = append(args, "reason", ae.Reason)
+		}
+		c.log.Info("failed authentication", args...)
 	}
 	if obs := c.srv.cfg.OnAuthentication; obs != nil {
 		reauth := c.sasl != nil && c.sasl.reauth

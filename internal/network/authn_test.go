@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -338,4 +339,65 @@ func TestSASLGarbageDoesNotHurt(t *testing.T) {
 	if r := authenticate(c2, 2, "alice\x00a"); r.ErrorCode != 0 {
 		t.Fatalf("authenticate: %+v", r)
 	}
+}
+
+// A refused login logs the client's message and the mechanism's reason
+// (which the client is not told), never the password tried.
+func TestSASLFailureLogsReason(t *testing.T) {
+	var logged syncBuffer
+	mech := &reasonMech{}
+	s := startServer(t, Config{
+		Listeners: []ListenerConfig{{
+			Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
+			SASL: []sasl.Server{mech}, ReauthMax: func(string) time.Duration { return 0 },
+		}},
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+	}, principalHandler())
+	c := dial(t, s)
+	handshake(c, 1, "PLAIN")
+	if resp := authenticate(c, 2, "mallory\x00guess-123"); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("authenticate: %+v", resp)
+	}
+	c.expectClosed()
+	out := logged.String()
+	if !strings.Contains(out, `msg="failed authentication"`) || !strings.Contains(out, `err="invalid username or password"`) ||
+		!strings.Contains(out, `reason="PLAIN user \"mallory\": unknown user"`) {
+		t.Fatalf("log lacks the failure's message and reason:\n%s", out)
+	}
+	if strings.Contains(out, "guess-123") {
+		t.Fatalf("log shows the password:\n%s", out)
+	}
+}
+
+// reasonMech refuses every login with a reason for the log.
+type reasonMech struct{}
+
+func (reasonMech) Name() string         { return "PLAIN" }
+func (reasonMech) Start() sasl.Exchange { return reasonExchange{} }
+
+type reasonExchange struct{}
+
+func (reasonExchange) Step(msg []byte) ([]byte, bool, error) {
+	user, _, _ := strings.Cut(string(msg), "\x00")
+	return nil, false, &sasl.AuthError{Msg: "invalid username or password", Reason: fmt.Sprintf("PLAIN user %q: unknown user", user)}
+}
+func (reasonExchange) Principal() string { return "" }
+func (reasonExchange) Expiry() time.Time { return time.Time{} }
+
+// syncBuffer is a bytes.Buffer the server's goroutines may log into.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
