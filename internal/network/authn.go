@@ -27,7 +27,10 @@ import (
 // state the requests before it left: until authenticated, only ApiVersions
 // and SaslHandshake are accepted, then SaslAuthenticate requests (handshake
 // v1) or raw size-prefixed tokens (handshake v0) until the mechanism is
-// done; anything else closes the connection. SASL responses are placed in
+// done; anything else, or a frame over sasl.server.max.receive.size, closes
+// the connection as a failed authentication (Kafka's
+// IllegalSaslStateException and "invalid receive size", both counted in
+// failed-authentication-total). SASL responses are placed in
 // the connection's response order like any other. After authentication,
 // the requests read carry the SASL principal. When the session has a
 // lifetime (connections.max.reauth.ms, or an OAUTHBEARER token's expiry) a
@@ -153,20 +156,18 @@ func (c *conn) saslRequest(req *Request) (reply []byte, verdict saslVerdict) {
 		switch key {
 		case apiVersionsKey:
 			if s.reauth {
-				c.log.Debug("closing connection: ApiVersions during SASL re-authentication")
+				c.observeAuth(s.mechanism, errors.New("unexpected ApiVersions request during SASL re-authentication"))
 				return nil, saslClose
 			}
 			return nil, saslPass
 		case saslHandshakeKey:
 			return c.saslHandshakeRequest(req)
 		}
-		c.log.Debug("closing connection: unexpected request during SASL handshake", "api_key", key,
-			"api", kmsg.NameForKey(key))
+		c.observeAuth(s.mechanism, fmt.Errorf("unexpected %s request (key %d) during SASL handshake", kmsg.NameForKey(key), key))
 		return nil, saslClose
 	case saslAuthenticate:
 		if key != saslAuthenticateKey {
-			c.log.Debug("closing connection: unexpected request during SASL authentication", "api_key", key,
-				"api", kmsg.NameForKey(key))
+			c.observeAuth(s.mechanism, fmt.Errorf("unexpected %s request (key %d) during SASL %s", kmsg.NameForKey(key), key, s.authText()))
 			return nil, saslClose
 		}
 		return c.saslAuthenticateRequest(req)
@@ -292,14 +293,14 @@ func (s *saslConn) authText() string {
 
 func (c *conn) observeAuth(mechanism string, err error) {
 	if err != nil {
-		// The reason is for the operator's log only: the client is told
-		// less (never whether the user exists).
+		// The client is told err; the log also says why (an
+		// *sasl.AuthError's Reason, which the client must not see).
+		args := []any{"mechanism", mechanism, "err", err}
 		var ae *sasl.AuthError
 		if errors.As(err, &ae) && ae.Reason != "" {
-			c.log.Info("failed authentication", "mechanism", mechanism, "err", err, "reason", ae.Reason)
-		} else {
-			c.log.Info("failed authentication", "mechanism", mechanism, "err", err)
+			args = append(args, "reason", ae.Reason)
 		}
+		c.log.Info("failed authentication", args...)
 	}
 	if obs := c.srv.cfg.OnAuthentication; obs != nil {
 		reauth := c.sasl != nil && c.sasl.reauth

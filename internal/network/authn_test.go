@@ -245,14 +245,25 @@ func TestSASLRefusals(t *testing.T) {
 			t.Fatalf("principal %q", got)
 		}
 	})
-	failed := 0
+	// Every refusal is a failed authentication, as Kafka counts its
+	// IllegalSaslStateException and "invalid receive size": labelled with
+	// the mechanism once the client named one.
+	var failed []string
 	for _, e := range ev.list() {
 		if strings.HasSuffix(e, "ok=false") {
-			failed++
+			failed = append(failed, e)
 		}
 	}
-	if failed != 3 { // GSSAPI, and the two bad credentials
-		t.Fatalf("failed authentications %d, want 3: %q", failed, ev.list())
+	want := []string{
+		"PLAINTEXT  reauth=false ok=false",       // request before authentication
+		"PLAINTEXT GSSAPI reauth=false ok=false", // unsupported mechanism
+		"PLAINTEXT PLAIN reauth=false ok=false",  // wrong password
+		"PLAINTEXT PLAIN reauth=false ok=false",  // unknown user
+		"PLAINTEXT PLAIN reauth=false ok=false",  // request during authentication
+		"PLAINTEXT  reauth=false ok=false",       // oversized frame
+	}
+	if strings.Join(failed, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("failed authentications:\n%s\nwant:\n%s", strings.Join(failed, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -341,28 +352,10 @@ func TestSASLGarbageDoesNotHurt(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the server's goroutines write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The debug log names each request's principal and listener, and no log
 // line holds a password, good or bad.
 func TestSASLRequestLogNamesPrincipal(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncBuffer
 	mech := &fakeMech{name: "PLAIN", users: map[string]string{"alice": "alice-secret"}}
 	s := startServer(t, Config{
 		Listeners: []ListenerConfig{{Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SASL: []sasl.Server{mech}}},
@@ -400,4 +393,65 @@ func TestSASLRequestLogNamesPrincipal(t *testing.T) {
 			t.Errorf("the log shows a password:\n%s", out)
 		}
 	}
+}
+
+// A refused login logs the client's message and the mechanism's reason
+// (which the client is not told), never the password tried.
+func TestSASLFailureLogsReason(t *testing.T) {
+	var logged syncBuffer
+	mech := &reasonMech{}
+	s := startServer(t, Config{
+		Listeners: []ListenerConfig{{
+			Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
+			SASL: []sasl.Server{mech}, ReauthMax: func(string) time.Duration { return 0 },
+		}},
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+	}, principalHandler())
+	c := dial(t, s)
+	handshake(c, 1, "PLAIN")
+	if resp := authenticate(c, 2, "mallory\x00guess-123"); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("authenticate: %+v", resp)
+	}
+	c.expectClosed()
+	out := logged.String()
+	if !strings.Contains(out, `msg="failed authentication"`) || !strings.Contains(out, `err="invalid username or password"`) ||
+		!strings.Contains(out, `reason="PLAIN user \"mallory\": unknown user"`) {
+		t.Fatalf("log lacks the failure's message and reason:\n%s", out)
+	}
+	if strings.Contains(out, "guess-123") {
+		t.Fatalf("log shows the password:\n%s", out)
+	}
+}
+
+// reasonMech refuses every login with a reason for the log.
+type reasonMech struct{}
+
+func (reasonMech) Name() string         { return "PLAIN" }
+func (reasonMech) Start() sasl.Exchange { return reasonExchange{} }
+
+type reasonExchange struct{}
+
+func (reasonExchange) Step(msg []byte) ([]byte, bool, error) {
+	user, _, _ := strings.Cut(string(msg), "\x00")
+	return nil, false, &sasl.AuthError{Msg: "invalid username or password", Reason: fmt.Sprintf("PLAIN user %q: unknown user", user)}
+}
+func (reasonExchange) Principal() string { return "" }
+func (reasonExchange) Expiry() time.Time { return time.Time{} }
+
+// syncBuffer is a bytes.Buffer the server's goroutines may log into.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

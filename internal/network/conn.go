@@ -304,7 +304,11 @@ func (c *conn) readFrame() ([]byte, error) {
 	case size < 0:
 		return nil, fmt.Errorf("invalid receive (size = %d)", size)
 	case c.sasl != nil && c.sasl.phase != saslComplete && size > DefaultSASLMaxReceiveSize:
-		return nil, fmt.Errorf("invalid receive (size = %d larger than sasl.server.max.receive.size %d before authentication)", size, DefaultSASLMaxReceiveSize)
+		// Say, a TLS client on a SASL_PLAINTEXT port: its ClientHello
+		// read as a size is hundreds of megabytes.
+		err := fmt.Errorf("invalid receive (size = %d larger than sasl.server.max.receive.size %d before authentication)", size, DefaultSASLMaxReceiveSize)
+		c.observeAuth(c.sasl.mechanism, err)
+		return nil, loggedError{err}
 	case size > c.srv.cfg.SocketRequestMaxBytes:
 		return nil, fmt.Errorf("invalid receive (size = %d larger than socket.request.max.bytes %d)", size, c.srv.cfg.SocketRequestMaxBytes)
 	}
@@ -364,8 +368,14 @@ func peerGone(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
+// loggedError is a read error logged where it arose.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
 func (c *conn) logReadError(err error) {
 	switch {
+	case errors.As(err, new(loggedError)):
 	case errors.Is(err, errStopped):
 	case errors.Is(err, errIdle):
 		c.log.Debug("closing idle connection", "connections_max_idle", c.srv.cfg.ConnectionsMaxIdle)
