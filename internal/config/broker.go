@@ -157,6 +157,7 @@ type Broker struct {
 	SuperUsers                []string // super.users (semicolon separated)
 	AllowEveryoneIfNoACLFound bool     // allow.everyone.if.no.acl.found
 	SASLEnabledMechanisms     []string // sasl.enabled.mechanisms
+	SASLServerMaxReceiveSize  int32    // sasl.server.max.receive.size
 	GregorHTTPListen          string   // gregor.http.listen (default 127.0.0.1:9080)
 
 	Props map[string]string // the raw static properties as given
@@ -514,6 +515,7 @@ func loadTunables(b *Broker, v values) {
 	}
 	b.AllowEveryoneIfNoACLFound = v.boolean("allow.everyone.if.no.acl.found")
 	b.SASLEnabledMechanisms = v.list("sasl.enabled.mechanisms")
+	b.SASLServerMaxReceiveSize = v.i32("sasl.server.max.receive.size")
 	b.GregorHTTPListen = v.str("gregor.http.listen")
 }
 

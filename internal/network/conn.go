@@ -303,10 +303,10 @@ func (c *conn) readFrame() ([]byte, error) {
 	switch {
 	case size < 0:
 		return nil, fmt.Errorf("invalid receive (size = %d)", size)
-	case c.sasl != nil && c.sasl.phase != saslComplete && size > DefaultSASLMaxReceiveSize:
+	case c.sasl != nil && c.sasl.phase != saslComplete && size > c.srv.cfg.SASLMaxReceiveSize:
 		// Say, a TLS client on a SASL_PLAINTEXT port: its ClientHello
 		// read as a size is hundreds of megabytes.
-		err := fmt.Errorf("invalid receive (size = %d larger than sasl.server.max.receive.size %d before authentication)", size, DefaultSASLMaxReceiveSize)
+		err := fmt.Errorf("invalid receive (size = %d larger than sasl.server.max.receive.size %d before authentication)", size, c.srv.cfg.SASLMaxReceiveSize)
 		c.observeAuth(c.sasl.mechanism, err)
 		return nil, loggedError{err}
 	case size > c.srv.cfg.SocketRequestMaxBytes:

@@ -81,8 +81,11 @@ type ListenerConfig struct {
 // Config configures a Server. Zero values take the defaults above.
 type Config struct {
 	Listeners             []ListenerConfig
-	SocketRequestMaxBytes int32         // larger frames close the connection
-	ConnectionsMaxIdle    time.Duration // idle connections (nothing in flight, nothing received or sent) are closed
+	SocketRequestMaxBytes int32 // larger frames close the connection
+	// SASLMaxReceiveSize bounds frames before a SASL connection is
+	// authenticated; default DefaultSASLMaxReceiveSize.
+	SASLMaxReceiveSize int32
+	ConnectionsMaxIdle time.Duration // idle connections (nothing in flight, nothing received or sent) are closed
 	// MaxInFlightPerConnection bounds requests being processed or awaiting
 	// their write per connection; default DefaultMaxInFlightPerConnection.
 	MaxInFlightPerConnection int
@@ -138,6 +141,9 @@ type Server struct {
 func NewServer(cfg Config, h Handler) *Server {
 	if cfg.SocketRequestMaxBytes <= 0 {
 		cfg.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
+	}
+	if cfg.SASLMaxReceiveSize <= 0 {
+		cfg.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
 	}
 	if cfg.ConnectionsMaxIdle <= 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle

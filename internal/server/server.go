@@ -331,6 +331,7 @@ func (s *Server) openQuorum(clusterID string) error {
 func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (network.Config, error) {
 	c := network.Config{
 		SocketRequestMaxBytes:    s.cfg.SocketRequestMaxBytes,
+		SASLMaxReceiveSize:       s.cfg.SASLServerMaxReceiveSize,
 		ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequests:        s.cfg.QueuedMaxRequests,
 		SocketSendBufferBytes:    s.cfg.SocketSendBufferBytes,
