@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -369,21 +370,9 @@ func TestProtocolsAndCipherSuites(t *testing.T) {
 			if cfg.MinVersion != tt.min || cfg.MaxVersion != tt.max {
 				t.Errorf("versions %x..%x, want %x..%x", cfg.MinVersion, cfg.MaxVersion, tt.min, tt.max)
 			}
-			if !slicesEqual(cfg.CipherSuites, tt.suites) {
+			if !slices.Equal(cfg.CipherSuites, tt.suites) {
 				t.Errorf("suites %x, want %x", cfg.CipherSuites, tt.suites)
 			}
 		})
 	}
-}
-
-func slicesEqual(a, b []uint16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
