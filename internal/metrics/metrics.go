@@ -148,6 +148,12 @@ func (r *Registry) AuthCounter(ok bool, listener, mechanism string) prometheus.C
 	return r.authFailed.WithLabelValues(listener, mechanism)
 }
 
+// ReauthCounter returns the successful re-authentication counter of a
+// listener and mechanism (tests).
+func (r *Registry) ReauthCounter(listener, mechanism string) prometheus.Counter {
+	return r.reauthOK.WithLabelValues(listener, mechanism)
+}
+
 // ObserveRequest records one handled request: its count, its response's
 // error codes, and its queue and total times.
 func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, started, done time.Time) {

@@ -320,3 +320,40 @@ func TestOAuthBearerJWKS(t *testing.T) {
 		}
 	}
 }
+
+// KIP-368 with a real client: franz-go re-authenticates before the session
+// that connections.max.reauth.ms gives it ends, so its connections keep
+// working across several lifetimes, and each renewal is counted.
+func TestReauthenticationWithFranzGo(t *testing.T) {
+	ts := startServer(t, t.TempDir(), map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":     "PLAINTEXT",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms":   "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":    `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
+		"listener.name.sasl_plaintext.connections.max.reauth.ms": "1500",
+	})
+	if _, err := ts.admin().CreateTopic(ctxT(t), 1, 1, nil, "reauth"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("SASL_PLAINTEXT").String()),
+		kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
+		kgo.DefaultProduceTopic("reauth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	renewed := func() float64 {
+		return testutil.ToFloat64(ts.srv.metrics.ReauthCounter("SASL_PLAINTEXT", "PLAIN"))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; renewed() < 2; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v re-authentications after %d produces in 20 s, want 2", renewed(), i)
+		}
+		if err := cl.ProduceSync(ctxT(t), kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
