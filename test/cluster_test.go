@@ -126,12 +126,8 @@ func startClusterSpec(t *testing.T, spec clusterSpec) *cluster {
 		c.configure(n)
 		c.format(n)
 	}
-	for _, n := range c.controllers {
-		n.start()
-	}
-	for _, n := range c.brokers {
-		n.start()
-	}
+	// Registered first, so that a node failing to start does not leave
+	// the others running.
 	t.Cleanup(func() {
 		for _, n := range append(slices.Clone(c.brokers), c.controllers...) {
 			n.stop()
@@ -140,6 +136,12 @@ func startClusterSpec(t *testing.T, spec clusterSpec) *cluster {
 			c.checkNoPasswordLogged()
 		}
 	})
+	for _, n := range c.controllers {
+		n.start()
+	}
+	for _, n := range c.brokers {
+		n.start()
+	}
 	c.waitBrokers(len(c.brokers))
 	return c
 }
@@ -947,9 +949,6 @@ func startCombined(t *testing.T, secure bool) *cluster {
 		c.brokers = append(c.brokers, n)
 		c.controllers = append(c.controllers, n)
 	}
-	for _, n := range c.brokers {
-		n.start()
-	}
 	t.Cleanup(func() {
 		for _, n := range c.brokers {
 			n.stop()
@@ -958,6 +957,9 @@ func startCombined(t *testing.T, secure bool) *cluster {
 			c.checkNoPasswordLogged()
 		}
 	})
+	for _, n := range c.brokers {
+		n.start()
+	}
 	c.waitBrokers(3)
 	return c
 }

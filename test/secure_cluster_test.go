@@ -237,11 +237,11 @@ func TestSecureClusterWrongPassword(t *testing.T) {
 		c.configure(n)
 		n.props = append(n.props, override)
 		c.format(n)
-		n.launch()
 		t.Cleanup(func() {
 			n.stop()
 			checkNoPasswordLogged(t, n, wrongControllerPass, wrongBrokerPass, wrongClientPass)
 		})
+		n.launch()
 		return n
 	}
 	badController := extraBroker(104, "listener.name.controller.plain.sasl.jaas.config="+plainJAAS(secureControllerUser, wrongControllerPass))
