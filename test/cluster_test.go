@@ -33,7 +33,7 @@ type node struct {
 	id      int32
 	roles   string
 	dataDir string
-	port    int    // its one listener: CONTROLLER for a controller, PLAINTEXT for a broker
+	port    int    // its one listener: CONTROLLER for a controller, PLAINTEXT (BROKER when secure) for a broker
 	config  string // a server.properties given with --config, under the overrides
 	props   []string
 	cmd     *exec.Cmd
@@ -53,6 +53,7 @@ type cluster struct {
 	extra       []string // overrides for every node
 	formatArgs  []string // more arguments of every node's `storage format`
 	proxies     map[int32]*proxy
+	sec         *clusterSecurity // nil: every listener PLAINTEXT
 }
 
 // startCluster formats and starts nc controllers (ids 1..nc) and nb brokers
@@ -73,16 +74,40 @@ func startClusterProxied(t *testing.T, nc, nb int, proxied bool, extra ...string
 // `storage format` formatArgs (say, --add-scram).
 func startClusterWith(t *testing.T, nc, nb int, proxied bool, formatArgs []string, extra ...string) *cluster {
 	t.Helper()
+	return startClusterSpec(t, clusterSpec{controllers: nc, brokers: nb, proxied: proxied, formatArgs: formatArgs, extra: extra})
+}
+
+// clusterSpec describes the cluster startClusterSpec starts.
+type clusterSpec struct {
+	controllers, brokers int
+	// proxied: every connection to a controller goes through a TCP proxy
+	// the test can cut.
+	proxied bool
+	// secure: every listener is SASL_SSL (see secure_cluster_test.go).
+	secure     bool
+	formatArgs []string // more arguments of every node's `storage format`
+	extra      []string // overrides for every node
+}
+
+// startClusterSpec formats and starts the controllers (ids 1..) and brokers
+// (ids 101..) of spec, and waits until every broker is registered and
+// unfenced.
+func startClusterSpec(t *testing.T, spec clusterSpec) *cluster {
+	t.Helper()
+	nc, nb := spec.controllers, spec.brokers
 	out, err := run(t, 10*time.Second, "", gregorBin, "storage", "random-uuid")
 	if err != nil {
 		t.Fatalf("random-uuid: %v\n%s", err, out)
 	}
-	c := &cluster{t: t, clusterID: strings.TrimSpace(out), extra: extra, formatArgs: formatArgs}
+	c := &cluster{t: t, clusterID: strings.TrimSpace(out), extra: spec.extra, formatArgs: spec.formatArgs}
+	if spec.secure {
+		c.sec = newClusterSecurity(t)
+	}
 	var voters []string
 	for i := range nc {
 		n := &node{t: t, id: int32(i + 1), roles: "controller", dataDir: t.TempDir(), port: freePort(t)}
 		addr := n.addr()
-		if proxied {
+		if spec.proxied {
 			if c.proxies == nil {
 				c.proxies = map[int32]*proxy{}
 			}
@@ -101,17 +126,22 @@ func startClusterWith(t *testing.T, nc, nb int, proxied bool, formatArgs []strin
 		c.configure(n)
 		c.format(n)
 	}
+	// Registered first, so that a node failing to start does not leave
+	// the others running.
+	t.Cleanup(func() {
+		for _, n := range append(slices.Clone(c.brokers), c.controllers...) {
+			n.stop()
+		}
+		if c.sec != nil {
+			c.checkNoPasswordLogged()
+		}
+	})
 	for _, n := range c.controllers {
 		n.start()
 	}
 	for _, n := range c.brokers {
 		n.start()
 	}
-	t.Cleanup(func() {
-		for _, n := range append(slices.Clone(c.brokers), c.controllers...) {
-			n.stop()
-		}
-	})
 	c.waitBrokers(len(c.brokers))
 	return c
 }
@@ -127,10 +157,16 @@ func (c *cluster) configure(n *node) {
 		"broker.heartbeat.interval.ms=200",
 		"broker.session.timeout.ms=2000",
 	}
-	if n.roles == "controller" {
+	switch {
+	case n.roles == "controller":
 		n.props = append(n.props, fmt.Sprintf("listeners=CONTROLLER://%s", n.addr()))
-	} else {
+	case c.sec != nil:
+		n.props = append(n.props, fmt.Sprintf("listeners=BROKER://%s", n.addr()))
+	default:
 		n.props = append(n.props, fmt.Sprintf("listeners=PLAINTEXT://%s", n.addr()))
+	}
+	if c.sec != nil {
+		n.props = append(n.props, c.sec.props()...)
 	}
 	// "{id}" in an override stands for the node's id (say, broker.rack=r{id}).
 	for _, e := range c.extra {
@@ -147,12 +183,40 @@ func (c *cluster) format(n *node) {
 		args = append(args, "--override", p)
 	}
 	args = append(args, c.formatArgs...)
+	if c.sec != nil {
+		args = append(args, c.sec.formatArgs()...)
+	}
 	if out, err := run(c.t, 10*time.Second, "", gregorBin, args...); err != nil {
 		c.t.Fatalf("format node %d: %v\n%s", n.id, err, out)
 	}
 }
 
+// start starts the process and waits until it listens (a broker listens
+// once it has caught up with the metadata).
 func (n *node) start() {
+	n.t.Helper()
+	n.launch()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", n.addr(), time.Second)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		select {
+		case <-n.exited:
+			n.t.Fatalf("node %d exited during start-up (%v):\n%s", n.id, n.cmd.ProcessState, n.log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("node %d did not listen on %s within 30s:\n%s", n.id, n.addr(), n.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// launch starts the process.
+func (n *node) launch() {
 	n.t.Helper()
 	args := []string{"server"}
 	if n.config != "" {
@@ -179,23 +243,6 @@ func (n *node) start() {
 		logFile.Close()
 		close(n.exited)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", n.addr(), time.Second)
-		if err == nil {
-			conn.Close()
-			return
-		}
-		select {
-		case <-n.exited:
-			n.t.Fatalf("node %d exited during start-up (%v):\n%s", n.id, n.cmd.ProcessState, n.log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("node %d did not listen on %s within 30s:\n%s", n.id, n.addr(), n.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func (n *node) stop() {
@@ -260,9 +307,18 @@ func (c *cluster) bootstrap() []string {
 	return seeds
 }
 
+// clientSecurity is what a client needs to connect to the brokers: nothing
+// on PLAINTEXT, TLS and SCRAM when secure.
+func (c *cluster) clientSecurity() []kgo.Opt {
+	if c.sec == nil {
+		return nil
+	}
+	return c.sec.clientOpts
+}
+
 func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.bootstrap()...)}, opts...)...)
+	cl, err := kgo.NewClient(slices.Concat([]kgo.Opt{kgo.SeedBrokers(c.bootstrap()...)}, c.clientSecurity(), opts)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -294,7 +350,7 @@ func (c *cluster) waitBrokers(n int) {
 			if b.cmd == nil {
 				continue
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr()))
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr())}, c.clientSecurity()...)...)
 			if err != nil {
 				return err
 			}
@@ -369,9 +425,10 @@ func (c *cluster) createTopic(name string, partitions int32) {
 }
 
 // imageDigest describes the cluster as one broker's Metadata sees it:
-// brokers, topics, partitions, leaders and epochs.
-func imageDigest(t *testing.T, addr string) (string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// brokers, topics, partitions, leaders and epochs. opts are the client's
+// security, if any.
+func imageDigest(t *testing.T, addr string, opts ...kgo.Opt) (string, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		return "", err
 	}
@@ -407,7 +464,7 @@ func (c *cluster) sameImages() string {
 			if b.cmd == nil {
 				continue
 			}
-			d, err := imageDigest(c.t, b.addr())
+			d, err := imageDigest(c.t, b.addr(), c.clientSecurity()...)
 			if err != nil {
 				return err
 			}
@@ -464,9 +521,11 @@ func produceSome(t *testing.T, cl *kgo.Client, topic string, n int) {
 	}
 }
 
-func consumeCount(t *testing.T, seeds []string, topic string, want int) {
+// consumeCount reads topic from the start until it has read want records;
+// opts are the client's security, if any.
+func consumeCount(t *testing.T, seeds []string, topic string, want int, opts ...kgo.Opt) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,11 +545,26 @@ func consumeCount(t *testing.T, seeds []string, topic string, want int) {
 	}
 }
 
+// consumeCount is consumeCount through the running brokers, with the
+// cluster's client security.
+func (c *cluster) consumeCount(topic string, want int) {
+	c.t.Helper()
+	consumeCount(c.t, c.bootstrap(), topic, want, c.clientSecurity()...)
+}
+
+// partitionLeaders is partitionLeaders with the cluster's client security.
+func (c *cluster) partitionLeaders(addr, topic string) (map[int32]int32, error) {
+	return partitionLeaders(addr, topic, c.clientSecurity()...)
+}
+
 // TestClusterControllerFailover: 3 controllers and 3 brokers as separate
 // processes. kill -9 the active controller: another is elected, admin
 // requests work again, and no committed metadata is lost.
-func TestClusterControllerFailover(t *testing.T) {
-	c := startCluster(t, 3, 3)
+func TestClusterControllerFailover(t *testing.T) { clusterControllerFailover(t, startCluster(t, 3, 3)) }
+
+// clusterControllerFailover is TestClusterControllerFailover on c, 3
+// controllers and 3 brokers.
+func clusterControllerFailover(t *testing.T, c *cluster) {
 	c.createTopic("before", 6)
 	cl := c.client(kgo.DefaultProduceTopic("before"))
 	produceSome(t, cl, "before", 60)
@@ -516,8 +590,8 @@ func TestClusterControllerFailover(t *testing.T) {
 	})
 	c.createTopic("after", 3)
 	produceSome(t, cl, "after", 30)
-	consumeCount(t, c.bootstrap(), "before", 60)
-	consumeCount(t, c.bootstrap(), "after", 30)
+	c.consumeCount("before", 60)
+	c.consumeCount("after", 30)
 	after := c.sameImages()
 	if after == before {
 		t.Fatalf("metadata did not change after creating a topic: %s", after)
@@ -585,14 +659,17 @@ func TestClusterRestartAll(t *testing.T) {
 // TestClusterBrokerFencing: a broker killed with -9 is fenced after its
 // session times out and its partitions (RF=1) go offline; restarted, it is
 // unfenced and leads them again.
-func TestClusterBrokerFencing(t *testing.T) {
-	c := startCluster(t, 3, 3)
+func TestClusterBrokerFencing(t *testing.T) { clusterBrokerFencing(t, startCluster(t, 3, 3)) }
+
+// clusterBrokerFencing is TestClusterBrokerFencing on c, 3 controllers and
+// 3 brokers.
+func clusterBrokerFencing(t *testing.T, c *cluster) {
 	c.createTopic("f", 6)
 	victim := c.brokers[0]
 	victim.kill9()
 	other := c.brokers[1].addr()
 	c.eventually("the killed broker's partitions go offline", 20*time.Second, func() error {
-		leaders, err := partitionLeaders(other, "f")
+		leaders, err := c.partitionLeaders(other, "f")
 		if err != nil {
 			return err
 		}
@@ -612,7 +689,7 @@ func TestClusterBrokerFencing(t *testing.T) {
 	})
 	victim.start()
 	c.eventually("the broker leads its partitions again", 20*time.Second, func() error {
-		leaders, err := partitionLeaders(other, "f")
+		leaders, err := c.partitionLeaders(other, "f")
 		if err != nil {
 			return err
 		}
@@ -625,12 +702,13 @@ func TestClusterBrokerFencing(t *testing.T) {
 	})
 	cl := c.client(kgo.DefaultProduceTopic("f"))
 	produceSome(t, cl, "f", 30)
-	consumeCount(t, c.bootstrap(), "f", 30)
+	c.consumeCount("f", 30)
 }
 
-// partitionLeaders returns each partition's leader as one broker sees it.
-func partitionLeaders(addr, topic string) (map[int32]int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// partitionLeaders returns each partition's leader as one broker sees it;
+// opts are the client's security, if any.
+func partitionLeaders(addr, topic string, opts ...kgo.Opt) (map[int32]int32, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -829,14 +907,20 @@ func TestClusterIsolatedController(t *testing.T) {
 
 // startCombined starts the README's three-node cluster: each node broker
 // and controller, from config/kraft/combined-N.properties, with ports and
-// directories overridden so tests run side by side.
-func startCombined(t *testing.T) *cluster {
+// directories overridden so tests run side by side. With secure, both
+// listeners of each node are SASL_SSL, the broker one named BROKER.
+func startCombined(t *testing.T, secure bool) *cluster {
 	t.Helper()
 	out, err := run(t, 10*time.Second, "", gregorBin, "storage", "random-uuid")
 	if err != nil {
 		t.Fatalf("random-uuid: %v\n%s", err, out)
 	}
 	c := &cluster{t: t, clusterID: strings.TrimSpace(out)}
+	brokerListener := "PLAINTEXT"
+	if secure {
+		c.sec = newClusterSecurity(t)
+		brokerListener = "BROKER"
+	}
 	ctrlPorts := map[int32]int{}
 	var voters []string
 	for i := range 3 {
@@ -850,26 +934,32 @@ func startCombined(t *testing.T) *cluster {
 		n := &node{t: t, id: id, roles: "broker,controller", dataDir: t.TempDir(), port: freePort(t),
 			config: filepath.Join("..", "config", "kraft", fmt.Sprintf("combined-%d.properties", id))}
 		n.props = []string{
-			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", n.addr(), ctrlPorts[id]),
-			"advertised.listeners=PLAINTEXT://" + n.addr(),
+			fmt.Sprintf("listeners=%s://%s,CONTROLLER://127.0.0.1:%d", brokerListener, n.addr(), ctrlPorts[id]),
+			fmt.Sprintf("advertised.listeners=%s://%s", brokerListener, n.addr()),
 			"controller.quorum.voters=" + c.voters,
 			"log.dirs=" + n.dataDir,
 			"gregor.http.listen=", // off: its port-0 bind could take a port freePort chose for another listener
 			"broker.heartbeat.interval.ms=200",
 			"broker.session.timeout.ms=2000",
 		}
+		if c.sec != nil {
+			n.props = append(n.props, c.sec.props()...)
+		}
 		c.format(n)
 		c.brokers = append(c.brokers, n)
 		c.controllers = append(c.controllers, n)
-	}
-	for _, n := range c.brokers {
-		n.start()
 	}
 	t.Cleanup(func() {
 		for _, n := range c.brokers {
 			n.stop()
 		}
+		if c.sec != nil {
+			c.checkNoPasswordLogged()
+		}
 	})
+	for _, n := range c.brokers {
+		n.start()
+	}
 	c.waitBrokers(3)
 	return c
 }
@@ -877,8 +967,11 @@ func startCombined(t *testing.T) *cluster {
 // TestClusterCombinedNodes: the README's three combined nodes; topics
 // created through one node appear on all, and kill -9 of the active
 // controller (which is also a broker) is survived.
-func TestClusterCombinedNodes(t *testing.T) {
-	c := startCombined(t)
+func TestClusterCombinedNodes(t *testing.T) { clusterCombinedNodes(t, startCombined(t, false)) }
+
+// clusterCombinedNodes is TestClusterCombinedNodes on c, three combined
+// nodes.
+func clusterCombinedNodes(t *testing.T, c *cluster) {
 	c.createTopic("everywhere", 3)
 	c.sameImages()
 	cl := c.client(kgo.DefaultProduceTopic("everywhere"))
@@ -904,7 +997,7 @@ func TestClusterCombinedNodes(t *testing.T) {
 		return nil
 	})
 	c.waitBrokers(3)
-	consumeCount(t, c.bootstrap(), "everywhere", 30)
+	c.consumeCount("everywhere", 30)
 }
 
 // TestClusterRefusesBadNodes: a broker formatted for another cluster, and a
@@ -942,9 +1035,13 @@ func TestClusterRefusesBadNodes(t *testing.T) {
 
 // TestClusterReplicationBasic: a topic with RF=3 gets its followers into
 // the ISR; acks=all writes are on every replica, and after kill -9 of the
-// leader the new leader serves every acknowledged record.
-func TestClusterReplicationBasic(t *testing.T) {
-	c := startCluster(t, 3, 3)
+// leader the new leader serves every acknowledged record; the old leader,
+// restarted, catches up into the ISR.
+func TestClusterReplicationBasic(t *testing.T) { clusterReplicationBasic(t, startCluster(t, 3, 3)) }
+
+// clusterReplicationBasic is TestClusterReplicationBasic on c, 3
+// controllers and 3 brokers.
+func clusterReplicationBasic(t *testing.T, c *cluster) {
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -964,7 +1061,7 @@ func TestClusterReplicationBasic(t *testing.T) {
 	})
 	cl := c.client(kgo.DefaultProduceTopic("r3"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	produceSome(t, cl, "r3", 200)
-	leaders, err := partitionLeaders(c.brokers[0].addr(), "r3")
+	leaders, err := c.partitionLeaders(c.brokers[0].addr(), "r3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -984,7 +1081,7 @@ func TestClusterReplicationBasic(t *testing.T) {
 		}
 	}
 	c.eventually("a new leader", 20*time.Second, func() error {
-		l, err := partitionLeaders(other, "r3")
+		l, err := c.partitionLeaders(other, "r3")
 		if err != nil {
 			return err
 		}
@@ -993,7 +1090,7 @@ func TestClusterReplicationBasic(t *testing.T) {
 		}
 		return nil
 	})
-	consumeCount(t, c.bootstrap(), "r3", 200)
+	c.consumeCount("r3", 200)
 	produceSome(t, cl, "r3", 50)
 	victim.start()
 	c.eventually("the old leader back in the ISR", 30*time.Second, func() error {
@@ -1006,5 +1103,5 @@ func TestClusterReplicationBasic(t *testing.T) {
 		}
 		return nil
 	})
-	consumeCount(t, c.bootstrap(), "r3", 250)
+	c.consumeCount("r3", 250)
 }

@@ -22,12 +22,22 @@ import (
 // a consumer reads every partition: every acknowledged record is there, in
 // order, with no duplicates.
 func TestReplicationLeaderKills(t *testing.T) {
-	kills := 20
+	replicationLeaderKills(t, startCluster(t, 3, 3, "broker.session.timeout.ms=1500"), leaderKills(20))
+}
+
+// leaderKills is how many leaders replicationLeaderKills kills: def, or
+// GREGOR_LEADER_KILLS.
+func leaderKills(def int) int {
 	if v, err := strconv.Atoi(os.Getenv("GREGOR_LEADER_KILLS")); err == nil && v > 0 {
-		kills = v
+		return v
 	}
+	return def
+}
+
+// replicationLeaderKills is TestReplicationLeaderKills on c, 3 controllers
+// and 3 brokers (with a short broker session), killing kills leaders.
+func replicationLeaderKills(t *testing.T, c *cluster, kills int) {
 	const topic, partitions = "chaos", 3
-	c := startCluster(t, 3, 3, "broker.session.timeout.ms=1500")
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -14,6 +14,13 @@
 #              (default: one combined node and KGO_TEST_RF=1)
 #   TIMEOUT    budget of the kgo test binary (default 10m), as the tool takes it
 #
+# Each node has, besides PLAINTEXT (the tests' KGO_SEEDS and the
+# inter-broker listener) and CONTROLLER, two advertised SASL_PLAINTEXT
+# listeners for franz-go's SASL tests: SASL_PLAINTEXT with SCRAM-SHA-256 and
+# SCRAM-SHA-512 (KGO_TEST_SCRAM_SEEDS, the user KGO_TEST_SCRAM bootstrapped
+# by `storage format --add-scram`), and OAUTH with OAUTHBEARER accepting
+# unsecured tokens (KGO_TEST_OAUTH_SEEDS).
+#
 # Environment:
 #   KGO_SUITE_SCOPE  integration (default) or fast, as run-kgo-suite.sh
 #   KGO_SUITE_SKIP   -test.skip regex (default: none)
@@ -106,33 +113,47 @@ if [[ -z $G ]]; then
 fi
 
 N=1; [[ -n $CLUSTER ]] && N=3
-declare -a PORT CPORT
+declare -a PORT CPORT SPORT OPORT
 voters=
 for i in $(seq 1 $N); do
 	free_port; PORT[i]=$FREE
 	free_port; CPORT[i]=$FREE
+	free_port; SPORT[i]=$FREE
+	free_port; OPORT[i]=$FREE
 	voters+="${voters:+,}$i@127.0.0.1:${CPORT[i]}"
 done
+# The SCRAM user of franz-go's TestSCRAMAuth, with a credential for each
+# mechanism; the test uses SCRAM-SHA-512.
+SCRAM_USER=kgo SCRAM_PASS=kgo-secret
+export KGO_TEST_SCRAM=$SCRAM_USER:$SCRAM_PASS:512
 cid=$("$G" storage random-uuid) || fail 2
-seeds=
+seeds= scram_seeds= oauth_seeds=
 for i in $(seq 1 $N); do
 	# Kafka's own config/server.properties sets the initial rebalance delay
 	# to 0 for development and tests; the suite runs many short groups.
 	o=(--override node.id=$i --override process.roles=broker,controller
-		--override "listeners=PLAINTEXT://127.0.0.1:${PORT[i]},CONTROLLER://127.0.0.1:${CPORT[i]}"
-		--override "advertised.listeners=PLAINTEXT://127.0.0.1:${PORT[i]}"
+		--override "listeners=PLAINTEXT://127.0.0.1:${PORT[i]},CONTROLLER://127.0.0.1:${CPORT[i]},SASL_PLAINTEXT://127.0.0.1:${SPORT[i]},OAUTH://127.0.0.1:${OPORT[i]}"
+		--override "advertised.listeners=PLAINTEXT://127.0.0.1:${PORT[i]},SASL_PLAINTEXT://127.0.0.1:${SPORT[i]},OAUTH://127.0.0.1:${OPORT[i]}"
+		--override listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT
+		--override inter.broker.listener.name=PLAINTEXT
 		--override controller.listener.names=CONTROLLER
+		--override listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+		--override listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER
+		--override 'listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;'
 		--override "controller.quorum.voters=$voters"
 		--override "log.dirs=$WORK/data-$i"
 		--override gregor.http.listen=
 		--override group.initial.rebalance.delay.ms=0)
-	if [[ $N -gt 1 ]]; then
-		"$G" storage format --cluster-id "$cid" "${o[@]}" >>"$WORK/node-$i.log" 2>&1 || fail 2
-	fi
+	"$G" storage format --cluster-id "$cid" "${o[@]}" \
+		--add-scram "SCRAM-SHA-256=[name=$SCRAM_USER,password=$SCRAM_PASS]" \
+		--add-scram "SCRAM-SHA-512=[name=$SCRAM_USER,password=$SCRAM_PASS]" >>"$WORK/node-$i.log" 2>&1 || fail 2
 	"$G" server "${o[@]}" >>"$WORK/node-$i.log" 2>&1 &
 	PIDS+=($!)
 	seeds+="${seeds:+,}127.0.0.1:${PORT[i]}"
+	scram_seeds+="${scram_seeds:+,}127.0.0.1:${SPORT[i]}"
+	oauth_seeds+="${oauth_seeds:+,}127.0.0.1:${OPORT[i]}"
 done
+export KGO_TEST_SCRAM_SEEDS=$scram_seeds KGO_TEST_OAUTH_SEEDS=$oauth_seeds
 
 # Ready when every broker is in Metadata (the CLI's cluster describe).
 ready=
