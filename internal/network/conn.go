@@ -228,7 +228,7 @@ func (c *conn) readLoop() {
 			continue
 		}
 		extra, _ := s.handler.(ExtraRequests)
-		req, err := decodeRequest(frame, s.handler.VersionRange, extra)
+		req, err := decodeRequest(frame, c.versionRange, extra)
 		if err != nil {
 			<-c.inflight
 			// Kafka's InvalidRequestException: log and close this connection only.
@@ -275,6 +275,20 @@ func (c *conn) readLoop() {
 		c.lastDispatched = req.dispatched
 		go c.process(req, p, prev)
 	}
+}
+
+// versionRange is the versions a request is decoded at: the handler's,
+// and on a SASL listener the SASL APIs this layer answers itself.
+func (c *conn) versionRange(key int16) (int16, int16, bool) {
+	if c.sasl != nil {
+		switch key {
+		case saslHandshakeKey:
+			return 0, 1, true
+		case saslAuthenticateKey:
+			return 0, 2, true
+		}
+	}
+	return c.srv.handler.VersionRange(key)
 }
 
 // queueReply places a response made by the reader itself (SASL) in the

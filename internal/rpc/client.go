@@ -39,6 +39,10 @@ type Client struct {
 	corr int32
 	// expires is when the connection's SASL session ends (zero: never).
 	expires time.Time
+	// After an authentication failure the next dial waits until retryAt;
+	// backoff is the wait after the next failure.
+	retryAt time.Time
+	backoff time.Duration
 }
 
 // NewClient returns a client for addr (host:port) that connects with sec;
@@ -64,11 +68,24 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		c.conn = nil
 	}
 	if c.conn == nil {
+		if wait := time.Until(c.retryAt); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
 		conn, expires, err := c.security.dial(ctx, c.addr, c.clientID, c.dial)
 		if err != nil {
+			if errors.Is(err, ErrAuthentication) {
+				c.backoff = min(max(2*c.backoff, authBackoffMin), authBackoffMax)
+				c.retryAt = time.Now().Add(c.backoff)
+			}
 			return nil, err
 		}
-		c.conn, c.expires, c.corr = conn, expires, 0
+		c.conn, c.expires, c.corr, c.backoff = conn, expires, 0, 0
 	}
 	resp, err := c.roundTrip(ctx, req)
 	if err != nil {

@@ -26,6 +26,20 @@ type Security struct {
 	SASL sasl.Mechanism
 }
 
+// ErrAuthentication marks a failed TLS handshake or SASL exchange with a
+// peer: a wrong password or certificate, which retrying at once does not
+// mend.
+var ErrAuthentication = errors.New("authentication failed")
+
+// Authentication failures are retried after a backoff that doubles from
+// authBackoffMin to authBackoffMax (Kafka's reconnect.backoff.ms and
+// reconnect.backoff.max.ms), so a node with a wrong password does not dial
+// its peer, and fill the peer's log, dozens of times a second.
+const (
+	authBackoffMin = 50 * time.Millisecond
+	authBackoffMax = time.Second
+)
+
 // reauthMargin is how long before a SASL session's end a client stops
 // using its connection: a new connection authenticates afresh (KIP-368
 // lets a client re-authenticate in place; a fresh connection is the simple
@@ -52,7 +66,7 @@ func (s Security) dial(ctx context.Context, addr, clientID string, timeout time.
 		cancel()
 		if err != nil {
 			conn.Close()
-			return nil, time.Time{}, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+			return nil, time.Time{}, fmt.Errorf("%w: TLS handshake with %s: %w", ErrAuthentication, addr, err)
 		}
 		conn = tc
 	}
@@ -63,6 +77,9 @@ func (s Security) dial(ctx context.Context, addr, clientID string, timeout time.
 	expires, err := c.authenticate(ctx, s.SASL)
 	if err != nil {
 		conn.Close()
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", ErrAuthentication, err)
+		}
 		return nil, time.Time{}, fmt.Errorf("SASL %s with %s: %w", s.SASL.Name(), addr, err)
 	}
 	return conn, expires, nil
