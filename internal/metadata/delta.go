@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"gregor/internal/auth/acl"
 	"gregor/internal/auth/sasl"
 )
 
@@ -54,6 +55,7 @@ type Delta struct {
 	configs        map[ConfigResource]map[string]string // changed resources (working copies)
 	nextProducerID *int64
 	scram          map[string]map[int8]sasl.ScramCredential // users whose credentials changed (working copies)
+	acls           map[[16]byte]*acl.Binding                // created ACLs; nil = removed
 }
 
 // NewDelta starts a delta on top of base.
@@ -71,6 +73,7 @@ func NewDelta(base *Image) *Delta {
 		changedParts: map[[16]byte]map[int32]bool{},
 		configs:      map[ConfigResource]map[string]string{},
 		scram:        map[string]map[int8]sasl.ScramCredential{},
+		acls:         map[[16]byte]*acl.Binding{},
 	}
 }
 
@@ -161,6 +164,17 @@ func (d *Delta) Replay(offset int64, r Record) error {
 			break
 		}
 		delete(creds, r.Mechanism)
+	case *AccessControlEntryRecord:
+		b := r.Binding()
+		d.acls[r.ID] = &b
+	case *RemoveAccessControlEntryRecord:
+		if _, ok := d.acl(r.ID); !ok {
+			// Kafka's AclControlManager fails the same way: the controller
+			// only removes ACLs that exist.
+			err = fmt.Errorf("remove ACL: no ACL with id %x", r.ID)
+			break
+		}
+		d.acls[r.ID] = nil
 	case *NoOpRecord:
 	default:
 		err = fmt.Errorf("%w: type %d", ErrUnknownRecord, r.Type())
@@ -305,6 +319,38 @@ func (d *Delta) userScram(user string) map[int8]sasl.ScramCredential {
 	return m
 }
 
+// acl returns an ACL as of the records replayed so far.
+func (d *Delta) acl(id [16]byte) (acl.Binding, bool) {
+	if b, ok := d.acls[id]; ok {
+		if b == nil {
+			return acl.Binding{}, false
+		}
+		return *b, true
+	}
+	b, ok := d.base.ACLs[id]
+	return b, ok
+}
+
+// ACLChanges returns the ACLs the delta removed (with the bindings they had
+// in the base image) and those it created, for the authorizer
+// (acl.Standard.Apply). An ACL created and removed in the delta is in
+// neither.
+func (d *Delta) ACLChanges() (removed, added map[[16]byte]acl.Binding) {
+	removed, added = map[[16]byte]acl.Binding{}, map[[16]byte]acl.Binding{}
+	for id, b := range d.acls {
+		if old, ok := d.base.ACLs[id]; ok {
+			if b != nil && *b == old {
+				continue
+			}
+			removed[id] = old
+		}
+		if b != nil {
+			added[id] = *b
+		}
+	}
+	return removed, added
+}
+
 // broker returns the current registration of a broker, as of the records replayed so far.
 func (d *Delta) broker(id int32) *BrokerRegistration {
 	if b, ok := d.brokers[id]; ok {
@@ -411,6 +457,17 @@ func (d *Delta) Apply() *Image {
 				delete(img.Scram, user)
 			} else {
 				img.Scram[user] = m
+			}
+		}
+	}
+	if len(d.acls) > 0 {
+		img.ACLs = make(map[[16]byte]acl.Binding, len(d.base.ACLs)+len(d.acls))
+		maps.Copy(img.ACLs, d.base.ACLs)
+		for id, b := range d.acls {
+			if b == nil {
+				delete(img.ACLs, id)
+			} else {
+				img.ACLs[id] = *b
 			}
 		}
 	}

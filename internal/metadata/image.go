@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"gregor/internal/auth/acl"
 	"gregor/internal/auth/sasl"
 )
 
@@ -34,6 +35,9 @@ type Image struct {
 	// without credentials has no entry. Callers must not modify the maps or
 	// the credentials' bytes.
 	Scram map[string]map[int8]sasl.ScramCredential
+	// ACLs are the cluster's ACLs by id (AccessControlEntryRecord). Callers
+	// must not modify the map.
+	ACLs map[[16]byte]acl.Binding
 }
 
 // EmptyImage returns the image before any record.
@@ -46,6 +50,7 @@ func EmptyImage() *Image {
 		Topics:   &TopicsImage{ByName: map[string]*Topic{}, ByID: map[[16]byte]*Topic{}},
 		Configs:  map[ConfigResource]map[string]string{},
 		Scram:    map[string]map[int8]sasl.ScramCredential{},
+		ACLs:     map[[16]byte]acl.Binding{},
 	}
 }
 

@@ -1,11 +1,13 @@
 package metadata
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"slices"
 	"strings"
 
+	"gregor/internal/auth/acl"
 	"gregor/internal/auth/sasl"
 )
 
@@ -13,7 +15,7 @@ import (
 // rebuild img (all but Offset, Epoch and ClusterID, which a snapshot carries
 // in its id and header). This is what a metadata snapshot holds (Kafka's
 // MetadataImage.write). The order is Kafka's — features, brokers, topics with
-// their partitions, configs, producer ids, SCRAM credentials — and within
+// their partitions, configs, producer ids, ACLs, SCRAM credentials — and within
 // each part sorted, so
 // the same image always gives the same records: metadata.version first
 // because every later record is read in its light.
@@ -30,7 +32,16 @@ func (img *Image) Records() []Record {
 		// ProducerIdsImage writes -1 for both.
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
 	}
+	out = appendACLRecords(out, img.ACLs)
 	out = appendScramRecords(out, img.Scram)
+	return out
+}
+
+// appendACLRecords writes the ACLs sorted by id.
+func appendACLRecords(out []Record, acls map[[16]byte]acl.Binding) []Record {
+	for _, id := range slices.SortedFunc(maps.Keys(acls), func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) }) {
+		out = append(out, NewAccessControlEntryRecord(id, acls[id]))
+	}
 	return out
 }
 

@@ -63,6 +63,7 @@ func historyBatches() [][]Record {
 			cfg(ConfigResourceBroker, "2", "log.cleaner.threads", strp("2")),
 			&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 10, NextProducerID: 1000},
 			scramRec("alice", 1, 4096), scramRec("alice", 2, 8192), scramRec("bob", 2, 4096),
+			aclRec(3, "orders"), aclRec(1, "payments"), aclRec(2, "audit"),
 		},
 		{
 			leaderTo(orders, 0, 2, 2), leaderTo(orders, 0, 1, 1, 2), elr, reassign,
@@ -80,6 +81,8 @@ func historyBatches() [][]Record {
 			&NoOpRecord{},
 			&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1}, scramRec("bob", 2, 16384),
 			scramRec("carol", 1, 4096), &RemoveUserScramCredentialRecord{Name: "carol", Mechanism: 1},
+			&RemoveAccessControlEntryRecord{ID: uuidOf(0xa1)}, aclRec(4, "new"), aclRec(5, "gone"),
+			&RemoveAccessControlEntryRecord{ID: uuidOf(0xa5)},
 		},
 		{
 			broker(2, 50, true), // a new incarnation of broker 2
@@ -92,6 +95,12 @@ func historyBatches() [][]Record {
 func scramRec(user string, mechanism int8, iterations int32) *UserScramCredentialRecord {
 	return &UserScramCredentialRecord{Name: user, Mechanism: mechanism, Salt: []byte("salt-" + user),
 		StoredKey: []byte("stored-" + user), ServerKey: []byte("server-" + user), Iterations: iterations}
+}
+
+// aclRec creates ACL uuidOf(0xa0+n): READ on a topic for User:alice.
+func aclRec(n byte, topic string) *AccessControlEntryRecord {
+	return &AccessControlEntryRecord{ID: uuidOf(0xa0 + n), ResourceType: 2, ResourceName: topic, PatternType: 3,
+		Principal: "User:alice", Host: "*", Operation: 3, PermissionType: 3}
 }
 
 // replayRecords builds an image from empty with one batch.
@@ -197,6 +206,7 @@ func TestImageRecordsContent(t *testing.T) {
 		"config 2/orders segment.bytes=1048576", "config 2/payments cleanup.policy=compact",
 		"config 4/ log.retention.ms=5", "config 4/ num.io.threads=8",
 		"producer ids next 2000",
+		"acl a2 audit", "acl a3 orders", "acl a4 new",
 		"scram alice/2 8192", "scram bob/2 16384",
 	}
 	if !reflect.DeepEqual(kinds, want) {
@@ -225,6 +235,8 @@ func stringOf(r Record) string {
 		return fmt.Sprintf("config %d/%s %s=%s", r.ResourceType, r.ResourceName, r.Name, *r.Value)
 	case *ProducerIdsRecord:
 		return fmt.Sprintf("producer ids next %d", r.NextProducerID)
+	case *AccessControlEntryRecord:
+		return fmt.Sprintf("acl %x %s", r.ID[0], r.ResourceName)
 	case *UserScramCredentialRecord:
 		return fmt.Sprintf("scram %s/%d %d", r.Name, r.Mechanism, r.Iterations)
 	}

@@ -39,6 +39,8 @@ const (
 	FeatureLevelRecordType              int16 = 12
 	ProducerIdsRecordType               int16 = 15
 	BrokerRegistrationChangeRecordType  int16 = 17
+	AccessControlEntryRecordType        int16 = 18
+	RemoveAccessControlEntryRecordType  int16 = 19
 	NoOpRecordType                      int16 = 20
 	RemoveUserScramCredentialRecordType int16 = 22
 )
@@ -104,6 +106,10 @@ func newRecord(typ int16) decodable {
 		return &UserScramCredentialRecord{}
 	case RemoveUserScramCredentialRecordType:
 		return &RemoveUserScramCredentialRecord{}
+	case AccessControlEntryRecordType:
+		return &AccessControlEntryRecord{}
+	case RemoveAccessControlEntryRecordType:
+		return &RemoveAccessControlEntryRecord{}
 	}
 	return nil
 }

@@ -116,6 +116,9 @@ func sampleRecords() []Record {
 			ServerKey: bytes.Repeat([]byte{0xcd}, 32), Iterations: 8192},
 		&UserScramCredentialRecord{Name: "", Mechanism: 0, Salt: []byte{}, StoredKey: []byte{}, ServerKey: []byte{}},
 		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 2},
+		&AccessControlEntryRecord{ID: uuidOf(0x42), ResourceType: 2, ResourceName: "orders", PatternType: 4,
+			Principal: "User:alice", Host: "*", Operation: 3, PermissionType: 3},
+		&RemoveAccessControlEntryRecord{ID: uuidOf(0x42)},
 	)
 	return out
 }
@@ -335,4 +338,34 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoded %T differs:\n%+v\n%+v", r, r, again)
 		}
 	})
+}
+
+// TestGoldenACLRecords: AccessControlEntryRecord.json (apiKey 18) and
+// RemoveAccessControlEntryRecord.json (apiKey 19), version 0, flexible:
+// uuid Id, int8 ResourceType, compact string ResourceName, int8 PatternType,
+// compact strings Principal and Host, int8 Operation and PermissionType;
+// empty tagged fields.
+func TestGoldenACLRecords(t *testing.T) {
+	id := [16]byte{0: 0xaa, 15: 0xbb}
+	want := append([]byte{0x01, 0x12, 0x00}, id[:]...) // frame 1, type 18, version 0, Id
+	want = append(want,
+		0x02,      // ResourceType TOPIC
+		0x02, 't', // ResourceName "t"
+		0x04,           // PatternType PREFIXED
+		0x03, 'U', ':', // Principal "U:"
+		0x02, '*', // Host "*"
+		0x04, // Operation WRITE
+		0x02, // PermissionType DENY
+		0x00)
+	rec := &AccessControlEntryRecord{ID: id, ResourceType: 2, ResourceName: "t", PatternType: 4, Principal: "U:", Host: "*", Operation: 4, PermissionType: 2}
+	if got := Encode(rec); !bytes.Equal(got, want) {
+		t.Fatalf("AccessControlEntryRecord bytes\n got %x\nwant %x", got, want)
+	}
+	if b := rec.Binding(); NewAccessControlEntryRecord(id, b).Binding() != b || b.Principal != "U:" || b.Permission != 2 {
+		t.Fatalf("binding %v", b)
+	}
+	want = append(append([]byte{0x01, 0x13, 0x00}, id[:]...), 0x00)
+	if got := Encode(&RemoveAccessControlEntryRecord{ID: id}); !bytes.Equal(got, want) {
+		t.Fatalf("RemoveAccessControlEntryRecord bytes\n got %x\nwant %x", got, want)
+	}
 }

@@ -18,6 +18,8 @@ import (
 //   - config resources, features and brokers are changed when they differ;
 //     a removed feature has level 0, a resource whose configs are all gone
 //     maps to an empty set, a broker absent from next maps to nil.
+//   - an ACL of old missing from next (or different under its id) is
+//     removed, one of next missing from old is created.
 //   - SCRAM credentials are not compared: no publisher acts on their
 //     changes (authentication reads the latest image).
 //
@@ -60,6 +62,16 @@ func imageDiff(old, next *Image) *Delta {
 	if next.NextProducerID != old.NextProducerID {
 		nextProducerID := next.NextProducerID
 		d.nextProducerID = &nextProducerID
+	}
+	for id, b := range next.ACLs {
+		if cur, ok := old.ACLs[id]; !ok || cur != b {
+			d.acls[id] = &b
+		}
+	}
+	for id := range old.ACLs {
+		if _, ok := next.ACLs[id]; !ok {
+			d.acls[id] = nil
+		}
 	}
 	// The delta describes next; replaying into it would corrupt next.
 	d.applied = true
