@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/auth/acl"
 	"gregor/internal/config"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
@@ -63,7 +64,8 @@ type Deps struct {
 	Replication Replication
 	// Forward sends a request to the active controller and returns its
 	// answer (broker listeners).
-	Forward Forwarder
+	Forward    Forwarder
+	Authorizer acl.Authorizer // nil: no authorization
 }
 
 // ControllerAPI is what handlers ask of the active controller.
@@ -74,6 +76,8 @@ type ControllerAPI interface {
 	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
 	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
 	AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse
+	CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse
+	DeleteAcls(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -119,6 +123,8 @@ var brokerAPIs = []*api{
 	&describeTransactionsAPI, &listTransactionsAPI,
 	// SCRAM credentials: described from the image, altered by the controller.
 	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
+	// ACLs: described from the image, created and deleted by the controller.
+	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
 	// Answered by the socket server on SASL listeners (17_36_sasl.go).
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
@@ -131,6 +137,7 @@ var controllerAPIs = []*api{
 	&describeConfigsAPI, &alterConfigsAPI, &incrementalAlterConfigsAPI,
 	&describeClusterAPI,
 	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
+	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,

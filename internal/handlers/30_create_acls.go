@@ -1,0 +1,50 @@
+package handlers
+
+// CreateAcls (key 30), v1-3. The active controller validates each creation
+// and commits AccessControlEntryRecords (see controller.CreateAcls for the
+// per-creation errors). Brokers forward the request; a controller listener
+// answers it itself. A forward that fails answers every creation with the
+// error (NOT_CONTROLLER, or REQUEST_TIMED_OUT when the wait ran out).
+//
+// Authorization: ALTER on CLUSTER, else every creation is
+// CLUSTER_AUTHORIZATION_FAILED (when the listener has an authorizer).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+)
+
+var createACLsAPI = api{key: 30, min: 1, max: 3, handle: (*Handlers).createACLs}
+
+func (h *Handlers) createACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.CreateACLsRequest)
+	if !h.aclAPIAllowed(req, kmsg.ACLOperationAlter) {
+		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
+	}
+	return h.d.Controller.CreateAcls(ctx, r), nil
+}
+
+func (f forwarding) CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
+	kresp, err := f.forward(ctx, req)
+	if err == nil {
+		return kresp.(*kmsg.CreateACLsResponse)
+	}
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	msg := err.Error()
+	for range req.Creations {
+		res := kmsg.NewCreateACLsResponseResult()
+		res.ErrorCode, res.ErrorMessage = failure(err), &msg
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}

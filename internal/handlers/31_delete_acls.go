@@ -1,0 +1,51 @@
+package handlers
+
+// DeleteAcls (key 31), v1-3. The active controller deletes the ACLs each
+// filter matches with RemoveAccessControlEntryRecords and answers each
+// filter with the bindings it deleted (see controller.DeleteAcls). Brokers
+// forward the request; a controller listener answers it itself. A forward
+// that fails answers every filter with the error (NOT_CONTROLLER, or
+// REQUEST_TIMED_OUT when the wait ran out).
+//
+// Authorization: ALTER on CLUSTER, else every filter is
+// CLUSTER_AUTHORIZATION_FAILED (when the listener has an authorizer).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/network"
+)
+
+var deleteACLsAPI = api{key: 31, min: 1, max: 3, handle: (*Handlers).deleteACLs}
+
+func (h *Handlers) deleteACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DeleteACLsRequest)
+	if !h.aclAPIAllowed(req, kmsg.ACLOperationAlter) {
+		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
+	}
+	return h.d.Controller.DeleteAcls(ctx, r), nil
+}
+
+func (f forwarding) DeleteAcls(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
+	kresp, err := f.forward(ctx, req)
+	if err == nil {
+		return kresp.(*kmsg.DeleteACLsResponse)
+	}
+	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+	msg := err.Error()
+	for range req.Filters {
+		res := kmsg.NewDeleteACLsResponseResult()
+		res.ErrorCode, res.ErrorMessage = failure(err), &msg
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}
