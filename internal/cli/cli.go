@@ -44,6 +44,7 @@ func Commands() []*cobra.Command {
 		NewGroupCommand(),
 		NewConfigCommand(),
 		NewUserCommand(),
+		NewACLCommand(),
 		NewClusterCommand(),
 		NewTransactionsCommand(),
 		NewLogCommand(),
