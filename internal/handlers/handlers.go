@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/auth/acl"
 	"gregor/internal/config"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
@@ -64,6 +65,9 @@ type Deps struct {
 	// Forward sends a request to the active controller and returns its
 	// answer (broker listeners).
 	Forward Forwarder
+	// Authorizer checks every request (authz.go). nil: no authorization,
+	// every request allowed (authorizer.class.name unset, as Kafka).
+	Authorizer acl.Authorizer
 }
 
 // ControllerAPI is what handlers ask of the active controller.
