@@ -18,10 +18,12 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/auth"
 	"gregor/internal/auth/acl"
+	"gregor/internal/coordinator/group"
 	"gregor/internal/network"
 )
 
@@ -109,4 +111,13 @@ func (h *Handlers) authorizedAnyTopic(ctx context.Context, req *network.Request,
 	}
 	a, ok := h.d.Authorizer.(resourceTypeAuthorizer)
 	return ok && a.AuthorizeByResourceType(req.Principal, clientHost(req), op, kmsg.ACLResourceTypeTopic)
+}
+
+// onAuthorizedGroupShard is onGroupShard for a principal that needs op on
+// the group: GROUP_AUTHORIZATION_FAILED without it, and fn is not run.
+func (h *Handlers) onAuthorizedGroupShard(ctx context.Context, req *network.Request, op kmsg.ACLOperation, groupID string, fn func(s *group.Shard, w group.Writer)) int16 {
+	if !h.authorized(ctx, req, op, kmsg.ACLResourceTypeGroup, groupID) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return h.onGroupShard(ctx, groupID, fn)
 }

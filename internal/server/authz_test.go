@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -217,5 +218,142 @@ func TestAuthzDataPlane(t *testing.T) {
 		resp := rawRequest[*kmsg.ListOffsetsResponse](t, cl, req)
 		codeOf(t, "a", resp.Topics[0].Partitions[0].ErrorCode, nil)
 		codeOf(t, "b", resp.Topics[1].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	})
+}
+
+func findCoordinator(keyType int8, key string) *kmsg.FindCoordinatorRequest {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = keyType, key, []string{key}
+	return req
+}
+
+func TestAuthzGroups(t *testing.T) {
+	ts, fa := startAuthzServer(t)
+	ctx := ctxT(t)
+	cl := ts.client()
+	// The offsets topic and its coordinator, while everything is allowed.
+	fc := findCoordinator(0, "g")
+	fcCode := func(req *kmsg.FindCoordinatorRequest) int16 {
+		return rawRequest[*kmsg.FindCoordinatorResponse](t, cl, req).Coordinators[0].ErrorCode
+	}
+	commit := func() *kmsg.OffsetCommitResponse {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = "g", -1
+		for _, n := range []string{"a", "b"} {
+			ct := kmsg.NewOffsetCommitRequestTopic()
+			ct.Topic = n
+			cp := kmsg.NewOffsetCommitRequestTopicPartition()
+			cp.Offset = 1
+			ct.Partitions = append(ct.Partitions, cp)
+			req.Topics = append(req.Topics, ct)
+		}
+		return rawRequest[*kmsg.OffsetCommitResponse](t, cl, req)
+	}
+	for fcCode(fc) != 0 || commit().Topics[1].Partitions[0].ErrorCode != 0 { // both committed while open
+		if ctx.Err() != nil {
+			t.Fatal("no group coordinator")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	t.Run("FindCoordinator", func(t *testing.T) {
+		fa.only(groupGrant(kmsg.ACLOperationDescribe, "g"))
+		codeOf(t, "group with DESCRIBE", fcCode(fc), nil)
+		codeOf(t, "group without DESCRIBE", fcCode(findCoordinator(0, "other")), kerr.GroupAuthorizationFailed)
+		codeOf(t, "txn id without DESCRIBE", fcCode(findCoordinator(1, "other")), kerr.TransactionalIDAuthorizationFailed)
+	})
+
+	t.Run("Membership", func(t *testing.T) {
+		fa.only(groupGrant(kmsg.ACLOperationDescribe, "g"))
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+		codeOf(t, "JoinGroup", rawRequest[*kmsg.JoinGroupResponse](t, cl, join).ErrorCode, kerr.GroupAuthorizationFailed)
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.Group, sync.MemberID = "g", "m"
+		codeOf(t, "SyncGroup", rawRequest[*kmsg.SyncGroupResponse](t, cl, sync).ErrorCode, kerr.GroupAuthorizationFailed)
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.MemberID = "g", "m"
+		codeOf(t, "Heartbeat", rawRequest[*kmsg.HeartbeatResponse](t, cl, hb).ErrorCode, kerr.GroupAuthorizationFailed)
+		leave := kmsg.NewPtrLeaveGroupRequest()
+		leave.Group = "g"
+		leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+		codeOf(t, "LeaveGroup", rawRequest[*kmsg.LeaveGroupResponse](t, cl, leave).ErrorCode, kerr.GroupAuthorizationFailed)
+		cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		cg.Group, cg.MemberEpoch, cg.RebalanceTimeoutMillis = "g2", 0, 10000
+		cg.SubscribedTopicNames = []string{"a", "b"}
+		codeOf(t, "ConsumerGroupHeartbeat without READ", rawRequest[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, cg).ErrorCode, kerr.GroupAuthorizationFailed)
+		fa.only(groupGrant(kmsg.ACLOperationRead, "g2"), topicGrant(kmsg.ACLOperationDescribe, "a"))
+		codeOf(t, "ConsumerGroupHeartbeat subscribing to b", rawRequest[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, cg).ErrorCode, kerr.TopicAuthorizationFailed)
+	})
+
+	t.Run("Offsets", func(t *testing.T) {
+		fa.only()
+		codeOf(t, "commit without READ on the group", commit().Topics[0].Partitions[0].ErrorCode, kerr.GroupAuthorizationFailed)
+		fa.only(groupGrant(kmsg.ACLOperationRead, "g"), topicGrant(kmsg.ACLOperationRead, "a"))
+		resp := commit()
+		codeOf(t, "commit a", resp.Topics[0].Partitions[0].ErrorCode, nil)
+		codeOf(t, "commit b", resp.Topics[1].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+		fetch := func(topics ...string) *kmsg.OffsetFetchResponse {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "g"
+			if topics != nil {
+				for _, n := range topics {
+					g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: n, Partitions: []int32{0}})
+				}
+			}
+			req.Groups = append(req.Groups, g)
+			return rawRequest[*kmsg.OffsetFetchResponse](t, cl, req)
+		}
+		codeOf(t, "offset fetch without DESCRIBE on the group", fetch().Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+		fa.only(groupGrant(kmsg.ACLOperationDescribe, "g"), topicGrant(kmsg.ACLOperationDescribe, "a"))
+		of := fetch("a", "b")
+		codeOf(t, "offset fetch a", of.Groups[0].Topics[0].Partitions[0].ErrorCode, nil)
+		codeOf(t, "offset fetch b", of.Groups[0].Topics[1].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		if all := fetch(); len(all.Groups[0].Topics) != 1 || all.Groups[0].Topics[0].Topic != "a" {
+			t.Errorf("offset fetch of all topics: %+v, want only a", all.Groups[0].Topics)
+		}
+
+		del := kmsg.NewPtrOffsetDeleteRequest()
+		del.Group = "g"
+		for _, n := range []string{"a", "b"} {
+			del.Topics = append(del.Topics, kmsg.OffsetDeleteRequestTopic{Topic: n, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}})
+		}
+		codeOf(t, "offset delete without DELETE", rawRequest[*kmsg.OffsetDeleteResponse](t, cl, del).ErrorCode, kerr.GroupAuthorizationFailed)
+		fa.only(groupGrant(kmsg.ACLOperationDelete, "g"), topicGrant(kmsg.ACLOperationRead, "a"))
+		od := rawRequest[*kmsg.OffsetDeleteResponse](t, cl, del)
+		codeOf(t, "offset delete", od.ErrorCode, nil)
+		for _, rt := range od.Topics {
+			want := kerr.TopicAuthorizationFailed
+			if rt.Topic == "a" {
+				want = nil
+			}
+			codeOf(t, "offset delete "+rt.Topic, rt.Partitions[0].ErrorCode, want)
+		}
+	})
+
+	t.Run("Admin", func(t *testing.T) {
+		fa.only()
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Groups = []string{"g"}
+		codeOf(t, "DescribeGroups", rawRequest[*kmsg.DescribeGroupsResponse](t, cl, dg).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+		cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+		cgd.Groups = []string{"g"}
+		codeOf(t, "ConsumerGroupDescribe", rawRequest[*kmsg.ConsumerGroupDescribeResponse](t, cl, cgd).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+		if lg := rawRequest[*kmsg.ListGroupsResponse](t, cl, kmsg.NewPtrListGroupsRequest()); len(lg.Groups) != 0 {
+			t.Errorf("ListGroups without DESCRIBE: %+v", lg.Groups)
+		}
+		fa.only(groupGrant(kmsg.ACLOperationDescribe, "g"))
+		if lg := rawRequest[*kmsg.ListGroupsResponse](t, cl, kmsg.NewPtrListGroupsRequest()); len(lg.Groups) != 1 {
+			t.Errorf("ListGroups with DESCRIBE on g: %+v", lg.Groups)
+		}
+		codeOf(t, "DescribeGroups with DESCRIBE", rawRequest[*kmsg.DescribeGroupsResponse](t, cl, dg).Groups[0].ErrorCode, nil)
+		del := kmsg.NewPtrDeleteGroupsRequest()
+		del.Groups = []string{"g"}
+		codeOf(t, "DeleteGroups", rawRequest[*kmsg.DeleteGroupsResponse](t, cl, del).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+		fa.only(groupGrant(kmsg.ACLOperationDelete, "g"))
+		codeOf(t, "DeleteGroups with DELETE", rawRequest[*kmsg.DeleteGroupsResponse](t, cl, del).Groups[0].ErrorCode, nil)
 	})
 }
