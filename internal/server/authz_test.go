@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"gregor/internal/auth"
 	"gregor/internal/auth/acl"
@@ -356,4 +357,78 @@ func TestAuthzGroups(t *testing.T) {
 		fa.only(groupGrant(kmsg.ACLOperationDelete, "g"))
 		codeOf(t, "DeleteGroups with DELETE", rawRequest[*kmsg.DeleteGroupsResponse](t, cl, del).Groups[0].ErrorCode, nil)
 	})
+}
+
+func TestAuthzTransactions(t *testing.T) {
+	ts, fa := startAuthzServer(t)
+	cl := ts.client()
+	rawRequest[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest()) // kgo learns broker 1
+	fa.only(topicGrant(kmsg.ACLOperationDescribe, "a"))
+
+	initPID := func(txnID *string) int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = txnID, 10000
+		return rawRequest[*kmsg.InitProducerIDResponse](t, cl, req).ErrorCode
+	}
+	codeOf(t, "InitProducerId, transactional, no WRITE", initPID(kmsg.StringPtr("tx")), kerr.TransactionalIDAuthorizationFailed)
+	codeOf(t, "InitProducerId, idempotent, nothing granted", initPID(nil), kerr.ClusterAuthorizationFailed)
+	fa.only(clusterGrant(kmsg.ACLOperationIdempotentWrite))
+	codeOf(t, "InitProducerId with IDEMPOTENT_WRITE", initPID(nil), nil)
+	fa.only(topicGrant(kmsg.ACLOperationWrite, "a"))
+	codeOf(t, "InitProducerId with WRITE on a topic", initPID(nil), nil)
+
+	fa.only(topicGrant(kmsg.ACLOperationWrite, "a"))
+	produce := kmsg.NewPtrProduceRequest()
+	produce.TransactionID, produce.Acks, produce.TimeoutMillis = kmsg.StringPtr("tx"), -1, 1000
+	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "a", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0}}}}
+	codeOf(t, "transactional Produce without WRITE on the id",
+		rawRequest[*kmsg.ProduceResponse](t, cl, produce).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID = "tx"
+	codeOf(t, "EndTxn", rawRequest[*kmsg.EndTxnResponse](t, cl, end).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	addOffsets := kmsg.NewPtrAddOffsetsToTxnRequest()
+	addOffsets.TransactionalID, addOffsets.Group = "tx", "g"
+	codeOf(t, "AddOffsetsToTxn without WRITE", rawRequest[*kmsg.AddOffsetsToTxnResponse](t, cl, addOffsets).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	fa.only(txnGrant(kmsg.ACLOperationWrite, "tx"))
+	codeOf(t, "AddOffsetsToTxn without READ on the group", rawRequest[*kmsg.AddOffsetsToTxnResponse](t, cl, addOffsets).ErrorCode, kerr.GroupAuthorizationFailed)
+
+	addParts := kmsg.NewPtrAddPartitionsToTxnRequest()
+	addParts.Version = 3
+	addParts.TransactionalID = "tx"
+	addParts.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "a", Partitions: []int32{0}}, {Topic: "b", Partitions: []int32{0}}}
+	fa.only(txnGrant(kmsg.ACLOperationWrite, "tx"), topicGrant(kmsg.ACLOperationWrite, "a"))
+	codeOf(t, "AddPartitionsToTxn v4+ without CLUSTER_ACTION", rawRequest[*kmsg.AddPartitionsToTxnResponse](t, cl, addParts).ErrorCode, kerr.ClusterAuthorizationFailed)
+	cl35 := ts.client(kgo.MaxVersions(kversion.V3_5_0())) // AddPartitionsToTxn v3: a producer's
+	rawRequest[*kmsg.MetadataResponse](t, cl35, kmsg.NewPtrMetadataRequest())
+	ap := rawRequest[*kmsg.AddPartitionsToTxnResponse](t, cl35, addParts)
+	codeOf(t, "AddPartitionsToTxn a", ap.Topics[0].Partitions[0].ErrorCode, kerr.OperationNotAttempted)
+	codeOf(t, "AddPartitionsToTxn b", ap.Topics[1].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+	txnCommit := kmsg.NewPtrTxnOffsetCommitRequest()
+	txnCommit.TransactionalID, txnCommit.Group = "tx", "g"
+	txnCommit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "a", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	codeOf(t, "TxnOffsetCommit without READ on the group",
+		rawRequest[*kmsg.TxnOffsetCommitResponse](t, cl, txnCommit).Topics[0].Partitions[0].ErrorCode, kerr.GroupAuthorizationFailed)
+
+	markers := kmsg.NewPtrWriteTxnMarkersRequest()
+	markers.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 1, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "a", Partitions: []int32{0}}}}}
+	codeOf(t, "WriteTxnMarkers", rawRequest[*kmsg.WriteTxnMarkersResponse](t, cl, markers).Markers[0].Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx"}
+	codeOf(t, "DescribeTransactions", rawRequest[*kmsg.DescribeTransactionsResponse](t, cl, dt).TransactionStates[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "a", Partitions: []int32{0}}}
+	codeOf(t, "DescribeProducers", rawRequest[*kmsg.DescribeProducersResponse](t, cl, dp).Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	fa.only(topicGrant(kmsg.ACLOperationRead, "a"))
+	codeOf(t, "DescribeProducers with READ", rawRequest[*kmsg.DescribeProducersResponse](t, cl, dp).Topics[0].Partitions[0].ErrorCode, nil)
+
+	ofle := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ofle.ReplicaID = -1
+	ofle.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "a", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 0}}}}
+	codeOf(t, "OffsetForLeaderEpoch without DESCRIBE", rawRequest[*kmsg.OffsetForLeaderEpochResponse](t, cl, ofle).Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	ofle.ReplicaID = 2
+	codeOf(t, "OffsetForLeaderEpoch from a follower", rawRequest[*kmsg.OffsetForLeaderEpochResponse](t, cl, ofle).Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed)
 }
