@@ -121,3 +121,17 @@ func (h *Handlers) onAuthorizedGroupShard(ctx context.Context, req *network.Requ
 	}
 	return h.onGroupShard(ctx, groupID, fn)
 }
+
+// authorizedClusterAdmin reports whether req may do op on the cluster: the
+// client has it, or, on a controller listener, a broker forwards the
+// request (it checked op for its client).
+func (h *Handlers) authorizedClusterAdmin(ctx context.Context, req *network.Request, op kmsg.ACLOperation) bool {
+	return h.authorizedCluster(ctx, req, op) || h.forwardedAdmin(ctx, req)
+}
+
+// nodeToNode reports whether req may be a node-to-node request (a broker's
+// registration, heartbeat, ISR change, producer id block, metadata fetch):
+// CLUSTER_ACTION on the cluster, as Kafka.
+func (h *Handlers) nodeToNode(ctx context.Context, req *network.Request) bool {
+	return h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction)
+}

@@ -432,3 +432,52 @@ func TestAuthzTransactions(t *testing.T) {
 	ofle.ReplicaID = 2
 	codeOf(t, "OffsetForLeaderEpoch from a follower", rawRequest[*kmsg.OffsetForLeaderEpochResponse](t, cl, ofle).Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed)
 }
+
+func TestAuthzClusterAndNodeToNode(t *testing.T) {
+	ts, fa := startAuthzServer(t)
+	cl := ts.client()
+	rawRequest[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest())
+	fa.only()
+	codeOf(t, "DescribeLogDirs", rawRequest[*kmsg.DescribeLogDirsResponse](t, cl, kmsg.NewPtrDescribeLogDirsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "DescribeUserScramCredentials", rawRequest[*kmsg.DescribeUserSCRAMCredentialsResponse](t, cl, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "ListPartitionReassignments", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "AlterPartitionReassignments", rawRequest[*kmsg.AlterPartitionAssignmentsResponse](t, cl, kmsg.NewPtrAlterPartitionAssignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "ElectLeaders", rawRequest[*kmsg.ElectLeadersResponse](t, cl, kmsg.NewPtrElectLeadersRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "DescribeQuorum", rawRequest[*kmsg.DescribeQuorumResponse](t, cl, kmsg.NewPtrDescribeQuorumRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	scram.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}
+	codeOf(t, "AlterUserScramCredentials", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	// Authorized at the broker, forwarded to the controller without the
+	// client's principal, and served there.
+	fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
+	codeOf(t, "AlterUserScramCredentials with ALTER", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ResourceNotFound)
+	codeOf(t, "ListPartitionReassignments with DESCRIBE", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, nil)
+
+	// Node-to-node requests on the controller listener.
+	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	seed := func(req kmsg.Request) kmsg.Response {
+		resp, err := ctrl.SeedBrokers()[0].Request(ctxT(t), req)
+		if err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+		}
+		return resp
+	}
+	fa.only()
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID = 1
+	codeOf(t, "BrokerHeartbeat", seed(hb).(*kmsg.BrokerHeartbeatResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	ap := kmsg.NewPtrAllocateProducerIDsRequest()
+	codeOf(t, "AllocateProducerIds", seed(ap).(*kmsg.AllocateProducerIDsResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	alter := kmsg.NewPtrAlterPartitionRequest()
+	codeOf(t, "AlterPartition", seed(alter).(*kmsg.AlterPartitionResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	// Admin requests on the controller listener (KIP-919) need the
+	// client's own permission, or CLUSTER_ACTION (a broker forwarding).
+	codeOf(t, "DescribeQuorum at the controller", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
+	codeOf(t, "DescribeQuorum forwarded by a broker", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, nil)
+}
