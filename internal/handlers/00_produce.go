@@ -23,6 +23,12 @@ package handlers
 // INVALID_REQUIRED_ACKS for every partition. With acks=0 nothing is answered; if any partition failed, the
 // connection is closed, which is how Kafka tells an acks=0 producer that
 // something went wrong.
+//
+// Authorization (Kafka's): a request with a transactional id needs WRITE
+// on it, else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+// each topic needs WRITE, else its partitions get
+// TOPIC_AUTHORIZATION_FAILED and the others are served. Idempotence needs
+// nothing more here (KIP-679: it was checked at InitProducerId).
 
 import (
 	"context"
@@ -49,7 +55,11 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 	validAcks := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
 	var waits []replicationWait
 	failed := 0
-	verified := h.verifyTxnProduce(ctx, r)
+	if r.TransactionID != nil && !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *r.TransactionID) {
+		return h.produceRefused(req, r, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
+	writable := h.authorizedTopics(ctx, req, kmsg.ACLOperationWrite, produceTopics(r))
+	verified := h.verifyTxnProduce(ctx, r, writable)
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -65,6 +75,12 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 			}
 			if !validAcks {
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				failed++
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if !writable[t.Topic] {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				failed++
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
@@ -132,6 +148,35 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 			return nil, fmt.Errorf("acks=0 produce from %s failed on %d partitions; closing the connection to tell the client", req.ClientAddr, failed)
 		}
 		return nil, nil
+	}
+	return resp, nil
+}
+
+func produceTopics(r *kmsg.ProduceRequest) []string {
+	names := make([]string, len(r.Topics))
+	for i, t := range r.Topics {
+		names[i] = t.Topic
+	}
+	return names
+}
+
+// produceRefused answers a request refused as a whole: every partition gets
+// code (with acks=0, the connection is closed).
+func (h *Handlers) produceRefused(req *network.Request, r *kmsg.ProduceRequest, code int16) (kmsg.Response, error) {
+	if r.Acks == 0 {
+		return nil, fmt.Errorf("acks=0 produce from %s refused: %v; closing the connection to tell the client", req.ClientAddr, kerr.ErrorForCode(code))
+	}
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }

@@ -18,6 +18,11 @@ package handlers
 // NOT_LEADER_OR_FOLLOWER. Record batches are not copied: they stay in their
 // segment files and the connection writer sends them with sendfile
 // (01_fetch_zerocopy.go).
+//
+// Authorization (Kafka's): a follower (replica id >= 0) needs CLUSTER_ACTION
+// on the cluster, a consumer READ on each topic; a partition refused gets
+// TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an unknown id) and
+// the others are served.
 
 import (
 	"context"
@@ -54,12 +59,13 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		replicaID = r.ReplicaState.ID
 	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-	watches := h.fetchWatches(r, replicaID)
+	denied := h.fetchDenied(ctx, req, r, replicaID)
+	watches := h.fetchWatches(r, replicaID, denied)
 	for {
 		// The positions are taken before the read, so that data arriving
 		// during the read wakes the wait below instead of being missed.
 		seen := h.d.Replica.FetchPositions(watches)
-		resp, bytes, hasError := h.readFetch(r, replicaID)
+		resp, bytes, hasError := h.readFetch(r, replicaID, denied)
 		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) {
 			h.countFetched(resp)
 			return resp, nil
@@ -75,7 +81,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 			}
 			// The max wait passed (or the broker is stopping): one last
 			// read, so data that arrived at the deadline is not missed.
-			resp, _, _ := h.readFetch(r, replicaID)
+			resp, _, _ := h.readFetch(r, replicaID, denied)
 			h.countFetched(resp)
 			return resp, nil
 		}
@@ -86,7 +92,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 // in the fetch purgatory: a follower waits for the leader's log end, a
 // consumer for the high watermark or, read_committed, the last stable
 // offset.
-func (h *Handlers) fetchWatches(r *kmsg.FetchRequest, replicaID int32) []replica.FetchWatch {
+func (h *Handlers) fetchWatches(r *kmsg.FetchRequest, replicaID int32, denied map[string]bool) []replica.FetchWatch {
 	img := h.image()
 	var ws []replica.FetchWatch
 	for _, t := range r.Topics {
@@ -98,11 +104,50 @@ func (h *Handlers) fetchWatches(r *kmsg.FetchRequest, replicaID int32) []replica
 			}
 			name = it.Name
 		}
+		if denied[name] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			ws = append(ws, replica.FetchWatch{Topic: name, Partition: p.Partition, Replica: replicaID >= 0, ReadCommitted: r.IsolationLevel == 1})
 		}
 	}
 	return ws
+}
+
+// fetchDenied names the topics of a fetch its principal may not read (nil
+// when all may be read).
+func (h *Handlers) fetchDenied(ctx context.Context, req *network.Request, r *kmsg.FetchRequest, replicaID int32) map[string]bool {
+	if h.d.Authorizer == nil {
+		return nil
+	}
+	img := h.image()
+	var names []string
+	for _, t := range r.Topics {
+		name := t.Topic
+		if r.Version >= 13 {
+			it, ok := img.Topics.ByID[t.TopicID]
+			if !ok {
+				continue
+			}
+			name = it.Name
+		}
+		names = append(names, name)
+	}
+	denied := map[string]bool{}
+	if replicaID >= 0 {
+		if !h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction) {
+			for _, n := range names {
+				denied[n] = true
+			}
+		}
+		return denied
+	}
+	for n, ok := range h.authorizedTopics(ctx, req, kmsg.ACLOperationRead, names) {
+		if !ok {
+			denied[n] = true
+		}
+	}
+	return denied
 }
 
 // countFetched adds a fetch answer's record bytes to BytesOut per topic.
@@ -132,7 +177,7 @@ func (h *Handlers) countFetched(resp *fetchResponse) {
 // readFetch reads every requested partition once and reports the bytes read
 // and whether any partition failed. The records stay in their segment files
 // (zero-copy); the caller releases the response if it does not return it.
-func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchResponse, int, bool) {
+func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32, denied map[string]bool) (*fetchResponse, int, bool) {
 	resp := &fetchResponse{FetchResponse: r.ResponseKind().(*kmsg.FetchResponse)}
 	img := h.image()
 	readCommitted := r.IsolationLevel == 1
@@ -163,6 +208,11 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32) (*fetchRespo
 			switch {
 			case topicErr != 0:
 				rp.ErrorCode = topicErr
+			case denied[name]:
+				// Not an error that ends the wait for the others.
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
 			case replicaID >= 0:
 				// A follower: records up to the log end, its progress
 				// recorded on the leader (no zero-copy: rare and small).

@@ -7,6 +7,7 @@ package handlers
 // at or after a timestamp via the time index. No match gives offset -1 with
 // no error, as Kafka. A partition named twice in one request gets
 // INVALID_REQUEST; a current leader epoch (v4+) is checked as in Fetch.
+// Each topic needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -20,7 +21,7 @@ import (
 
 var listOffsetsAPI = api{key: 2, min: 1, max: 8, handle: (*Handlers).listOffsets}
 
-func (h *Handlers) listOffsets(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) listOffsets(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	readCommitted := r.IsolationLevel == 1
@@ -29,11 +30,14 @@ func (h *Handlers) listOffsets(_ context.Context, req *network.Request) (kmsg.Re
 		p     int32
 	}
 	count := make(map[key]int)
+	var names []string
 	for _, t := range r.Topics {
+		names = append(names, t.Topic)
 		for _, p := range t.Partitions {
 			count[key{t.Topic, p.Partition}]++
 		}
 	}
+	describable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribe, names)
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -42,6 +46,8 @@ func (h *Handlers) listOffsets(_ context.Context, req *network.Request) (kmsg.Re
 			rp.Partition = p.Partition
 			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
 			switch {
+			case !describable[t.Topic]:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case count[key{t.Topic, p.Partition}] > 1:
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			case p.Timestamp == replica.ListMaxTimestamp && r.Version < 7,

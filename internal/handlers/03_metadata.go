@@ -10,6 +10,13 @@ package handlers
 // INVALID_TOPIC_EXCEPTION. Topics can be named by id (v10+): unknown ids get
 // UNKNOWN_TOPIC_ID. Creation is synchronous here (the controller answers
 // after the records are applied), so a created topic is described at once.
+//
+// Authorization (Kafka's): every topic listed needs DESCRIBE: all topics
+// lists only those, a topic asked for by name or id without it gets
+// TOPIC_AUTHORIZATION_FAILED (a missing one too, which hides whether it
+// exists). Auto-creation needs CREATE on the cluster or on the topic, else
+// TOPIC_AUTHORIZATION_FAILED. Authorized operations (v8+) are not filled
+// in (Kafka's "not requested" value).
 
 import (
 	"context"
@@ -30,17 +37,39 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	img := h.image()
 
+	var requested []string
+	for _, t := range r.Topics {
+		if t.Topic != nil && *t.Topic != "" {
+			requested = append(requested, *t.Topic)
+		} else if it, ok := img.Topics.ByID[t.TopicID]; ok {
+			requested = append(requested, it.Name)
+		}
+	}
+	describable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribe, requested)
 	allowCreate := h.d.Broker.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
-	var created map[string]bool
+	var created, createDenied map[string]bool
 	if allowCreate {
 		var create []string
 		for _, t := range r.Topics {
-			if t.Topic == nil || *t.Topic == "" {
+			if t.Topic == nil || *t.Topic == "" || !describable[*t.Topic] {
 				continue
 			}
 			if _, ok := img.Topics.ByName[*t.Topic]; !ok && controller.ValidateTopicName(*t.Topic) == nil && !isInternalTopic(*t.Topic) {
 				create = append(create, *t.Topic)
 			}
+		}
+		if len(create) > 0 && !h.authorizedCluster(ctx, req, kmsg.ACLOperationCreate) {
+			createDenied = map[string]bool{}
+			creatable := h.authorizedTopics(ctx, req, kmsg.ACLOperationCreate, create)
+			create = create[:0]
+			for n, ok := range creatable {
+				if ok {
+					create = append(create, n)
+				} else {
+					createDenied[n] = true
+				}
+			}
+			sort.Strings(create)
 		}
 		if len(create) > 0 {
 			created = h.autoCreate(ctx, create)
@@ -76,7 +105,11 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 			names = append(names, name)
 		}
 		sort.Strings(names)
+		listable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribe, names)
 		for _, name := range names {
+			if !listable[name] {
+				continue
+			}
 			resp.Topics = append(resp.Topics, h.describeTopic(img, img.Topics.ByName[name]))
 		}
 		return resp, nil
@@ -92,7 +125,21 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
+			if !describable[it.Name] {
+				rt := kmsg.NewMetadataResponseTopic()
+				rt.TopicID = t.TopicID
+				rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, h.describeTopic(img, it))
+			continue
+		}
+		if !describable[*t.Topic] || createDenied[*t.Topic] {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic = t.Topic
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
 		it, ok := img.Topics.ByName[*t.Topic]

@@ -4,9 +4,15 @@ package handlers
 // commits from group members (generation checked) and from consumers outside
 // any group (generation -1) while the group is empty. An offset is
 // acknowledged once its record is in __consumer_offsets.
+//
+// Needs READ on the group (else GROUP_AUTHORIZATION_FAILED on every
+// partition) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED on its
+// partitions, the others committed), as Kafka.
 
 import (
 	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,8 +24,26 @@ var offsetCommitAPI = api{key: 8, min: 2, max: 9, handle: (*Handlers).offsetComm
 
 func (h *Handlers) offsetCommit(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.OffsetCommitRequest)
+	var denied []kmsg.OffsetCommitRequestTopic
+	if h.d.Authorizer != nil && h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {
+		var names []string
+		for _, t := range r.Topics {
+			names = append(names, t.Topic)
+		}
+		readable := h.authorizedTopics(ctx, req, kmsg.ACLOperationRead, names)
+		filtered := *r
+		filtered.Topics = nil
+		for _, t := range r.Topics {
+			if readable[t.Topic] {
+				filtered.Topics = append(filtered.Topics, t)
+			} else {
+				denied = append(denied, t)
+			}
+		}
+		r = &filtered
+	}
 	respond, wait := awaitReply()
-	code := h.onGroupShard(ctx, r.Group, func(s *group.Shard, w group.Writer) {
+	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationRead, r.Group, func(s *group.Shard, w group.Writer) {
 		_ = finish(w, s.OffsetCommit(nowMs(), r, respond))
 	})
 	if code != 0 {
@@ -37,5 +61,18 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *network.Request) (kmsg
 		}
 		return resp, nil
 	}
-	return wait(ctx)
+	resp, err := wait(ctx)
+	if oc, ok := resp.(*kmsg.OffsetCommitResponse); ok && err == nil {
+		for _, t := range denied {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			oc.Topics = append(oc.Topics, rt)
+		}
+	}
+	return resp, err
 }

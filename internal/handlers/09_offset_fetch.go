@@ -8,9 +8,15 @@ package handlers
 // error, as Kafka does. v9 names the
 // member and its epoch: a KIP-848 group checks them first (Kafka's
 // ConsumerGroup.validateOffsetFetch).
+//
+// Each group needs DESCRIBE (else GROUP_AUTHORIZATION_FAILED). Topics need
+// DESCRIBE: a topic asked for without it gets TOPIC_AUTHORIZATION_FAILED on
+// its partitions, and "all topics" leaves it out (as Kafka).
 
 import (
 	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,7 +33,24 @@ func (h *Handlers) offsetFetch(ctx context.Context, req *network.Request) (kmsg.
 	fetch := func(id string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = id
-		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
+		var denied []kmsg.OffsetFetchRequestGroupTopic
+		if topics != nil && h.d.Authorizer != nil {
+			var names []string
+			for _, t := range topics {
+				names = append(names, t.Topic)
+			}
+			describable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribe, names)
+			var allowed []kmsg.OffsetFetchRequestGroupTopic
+			for _, t := range topics {
+				if describable[t.Topic] {
+					allowed = append(allowed, t)
+				} else {
+					denied = append(denied, t)
+				}
+			}
+			topics = append([]kmsg.OffsetFetchRequestGroupTopic{}, allowed...)
+		}
+		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {
 			if rg.ErrorCode = s.ValidateOffsetFetch(id, memberID, memberEpoch); rg.ErrorCode != 0 {
 				return
 			}
@@ -35,6 +58,35 @@ func (h *Handlers) offsetFetch(ctx context.Context, req *network.Request) (kmsg.
 		})
 		if code != 0 {
 			rg.ErrorCode, rg.Topics = code, nil
+			return rg
+		}
+		if rg.ErrorCode != 0 {
+			return rg
+		}
+		if topics == nil && h.d.Authorizer != nil {
+			// All topics: only those the principal may describe.
+			var names []string
+			for _, t := range rg.Topics {
+				names = append(names, t.Topic)
+			}
+			describable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribe, names)
+			kept := rg.Topics[:0]
+			for _, t := range rg.Topics {
+				if describable[t.Topic] {
+					kept = append(kept, t)
+				}
+			}
+			rg.Topics = kept
+		}
+		for _, t := range denied {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
 		}
 		return rg
 	}

@@ -8,6 +8,10 @@ package handlers
 // as its replication factor (internal_topics.go), the answer's message
 // saying so. v4+ batches keys. An empty transactional id is
 // INVALID_REQUEST, as are other key types (share groups, v6).
+//
+// A group key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a
+// transactional id DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+// as Kafka.
 
 import (
 	"context"
@@ -29,7 +33,15 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *network.Request) (k
 		keys = []string{r.CoordinatorKey}
 	}
 	for _, key := range keys {
-		c := h.coordinatorFor(ctx, r.CoordinatorType, key, req.Listener)
+		var c kmsg.FindCoordinatorResponseCoordinator
+		switch {
+		case r.CoordinatorType == 0 && !h.authorized(ctx, req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
+			c = coordinatorRefused(key, kerr.GroupAuthorizationFailed)
+		case r.CoordinatorType == 1 && !h.authorized(ctx, req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
+			c = coordinatorRefused(key, kerr.TransactionalIDAuthorizationFailed)
+		default:
+			c = h.coordinatorFor(ctx, r.CoordinatorType, key, req.Listener)
+		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	if r.Version < 4 {
@@ -38,6 +50,12 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *network.Request) (k
 		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
 	}
 	return resp, nil
+}
+
+func coordinatorRefused(key string, e *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port, c.ErrorCode, c.ErrorMessage = key, -1, -1, e.Code, kmsg.StringPtr(e.Message)
+	return c
 }
 
 func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listener string) kmsg.FindCoordinatorResponseCoordinator {

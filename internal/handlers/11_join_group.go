@@ -3,6 +3,8 @@ package handlers
 // JoinGroup (key 11), versions 2-9 (Kafka 4.0 removed 0-1, KIP-896). The
 // answer waits until the group's join phase completes, so the connection's
 // next requests are let through first (network.Request.Dispatched).
+//
+// Needs READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -19,7 +21,7 @@ func (h *Handlers) joinGroup(ctx context.Context, req *network.Request) (kmsg.Re
 	r := req.Body.(*kmsg.JoinGroupRequest)
 	clientID, clientHost := clientInfo(req)
 	respond, wait := awaitReply()
-	code := h.onGroupShard(ctx, r.Group, func(s *group.Shard, w group.Writer) {
+	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationRead, r.Group, func(s *group.Shard, w group.Writer) {
 		_ = finish(w, s.JoinGroup(nowMs(), r, clientID, clientHost, respond))
 	})
 	if code != 0 {

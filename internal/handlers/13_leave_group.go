@@ -2,6 +2,8 @@ package handlers
 
 // LeaveGroup (key 13), versions 0-5; v3+ removes several members at once,
 // by member id or (static members) group.instance.id.
+//
+// Needs READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -17,7 +19,7 @@ var leaveGroupAPI = api{key: 13, min: 0, max: 5, handle: (*Handlers).leaveGroup}
 func (h *Handlers) leaveGroup(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.LeaveGroupRequest)
 	var resp *kmsg.LeaveGroupResponse
-	code := h.onGroupShard(ctx, r.Group, func(s *group.Shard, w group.Writer) {
+	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationRead, r.Group, func(s *group.Shard, w group.Writer) {
 		var res group.Result
 		resp, res = s.LeaveGroup(nowMs(), r)
 		_ = finish(w, res)

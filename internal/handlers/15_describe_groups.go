@@ -3,6 +3,8 @@ package handlers
 // DescribeGroups (key 15), versions 0-6: state, protocol and members (with
 // metadata and assignment once Stable); v6 answers GROUP_ID_NOT_FOUND for
 // unknown groups (KIP-1043), earlier versions the Dead state.
+//
+// Each group needs DESCRIBE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -21,7 +23,7 @@ func (h *Handlers) describeGroups(ctx context.Context, req *network.Request) (km
 	resp.Version = r.Version
 	for _, id := range r.Groups {
 		var rg kmsg.DescribeGroupsResponseGroup
-		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
+		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {
 			rg = s.DescribeGroup(r.Version, id, r.IncludeAuthorizedOperations)
 		})
 		if code != 0 {

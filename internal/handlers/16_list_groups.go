@@ -3,6 +3,9 @@ package handlers
 // ListGroups (key 16), versions 0-5: the groups of every coordinator shard on
 // this broker; v4+ filters by state, v5+ by type (all groups are "classic").
 // COORDINATOR_LOAD_IN_PROGRESS while a shard is loading, with what is known.
+//
+// DESCRIBE on the cluster lists every group; without it only the groups
+// with DESCRIBE are listed (as Kafka).
 
 import (
 	"context"
@@ -29,9 +32,14 @@ func (h *Handlers) listGroups(ctx context.Context, req *network.Request) (kmsg.R
 	if loading {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 	}
+	all := h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe)
 	for _, p := range partitions {
 		err := h.d.Groups.Do(ctx, p, func(s coordinator.Shard, _ *coordinator.Writer) {
-			resp.Groups = append(resp.Groups, s.(group.Coordinated).ListGroups(r.StatesFilter, r.TypesFilter)...)
+			for _, g := range s.(group.Coordinated).ListGroups(r.StatesFilter, r.TypesFilter) {
+				if all || h.authorized(ctx, req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+					resp.Groups = append(resp.Groups, g)
+				}
+			}
 		})
 		if err != nil && resp.ErrorCode == 0 {
 			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code

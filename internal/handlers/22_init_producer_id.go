@@ -16,6 +16,11 @@ package handlers
 // transaction fenced and aborted first (CONCURRENT_TRANSACTIONS until it
 // is), PRODUCER_FENCED for a KIP-360 producer that is no longer current.
 // Errors carry producer id -1 and epoch -1, as Kafka's initTransactionError.
+//
+// Authorization (Kafka's): a transactional id needs WRITE on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679), else
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -43,6 +48,8 @@ func (h *Handlers) initProducerID(ctx context.Context, req *network.Request) (km
 		switch {
 		case *r.TransactionalID == "":
 			resp.ErrorCode = kerr.InvalidRequest.Code
+		case !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *r.TransactionalID):
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		case r.TransactionTimeoutMillis <= 0 || int64(r.TransactionTimeoutMillis) > h.transactionMaxTimeoutMs():
 			resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		default:
@@ -57,6 +64,10 @@ func (h *Handlers) initProducerID(ctx context.Context, req *network.Request) (km
 				resp.ProducerID, resp.ProducerEpoch = -1, -1
 			}
 		}
+		return resp, nil
+	}
+	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationIdempotentWrite) && !h.authorizedAnyTopic(ctx, req, kmsg.ACLOperationWrite) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	id, err := h.d.ProducerIDs.Generate()

@@ -10,6 +10,12 @@ package handlers
 // whether the partitions are in the producer's ongoing transaction
 // (TRANSACTION_ABORTABLE for those that are not), others add them as v3
 // does. A transactional id twice in one v4+ request is INVALID_REQUEST.
+//
+// Authorization (Kafka's): v0-3 (from producers) need WRITE on the
+// transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+// partition) and WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED, and
+// the other partitions OPERATION_NOT_ATTEMPTED); v4+ (from brokers) need
+// CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -28,6 +34,19 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, req *network.Request)
 	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if r.Version < 4 {
+		if code := h.addPartitionsRefused(ctx, req, r); code != nil {
+			for _, t := range r.Topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code(t.Topic)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil
+		}
 		var topics []kmsg.AddPartitionsToTxnRequestTransactionTopic
 		for _, t := range r.Topics {
 			topics = append(topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions})
@@ -45,6 +64,10 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, req *network.Request)
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+		return resp, nil
+	}
+	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	seen := map[string]bool{}
@@ -78,6 +101,30 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, req *network.Request)
 
 // addTxnPartitions adds (or verifies) one transaction's partitions and
 // returns each partition's error code.
+// addPartitionsRefused returns, for a producer's request it refuses, the
+// code of each topic's partitions (nil: authorized).
+func (h *Handlers) addPartitionsRefused(ctx context.Context, req *network.Request, r *kmsg.AddPartitionsToTxnRequest) func(topic string) int16 {
+	if !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, r.TransactionalID) {
+		return func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }
+	}
+	var names []string
+	for _, t := range r.Topics {
+		names = append(names, t.Topic)
+	}
+	writable := h.authorizedTopics(ctx, req, kmsg.ACLOperationWrite, names)
+	for _, ok := range writable {
+		if !ok {
+			return func(topic string) int16 {
+				if writable[topic] {
+					return kerr.OperationNotAttempted.Code
+				}
+				return kerr.TopicAuthorizationFailed.Code
+			}
+		}
+	}
+	return nil
+}
+
 func (h *Handlers) addTxnPartitions(ctx context.Context, req txn.AddPartitionsRequest, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic, verifyOnly bool) map[txn.TopicPartition]int16 {
 	codes := map[txn.TopicPartition]int16{}
 	img := h.image()

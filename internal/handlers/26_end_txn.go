@@ -5,10 +5,14 @@ package handlers
 // markers to the partitions' leaders in the background; the transaction is
 // complete once every partition is marked. v5 is transaction version 2
 // (KIP-890 part 2): the answer carries the producer's next epoch.
+//
+// Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+// as Kafka.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator"
@@ -22,6 +26,10 @@ func (h *Handlers) endTxn(ctx context.Context, req *network.Request) (kmsg.Respo
 	r := req.Body.(*kmsg.EndTxnRequest)
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, r.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	var o txn.Outcome
 	if code := h.onTxnShard(ctx, r.TransactionalID, func(c txn.Coordinated, w *coordinator.Writer) {
 		o = c.Run(w, c.EndTxn(nowMs(), r))

@@ -11,6 +11,9 @@ package handlers
 // marker. v2 carries the transaction's version: a version 2 (KIP-890)
 // marker must bump the producer's epoch. Partitions are written
 // concurrently; the answer waits for all.
+//
+// Sent by transaction coordinators: needs CLUSTER_ACTION on the cluster,
+// else every partition gets CLUSTER_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -28,6 +31,7 @@ var writeTxnMarkersAPI = api{key: 27, min: 0, max: 2, handle: (*Handlers).writeT
 func (h *Handlers) writeTxnMarkers(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	allowed := h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction)
 	var wg sync.WaitGroup
 	for _, m := range r.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
@@ -42,6 +46,10 @@ func (h *Handlers) writeTxnMarkers(ctx context.Context, req *network.Request) (k
 				rp := &rt.Partitions[i]
 				rp.Default()
 				rp.Partition = p
+				if !allowed {
+					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+					continue
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

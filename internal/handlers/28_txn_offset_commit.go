@@ -10,6 +10,11 @@ package handlers
 // or beyond a topic's partitions answer UNKNOWN_TOPIC_OR_PARTITION and are
 // not written, as in Kafka's handler. v0-1 clients predate
 // COORDINATOR_LOAD_IN_PROGRESS and get COORDINATOR_NOT_AVAILABLE instead.
+//
+// Authorization (Kafka's): WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the group
+// (GROUP_AUTHORIZATION_FAILED) for every partition, then READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED on its partitions, the others committed).
 
 import (
 	"context"
@@ -33,7 +38,32 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *network.Request) (k
 	known := *r
 	known.Topics = nil
 	img := h.image()
+	var refused func(topic string) int16
+	switch {
+	case !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, r.TransactionalID):
+		refused = func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }
+	case !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group):
+		refused = func(string) int16 { return kerr.GroupAuthorizationFailed.Code }
+	default:
+		var names []string
+		for _, t := range r.Topics {
+			names = append(names, t.Topic)
+		}
+		readable := h.authorizedTopics(ctx, req, kmsg.ACLOperationRead, names)
+		refused = func(topic string) int16 {
+			if readable[topic] {
+				return 0
+			}
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	}
 	for _, t := range r.Topics {
+		if code := refused(t.Topic); code != 0 {
+			for _, p := range t.Partitions {
+				codes[tp{t.Topic, p.Partition}] = code
+			}
+			continue
+		}
 		kt := t
 		kt.Partitions = nil
 		meta := img.Topics.ByName[t.Topic]

@@ -17,9 +17,14 @@ import (
 
 var describeLogDirsAPI = api{key: 35, min: 1, max: 4, handle: (*Handlers).describeLogDirs}
 
-func (h *Handlers) describeLogDirs(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) describeLogDirs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe) {
+		// Kafka answers no log dirs (v3+: with the error).
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	wanted := func(string, int32) bool { return true }
 	if r.Topics != nil {
 		set := make(map[string]map[int32]bool)

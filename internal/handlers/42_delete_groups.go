@@ -2,6 +2,8 @@ package handlers
 
 // DeleteGroups (key 42), versions 0-2: deletes empty groups and their offsets
 // (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND for unknown ones).
+//
+// Each group needs DELETE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -21,7 +23,7 @@ func (h *Handlers) deleteGroups(ctx context.Context, req *network.Request) (kmsg
 	for _, id := range r.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		code := h.onGroupShard(ctx, id, func(s *group.Shard, w group.Writer) {
+		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, id, func(s *group.Shard, w group.Writer) {
 			c, res := s.DeleteGroup(nowMs(), id)
 			if err := finish(w, res); err != nil {
 				c = group.AppendErrorCode(err)

@@ -7,6 +7,10 @@ package handlers
 // AlterPartitionReassignments, and the top level of both, with the error
 // (REQUEST_TIMED_OUT when no controller could be reached), as Kafka's
 // getErrorResponse does.
+//
+// Altering needs ALTER on the cluster, listing DESCRIBE, else
+// CLUSTER_AUTHORIZATION_FAILED (as Kafka; checked by the broker the client
+// asked, see authz.go).
 
 import (
 	"context"
@@ -21,6 +25,12 @@ var alterPartitionReassignmentsAPI = api{key: 45, min: 0, max: 1, handle: (*Hand
 
 func (h *Handlers) alterPartitionReassignments(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterPartitionAssignmentsRequest)
+	if !h.authorizedClusterAdmin(ctx, req, kmsg.ACLOperationAlter) {
+		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.AllowReplicationFactorChange = r.Version < 1 || r.AllowReplicationFactorChange
+		return resp, nil
+	}
 	if h.controllerListener {
 		return h.d.Replication.AlterPartitionReassignments(ctx, r), nil
 	}
@@ -50,6 +60,11 @@ var listPartitionReassignmentsAPI = api{key: 46, min: 0, max: 0, handle: (*Handl
 
 func (h *Handlers) listPartitionReassignments(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ListPartitionReassignmentsRequest)
+	if !h.authorizedClusterAdmin(ctx, req, kmsg.ACLOperationDescribe) {
+		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if h.controllerListener {
 		return h.d.Replication.ListPartitionReassignments(ctx, r), nil
 	}

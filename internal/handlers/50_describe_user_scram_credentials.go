@@ -25,9 +25,13 @@ import (
 
 var describeUserScramCredentialsAPI = api{key: 50, min: 0, max: 0, handle: (*Handlers).describeUserScramCredentials}
 
-func (h *Handlers) describeUserScramCredentials(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) describeUserScramCredentials(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	img := h.image()
 
 	var users []string

@@ -17,6 +17,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/network"
@@ -24,6 +25,31 @@ import (
 
 var alterUserScramCredentialsAPI = api{key: 51, min: 0, max: 0, handle: (*Handlers).alterUserScramCredentials}
 
+func scramUsers(r *kmsg.AlterUserSCRAMCredentialsRequest) []string {
+	var names []string
+	for _, d := range r.Deletions {
+		names = append(names, d.Name)
+	}
+	for _, u := range r.Upsertions {
+		names = append(names, u.Name)
+	}
+	return names
+}
+
 func (h *Handlers) alterUserScramCredentials(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	if r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest); !h.authorizedClusterAdmin(ctx, req, kmsg.ACLOperationAlter) {
+		// Every user named, as the forwarding failure answers.
+		resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		for _, n := range scramUsers(r) {
+			if !seen[n] {
+				seen[n] = true
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode = n, kerr.ClusterAuthorizationFailed.Code
+				resp.Results = append(resp.Results, res)
+			}
+		}
+		return resp, nil
+	}
 	return h.d.Controller.AlterUserScramCredentials(ctx, req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)), nil
 }

@@ -5,6 +5,9 @@ package handlers
 // elsewhere answers NOT_COORDINATOR, one never seen (or expired)
 // TRANSACTIONAL_ID_NOT_FOUND; the partitions listed are those of the
 // ongoing transaction, or those still to be marked while it completes.
+//
+// Each transactional id needs DESCRIBE, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -27,6 +30,9 @@ func (h *Handlers) describeTransactions(ctx context.Context, req *network.Reques
 		if id == "" {
 			d = kmsg.NewDescribeTransactionsResponseTransactionState()
 			d.TransactionalID, d.ErrorCode = id, kerr.InvalidRequest.Code
+		} else if !h.authorized(ctx, req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
+			d = kmsg.NewDescribeTransactionsResponseTransactionState()
+			d.TransactionalID, d.ErrorCode = id, kerr.TransactionalIDAuthorizationFailed.Code
 		} else if code := h.onTxnShard(ctx, id, func(c txn.Coordinated, _ *coordinator.Writer) {
 			d = c.DescribeTransaction(id)
 		}); code != 0 {

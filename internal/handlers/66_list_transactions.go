@@ -5,6 +5,8 @@ package handlers
 // state, producer id, duration (v1) and id pattern (v2). Admin clients ask
 // every broker and merge. While a partition loads the answer is
 // COORDINATOR_LOAD_IN_PROGRESS, as Kafka's.
+//
+// Lists only the transactional ids with DESCRIBE (as Kafka).
 
 import (
 	"context"
@@ -38,7 +40,11 @@ func (h *Handlers) listTransactions(ctx context.Context, req *network.Request) (
 			if code != 0 && resp.ErrorCode == 0 {
 				resp.ErrorCode = code
 			}
-			resp.TransactionStates = append(resp.TransactionStates, states...)
+			for _, st := range states {
+				if h.authorized(ctx, req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, st.TransactionalID) {
+					resp.TransactionStates = append(resp.TransactionStates, st)
+				}
+			}
 			for _, u := range unknownStates {
 				unknown[u] = true
 			}

@@ -5,9 +5,16 @@ package handlers
 // the member epoch and assignment, leave (epoch -1, static -2). v1 adds
 // SubscribedTopicRegex, resolved by the broker. The group's state is written
 // to __consumer_offsets in Kafka's record formats before the answer.
+//
+// Needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
+// every subscribed topic named (else TOPIC_AUTHORIZATION_FAILED naming them),
+// as Kafka.
 
 import (
 	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -31,6 +38,25 @@ func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, req *network.Requ
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	clientID, clientHost := clientInfo(req)
 	topics := h.groupTopics()
+	if !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.Version, resp.ErrorCode = r.Version, kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if len(r.SubscribedTopicNames) > 0 {
+		var denied []string
+		for _, n := range r.SubscribedTopicNames {
+			if !h.authorized(ctx, req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, n) {
+				denied = append(denied, n)
+			}
+		}
+		if len(denied) > 0 {
+			resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+			resp.Version, resp.ErrorCode = r.Version, kerr.TopicAuthorizationFailed.Code
+			resp.ErrorMessage = kmsg.StringPtr("The following topics are unauthorized for subscription: " + strings.Join(denied, ", "))
+			return resp, nil
+		}
+	}
 	respond, wait := awaitReply()
 	code := h.onGroupShard(ctx, r.Group, func(s *group.Shard, w group.Writer) {
 		_ = finish(w, s.ConsumerGroupHeartbeat(nowMs(), r, clientID, clientHost, topics, respond))

@@ -2,6 +2,8 @@ package handlers
 
 // ConsumerGroupDescribe (key 69), versions 0-1: KIP-848 groups with their
 // epochs, assignor, and each member's current and target assignment.
+//
+// Each group needs DESCRIBE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
@@ -20,7 +22,7 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Reque
 	resp.Version = r.Version
 	for _, id := range r.Groups {
 		var rg kmsg.ConsumerGroupDescribeResponseGroup
-		code := h.onGroupShard(ctx, id, func(s *group.Shard, _ group.Writer) {
+		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {
 			rg = s.ConsumerGroupDescribe(r.Version, id, r.IncludeAuthorizedOperations)
 		})
 		if code != 0 {

@@ -23,8 +23,15 @@ type Lifecycle interface {
 var brokerRegistrationAPI = api{key: 62, min: 0, max: 4, handle: (*Handlers).brokerRegistration}
 
 // brokerRegistration registers a broker with the active controller
-// (NOT_CONTROLLER elsewhere; the broker tries the next controller).
+// (NOT_CONTROLLER elsewhere; the broker tries the next controller). Node
+// to node, as the two below: CLUSTER_ACTION on the cluster, else
+// CLUSTER_AUTHORIZATION_FAILED.
 func (h *Handlers) brokerRegistration(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	if !h.nodeToNode(ctx, req) {
+		resp := req.Body.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	return h.d.Lifecycle.RegisterBroker(ctx, req.Body.(*kmsg.BrokerRegistrationRequest)), nil
 }
 
@@ -33,6 +40,11 @@ var brokerHeartbeatAPI = api{key: 63, min: 0, max: 1, handle: (*Handlers).broker
 // brokerHeartbeat keeps a broker's session alive and carries its state
 // changes: caught up (unfence), controlled shutdown.
 func (h *Handlers) brokerHeartbeat(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+	if !h.nodeToNode(ctx, req) {
+		resp := req.Body.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	return h.d.Lifecycle.BrokerHeartbeat(ctx, req.Body.(*kmsg.BrokerHeartbeatRequest)), nil
 }
 
@@ -42,6 +54,10 @@ var allocateProducerIDsAPI = api{key: 67, min: 0, max: 0, handle: (*Handlers).al
 func (h *Handlers) allocateProducerIDs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AllocateProducerIDsRequest)
 	resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	if !h.nodeToNode(ctx, req) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	b, err := h.d.Lifecycle.AllocateProducerIDs(ctx, r.BrokerID, r.BrokerEpoch)
 	switch {
 	case err == nil:

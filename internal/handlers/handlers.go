@@ -64,8 +64,10 @@ type Deps struct {
 	Replication Replication
 	// Forward sends a request to the active controller and returns its
 	// answer (broker listeners).
-	Forward    Forwarder
-	Authorizer acl.Authorizer // nil: no authorization
+	Forward Forwarder
+	// Authorizer checks every request (authz.go). nil: no authorization,
+	// every request allowed (authorizer.class.name unset, as Kafka).
+	Authorizer acl.Authorizer
 }
 
 // ControllerAPI is what handlers ask of the active controller.

@@ -41,6 +41,10 @@ func (h *Handlers) NewRequest(key int16) kmsg.Request {
 func (h *Handlers) raftMessages(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*raft.RaftMessagesRequest)
 	resp := r.ResponseKind().(*raft.RaftMessagesResponse)
+	if !h.nodeToNode(ctx, req) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if r.ClusterID != h.d.ClusterID {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil
@@ -76,6 +80,10 @@ var metadataFetchAPI = api{key: 1, min: 12, max: 12, handle: (*Handlers).metadat
 func (h *Handlers) metadataFetch(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.FetchRequest)
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	if !h.nodeToNode(ctx, req) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if h.d.Quorum == nil {
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return resp, nil
@@ -161,9 +169,13 @@ var fetchSnapshotAPI = api{key: 59, min: 0, max: 1, handle: (*Handlers).fetchSna
 // FetchSnapshot): the fetcher asks for the snapshot id a Fetch named, from
 // a byte position. A snapshot that is no longer the latest is
 // SNAPSHOT_NOT_FOUND; the fetcher starts over with a new Fetch.
-func (h *Handlers) fetchSnapshot(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) fetchSnapshot(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.FetchSnapshotRequest)
 	resp := r.ResponseKind().(*kmsg.FetchSnapshotResponse)
+	if !h.nodeToNode(ctx, req) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if r.ClusterID != nil && *r.ClusterID != h.d.ClusterID {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil
@@ -210,6 +222,11 @@ var describeQuorumAPI = api{key: 55, min: 0, max: 2, handle: (*Handlers).describ
 // broker forwards the request to the active controller.
 func (h *Handlers) describeQuorum(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)
+	if !h.authorizedClusterAdmin(ctx, req, kmsg.ACLOperationDescribe) {
+		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if !h.controllerListener {
 		kresp, err := h.d.Forward(ctx, r)
 		if err == nil {

@@ -30,7 +30,7 @@ type txnVerification struct {
 // verify-only entry to the transactional id's coordinator, as Kafka's
 // AddPartitionsToTxnManager sends. Partitions not in the result need no
 // verification (and are appended as usual).
-func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest) map[txn.TopicPartition]txnVerification {
+func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest, writable map[string]bool) map[txn.TopicPartition]txnVerification {
 	if r.TransactionID == nil || h.d.Broker == nil || !h.d.Broker.TransactionPartitionVerification {
 		return nil
 	}
@@ -39,6 +39,9 @@ func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest)
 	var epoch int16 = -1
 	var topics []kmsg.AddPartitionsToTxnRequestTransactionTopic
 	for _, t := range r.Topics {
+		if !writable[t.Topic] {
+			continue // answered TOPIC_AUTHORIZATION_FAILED
+		}
 		var parts []int32
 		for _, p := range t.Partitions {
 			hd, err := record.ParseHeader(p.Records)

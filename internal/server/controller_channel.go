@@ -56,7 +56,8 @@ var errNoActiveController = errors.New("no active controller known")
 
 func (s *Server) tryController(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if s.controller != nil && s.controller.Active() {
-		return s.ctrlHandlers.Handle(ctx, &network.Request{
+		// The broker authorized the request with its client's principal.
+		return s.ctrlHandlers.Handle(handlers.Forwarded(ctx), &network.Request{
 			Header: network.RequestHeader{APIKey: req.Key(), APIVersion: req.GetVersion()},
 			Body:   req,
 		})

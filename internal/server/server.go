@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/auth/acl"
 	"gregor/internal/auth/sasl"
 	"gregor/internal/config"
 	"gregor/internal/console"
@@ -52,6 +53,9 @@ type Server struct {
 	controller   *controller.Controller
 	ctrlNet      *network.Server
 	ctrlHandlers *handlers.Handlers
+	// authorizer checks every request of both listeners (nil: none, every
+	// request allowed). Set by tests until authorizer.class.name is wired.
+	authorizer acl.Authorizer
 	// voterAddrs are the controllers' listener addresses by node id.
 	voterAddrs map[int32]string
 
@@ -375,6 +379,7 @@ func (s *Server) startControllerListener() error {
 		Lifecycle:   s.controller,
 		Replication: s.controller,
 		Logger:      s.logger.With("component", "handlers"),
+		Authorizer:  s.authorizer,
 	}
 	switch q := s.quorum.(type) {
 	case *raft.Node:
@@ -423,6 +428,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Txns:        s.txns,
 		Peers:       s.peers,
 		Metrics:     s.metrics,
+		Authorizer:  s.authorizer,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.txnMarkers.Start()

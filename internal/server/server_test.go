@@ -31,6 +31,13 @@ type testServer struct {
 
 func startServer(t *testing.T, dir string, extra map[string]string) *testServer {
 	t.Helper()
+	return startServerWith(t, dir, extra, nil)
+}
+
+// startServerWith is startServer with a hook that adjusts the server
+// between New and Start.
+func startServerWith(t *testing.T, dir string, extra map[string]string, hook func(*Server)) *testServer {
+	t.Helper()
 	props := map[string]string{
 		"listeners":                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters": "1@127.0.0.1:0",
@@ -51,6 +58,9 @@ func startServer(t *testing.T, dir string, extra map[string]string) *testServer 
 	srv, err := New(cfg, logger)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hook != nil {
+		hook(srv)
 	}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
