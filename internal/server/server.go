@@ -54,8 +54,11 @@ type Server struct {
 	ctrlNet      *network.Server
 	ctrlHandlers *handlers.Handlers
 	// authorizer checks every request of both listeners (nil: none, every
-	// request allowed). Set by tests until authorizer.class.name is wired.
-	authorizer acl.Authorizer
+	// request allowed): the broker's StandardAuthorizer fed by its metadata
+	// image when authorizer.class.name asks for one (the controller
+	// listener gets its own, over the controller's image), or a test's.
+	authorizer     acl.Authorizer
+	ctrlAuthorizer acl.Authorizer
 	// voterAddrs are the controllers' listener addresses by node id.
 	voterAddrs map[int32]string
 
@@ -141,6 +144,22 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 	}
 
 	s.metrics = metrics.New(s.metricsState)
+	if s.authorizer == nil { // a test may have set one
+		std, err := s.newStandardAuthorizer()
+		if err != nil {
+			return err
+		}
+		if std != nil {
+			s.authorizer = std
+			ctrl, err := s.newStandardAuthorizer()
+			if err != nil {
+				return err
+			}
+			s.ctrlAuthorizer = &imageAuthorizer{image: func() *metadata.Image { return s.controller.Image() }, std: ctrl}
+		}
+	} else {
+		s.ctrlAuthorizer = s.authorizer
+	}
 	if s.controllerClient, err = s.controllerSecurity(); err != nil {
 		return err
 	}
@@ -258,6 +277,9 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	logs.Start(runCtx)
 	s.replica = replica.New(replica.Config{NodeID: s.cfg.NodeID, Static: s.cfg.Props, Logger: s.logger.With("component", "replica")}, logs)
 	s.loader = metadata.NewLoader(s.clusterID, s.logger.With("component", "metadata"))
+	if std, ok := s.authorizer.(*acl.Standard); ok {
+		s.loader.AddPublisher(aclPublisher{std: std})
+	}
 	s.groups = s.newGroupCoordinator()
 	// Transaction shards may load before the broker has started; ids are
 	// handed out once its first block arrives.
@@ -379,7 +401,7 @@ func (s *Server) startControllerListener() error {
 		Lifecycle:   s.controller,
 		Replication: s.controller,
 		Logger:      s.logger.With("component", "handlers"),
-		Authorizer:  s.authorizer,
+		Authorizer:  s.ctrlAuthorizer,
 	}
 	switch q := s.quorum.(type) {
 	case *raft.Node:

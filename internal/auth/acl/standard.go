@@ -358,3 +358,66 @@ func (b *builder) remove(id [16]byte, bd Binding) {
 	}
 	b.v.count--
 }
+
+// AuthorizeByResourceType reports whether p may do op on at least one
+// resource of type rt (Kafka's authorizeByResourceType, KIP-679: an
+// idempotent producer may write if it may WRITE some topic). It holds when
+// an ALLOW for p, host and op applies to a pattern that no DENY for them
+// covers: a DENY on the same literal name, on every name ("*" or the empty
+// prefix), or on a prefix of the pattern. It walks the type's ACLs: it is
+// for rare requests (InitProducerId), not for every produce.
+func (s *Standard) AuthorizeByResourceType(p auth.Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	if s.superUsers[p] {
+		return true
+	}
+	v := s.current.Load()
+	var idx *typeIndex
+	if int(rt) >= 0 && int(rt) < len(v.types) {
+		idx = v.types[rt]
+	}
+	if idx == nil {
+		return s.allowIfNoACL
+	}
+	type pattern struct {
+		name     string
+		prefixed bool
+	}
+	var allows, denies []pattern
+	collect := func(n *names, prefixed bool) {
+		for _, shard := range n.shards {
+			for name, entries := range shard {
+				for _, e := range entries {
+					if !principalMatches(e.principal, p) || (e.host != host && e.host != WildcardHost) {
+						continue
+					}
+					switch {
+					case e.permission == kmsg.ACLPermissionTypeDeny && (e.operation == op || e.operation == kmsg.ACLOperationAll):
+						denies = append(denies, pattern{name, prefixed})
+					case e.permission == kmsg.ACLPermissionTypeAllow &&
+						(e.operation == op || e.operation == kmsg.ACLOperationAll || implies(e.operation, op)):
+						allows = append(allows, pattern{name, prefixed})
+					}
+				}
+			}
+		}
+	}
+	collect(&idx.literal, false)
+	collect(&idx.prefixed, true)
+	covered := func(a pattern) bool {
+		for _, d := range denies {
+			switch {
+			case !d.prefixed && d.name == WildcardResource,
+				d.prefixed && strings.HasPrefix(a.name, d.name),
+				!d.prefixed && !a.prefixed && d.name == a.name:
+				return true
+			}
+		}
+		return false
+	}
+	for _, a := range allows {
+		if !covered(a) {
+			return true
+		}
+	}
+	return false
+}

@@ -327,3 +327,43 @@ func BenchmarkAuthorize100k(b *testing.B) {
 		})
 	}
 }
+
+func TestAuthorizeByResourceType(t *testing.T) {
+	alice := auth.User("alice")
+	bind := func(name string, pt kmsg.ACLResourcePatternType, perm kmsg.ACLPermissionType, op kmsg.ACLOperation) Binding {
+		return Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: name, PatternType: pt,
+			Principal: "User:alice", Host: WildcardHost, Operation: op, Permission: perm}
+	}
+	allow, deny := kmsg.ACLPermissionTypeAllow, kmsg.ACLPermissionTypeDeny
+	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
+	write := kmsg.ACLOperationWrite
+	for _, tc := range []struct {
+		name     string
+		bindings []Binding
+		want     bool
+	}{
+		{"no ACLs", nil, false},
+		{"WRITE on one topic", []Binding{bind("orders", lit, allow, write)}, true},
+		{"ALL on a prefix", []Binding{bind("ord", pre, allow, kmsg.ACLOperationAll)}, true},
+		{"only READ", []Binding{bind("orders", lit, allow, kmsg.ACLOperationRead)}, false},
+		{"WRITE denied on the same topic", []Binding{bind("orders", lit, allow, write), bind("orders", lit, deny, write)}, false},
+		{"WRITE denied by a covering prefix", []Binding{bind("orders", lit, allow, write), bind("or", pre, deny, write)}, false},
+		{"WRITE denied everywhere", []Binding{bind("orders", lit, allow, write), bind(WildcardResource, lit, deny, write)}, false},
+		{"WRITE denied elsewhere only", []Binding{bind("orders", lit, allow, write), bind("audit", lit, deny, write)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStandard(nil, false)
+			all := map[[16]byte]Binding{}
+			for i, b := range tc.bindings {
+				all[[16]byte{byte(i + 1)}] = b
+			}
+			s.Replace(all)
+			if got := s.AuthorizeByResourceType(alice, "127.0.0.1", write, kmsg.ACLResourceTypeTopic); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !NewStandard([]auth.Principal{alice}, false).AuthorizeByResourceType(alice, "h", write, kmsg.ACLResourceTypeTopic) {
+		t.Fatal("a super user may write somewhere")
+	}
+}
