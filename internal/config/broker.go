@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -45,6 +46,7 @@ type Broker struct {
 	SocketRequestMaxBytes    int32 // socket.request.max.bytes
 	ConnectionsMaxIdleMs     int64 // connections.max.idle.ms
 	QueuedMaxRequests        int   // queued.max.requests
+	QueuedMaxRequestBytes    int64 // queued.max.request.bytes; -1 = unbounded
 	NumNetworkThreads        int   // num.network.threads
 	NumIOThreads             int   // num.io.threads
 	SocketSendBufferBytes    int   // socket.send.buffer.bytes
@@ -441,6 +443,7 @@ func loadTunables(b *Broker, v values) {
 	b.SocketRequestMaxBytes = v.i32("socket.request.max.bytes")
 	b.ConnectionsMaxIdleMs = v.i64("connections.max.idle.ms")
 	b.QueuedMaxRequests = v.int("queued.max.requests")
+	b.QueuedMaxRequestBytes = v.i64("queued.max.request.bytes")
 	b.NumNetworkThreads = v.int("num.network.threads")
 	b.NumIOThreads = v.int("num.io.threads")
 	b.SocketSendBufferBytes = v.int("socket.send.buffer.bytes")
@@ -536,6 +539,9 @@ func crossCheckTunables(b *Broker, v values) error {
 	}
 	if q := v.i64("queued.max.request.bytes"); q > 0 && q < int64(b.SocketRequestMaxBytes) {
 		return fmt.Errorf("queued.max.request.bytes (%d) must be -1 (unlimited) or at least socket.request.max.bytes (%d)", q, b.SocketRequestMaxBytes)
+	}
+	if v.int("max.connections.per.ip") == 0 && strings.TrimSpace(v.str("max.connections.per.ip.overrides")) == "" {
+		return errors.New("max.connections.per.ip can be 0 only if max.connections.per.ip.overrides is set")
 	}
 	if b.GroupConsumerMinSessionTimeoutMs > b.GroupConsumerMaxSessionTimeoutMs {
 		return fmt.Errorf("group.consumer.min.session.timeout.ms (%d) must be at most group.consumer.max.session.timeout.ms (%d)",

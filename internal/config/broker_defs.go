@@ -115,7 +115,7 @@ var brokerDefList = []Def{
 		"Maximum queue of pending connections on each listener."),
 	bdef("max.connections.per.ip", Int, ptr(maxInt), atLeast(0), ClusterWide,
 		"Maximum connections from one IP address."),
-	bdef("max.connections.per.ip.overrides", String, ptr(""), nil, ClusterWide,
+	bdef("max.connections.per.ip.overrides", String, ptr(""), validPerIPOverrides, ClusterWide,
 		"Per-IP or per-host overrides of max.connections.per.ip, as host:count pairs."),
 	bdef("max.connections", Int, ptr(maxInt), atLeast(0), ClusterWide,
 		"Maximum connections the broker accepts at any time."),

@@ -362,6 +362,9 @@ func TestLoadInvalidValuesNameTheKey(t *testing.T) {
 		{"listeners", "PLAINTEXT:9092", `configuration listeners: listener "PLAINTEXT:9092" is not of the form NAME://host:port`},
 		{"ssl.keystore.password", "   ", ""}, // any password is fine
 		{"listener.name.plaintext.max.connections", "-1", `listener.name.plaintext.max.connections: invalid value "-1" for configuration max.connections`},
+		{"max.connections.per.ip.overrides", "10.0.0.1", `override "10.0.0.1" is not host:count`},
+		{"max.connections.per.ip.overrides", "10.0.0.1:many", `count must be a non-negative integer`},
+		{"max.connections.per.ip", "0", `max.connections.per.ip can be 0 only if max.connections.per.ip.overrides is set`},
 	}
 	for _, tc := range cases {
 		_, _, err := Load(map[string]string{tc.key: tc.value})

@@ -41,6 +41,11 @@ type Registry struct {
 	authOK, authFailed     *prometheus.CounterVec
 	reauthOK, reauthFailed *prometheus.CounterVec
 
+	connections        *prometheus.GaugeVec
+	connectionsCreated *prometheus.CounterVec
+	acceptThrottle     *prometheus.CounterVec
+	acceptorBlocked    *prometheus.CounterVec
+
 	lag *groupLagCollector
 }
 
@@ -107,9 +112,27 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_socket_server_metrics_failed_reauthentication_total",
 		Help: "SASL re-authentications that failed (failed-reauthentication-total).",
 	}, authLabels)
+	listener := []string{"listener"}
+	r.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kafka_server_socket_server_metrics_connection_count",
+		Help: "Open connections, by listener (connection-count).",
+	}, listener)
+	r.connectionsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socket_server_metrics_connection_creation_total",
+		Help: "Connections accepted, by listener (connection-creation-total).",
+	}, listener)
+	r.acceptThrottle = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socket_server_metrics_connection_accept_throttle_time_ms_total",
+		Help: "Milliseconds the listener waited for max.connection.creation.rate before accepting (connection-accept-throttle-time, KIP-612).",
+	}, listener)
+	r.acceptorBlocked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_network_acceptor_blocked_time_ms_total",
+		Help: "Milliseconds the listener's acceptor was blocked at max.connections (kafka.network:type=Acceptor,name=AcceptorBlockedPercent, as a total).",
+	}, listener)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.isrShrinks, r.isrExpands,
 		r.authOK, r.authFailed, r.reauthOK, r.reauthFailed,
+		r.connections, r.connectionsCreated, r.acceptThrottle, r.acceptorBlocked,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
@@ -137,6 +160,45 @@ func (r *Registry) Authenticated(listener, mechanism string, reauth bool, err er
 		c = r.authFailed
 	}
 	c.WithLabelValues(listener, mechanism).Inc()
+}
+
+// ConnectionOpened counts a connection accepted on a listener.
+func (r *Registry) ConnectionOpened(listener string) {
+	if r == nil {
+		return
+	}
+	r.connections.WithLabelValues(listener).Inc()
+	r.connectionsCreated.WithLabelValues(listener).Inc()
+}
+
+// ConnectionClosed counts a listener's connection closed.
+func (r *Registry) ConnectionClosed(listener string) {
+	if r == nil {
+		return
+	}
+	r.connections.WithLabelValues(listener).Dec()
+}
+
+// AcceptThrottled records a listener waiting d for the connection
+// creation rate.
+func (r *Registry) AcceptThrottled(listener string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.acceptThrottle.WithLabelValues(listener).Add(float64(d.Microseconds()) / 1000)
+}
+
+// AcceptorBlocked records a listener waiting d for max.connections.
+func (r *Registry) AcceptorBlocked(listener string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.acceptorBlocked.WithLabelValues(listener).Add(float64(d.Microseconds()) / 1000)
+}
+
+// ConnectionCount returns the open-connection gauge of a listener (tests).
+func (r *Registry) ConnectionCount(listener string) prometheus.Gauge {
+	return r.connections.WithLabelValues(listener)
 }
 
 // AuthCounter returns the authentication counter of a listener and

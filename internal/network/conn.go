@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,7 @@ type conn struct {
 	bw       *bufio.Writer // writer goroutine only
 	listener string
 	lc       *ListenerConfig
+	ip       netip.Addr // the client's, for max.connections.per.ip
 	id       string
 	log      *slog.Logger
 
@@ -219,8 +221,14 @@ func (c *conn) readLoop() {
 			return
 		}
 		receivedAt := time.Now()
+		// The frame's queued.max.request.bytes, taken by readFrame, go
+		// back with the queued.max.requests slot (or now, if the request
+		// goes no further).
+		charge := int64(len(frame))
+		releaseBytes := func() { s.requestBytes.release(charge) }
 		if c.sasl != nil && c.sasl.phase == saslAuthenticate && c.sasl.raw {
 			reply, verdict := c.saslRawToken(frame)
+			releaseBytes()
 			c.queueReply(reply, verdict == saslClose)
 			if verdict == saslClose {
 				return
@@ -231,6 +239,7 @@ func (c *conn) readLoop() {
 		req, err := decodeRequest(frame, c.versionRange, extra)
 		if err != nil {
 			<-c.inflight
+			releaseBytes()
 			// Kafka's InvalidRequestException: log and close this connection only.
 			c.log.Warn("closing connection: invalid request", "err", err, "api_key", apiKeyOf(frame),
 				"api_version", apiVersionOf(frame), "size", len(frame))
@@ -238,6 +247,9 @@ func (c *conn) readLoop() {
 		}
 		if c.sasl != nil {
 			reply, verdict := c.saslRequest(req)
+			if verdict != saslPass {
+				releaseBytes()
+			}
 			switch verdict {
 			case saslReply:
 				c.queueReply(reply, false)
@@ -258,6 +270,7 @@ func (c *conn) readLoop() {
 		case s.queued <- struct{}{}:
 		case <-c.stopCh:
 			<-c.inflight
+			releaseBytes()
 			return
 		}
 		p := &pending{}
@@ -270,7 +283,10 @@ func (c *conn) readLoop() {
 		// (bounded by the in-flight slots), so the next frame is off the
 		// socket when its turn comes.
 		req.dispatched = make(chan struct{})
-		req.releaseQueued = func() { <-s.queued }
+		req.releaseQueued = func() {
+			<-s.queued
+			releaseBytes()
+		}
 		prev := c.lastDispatched
 		c.lastDispatched = req.dispatched
 		go c.process(req, p, prev)
@@ -326,8 +342,14 @@ func (c *conn) readFrame() ([]byte, error) {
 	case size > c.srv.cfg.SocketRequestMaxBytes:
 		return nil, fmt.Errorf("invalid receive (size = %d larger than socket.request.max.bytes %d)", size, c.srv.cfg.SocketRequestMaxBytes)
 	}
+	// Kafka mutes a channel whose request does not get memory from the
+	// pool: the body stays in the socket until bytes are given back.
+	if !c.srv.requestBytes.acquire(int64(size), c.stopCh) {
+		return nil, errStopped
+	}
 	frame := make([]byte, size)
 	if err := c.readFull(frame); err != nil {
+		c.srv.requestBytes.release(int64(size))
 		return nil, err
 	}
 	return frame, nil

@@ -19,6 +19,10 @@
 // Listeners speak Kafka's four security protocols: PLAINTEXT, SSL,
 // SASL_PLAINTEXT and SASL_SSL. Every request carries the principal its
 // connection authenticated as (authn.go).
+//
+// Connection limits (max.connections, max.connections.per.ip, the creation
+// rates) are applied at accept, and queued.max.request.bytes between a
+// frame's size and its body (quotas.go).
 package network
 
 import (
@@ -28,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,6 +95,18 @@ type Config struct {
 	// their write per connection; default DefaultMaxInFlightPerConnection.
 	MaxInFlightPerConnection int
 	QueuedMaxRequests        int // broker-wide bound on requests read but not yet handled
+	// QueuedMaxRequestBytes bounds the bytes of those requests
+	// (queued.max.request.bytes); <= 0 is unbounded (Kafka's -1).
+	QueuedMaxRequestBytes int64
+	// Limits are the connection quotas (quotas.go); nil limits nothing.
+	// SetConnectionLimits changes them while the server runs.
+	Limits *ConnectionLimits
+	// InterBrokerListener is the listener the broker-wide connection
+	// limits do not hold (inter.broker.listener.name); empty for none.
+	InterBrokerListener string
+	// Connections, if set, is told about connections opening, closing and
+	// waiting to be accepted (metrics).
+	Connections ConnectionObserver
 	// Socket buffer sizes; 0 takes the Kafka default 102400, -1 keeps the OS default.
 	SocketSendBufferBytes, SocketReceiveBufferBytes int
 	Logger                                          *slog.Logger
@@ -115,6 +132,14 @@ type Server struct {
 
 	// queued is the broker-wide semaphore of queued.max.requests.
 	queued chan struct{}
+	// requestBytes is the pool of queued.max.request.bytes.
+	requestBytes *requestBytes
+	// quotas are the connection limits; quotaMu guards them and slotFreed
+	// (on quotaMu) wakes accept loops waiting for a connection slot.
+	// Lock order: quotaMu before mu.
+	quotaMu   sync.Mutex
+	quotas    *connectionQuotas
+	slotFreed *sync.Cond
 	// connIndex numbers connections for their Kafka-style connection id.
 	connIndex atomic.Uint64
 
@@ -164,18 +189,40 @@ func NewServer(cfg Config, h Handler) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
-		stopAccept: make(chan struct{}),
-		cfg:        cfg,
-		handler:    h,
-		log:        log.With("component", "socket-server"),
-		queued:     make(chan struct{}, cfg.QueuedMaxRequests),
-		listeners:  make(map[string]net.Listener),
-		conns:      make(map[*conn]struct{}),
-		ctx:        ctx,
-		cancel:     cancel,
+	limits := NoConnectionLimits()
+	if cfg.Limits != nil {
+		limits = *cfg.Limits
 	}
+	names := make([]string, 0, len(cfg.Listeners))
+	for _, lc := range cfg.Listeners {
+		names = append(names, lc.Name)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		stopAccept:   make(chan struct{}),
+		cfg:          cfg,
+		handler:      h,
+		log:          log.With("component", "socket-server"),
+		queued:       make(chan struct{}, cfg.QueuedMaxRequests),
+		requestBytes: newRequestBytes(cfg.QueuedMaxRequestBytes),
+		quotas:       newConnectionQuotas(limits, names, cfg.InterBrokerListener),
+		listeners:    make(map[string]net.Listener),
+		conns:        make(map[*conn]struct{}),
+		ctx:          ctx,
+		cancel:       cancel,
+	}
+	s.slotFreed = sync.NewCond(&s.quotaMu)
+	return s
+}
+
+// SetConnectionLimits changes the connection limits (a dynamic broker
+// config update). Open connections are kept even if now over a limit;
+// accept loops waiting for a slot look again.
+func (s *Server) SetConnectionLimits(l ConnectionLimits) {
+	s.quotaMu.Lock()
+	s.quotas.setLimits(l, time.Now())
+	s.slotFreed.Broadcast()
+	s.quotaMu.Unlock()
 }
 
 // Start binds every listener and starts accepting. If a listener cannot be
@@ -249,6 +296,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.closing = true
 	close(s.stopAccept)
+	s.quotaMu.Lock()
+	s.slotFreed.Broadcast() // accept loops waiting for a slot give up
+	s.quotaMu.Unlock()
 	for _, l := range s.listeners {
 		l.Close()
 	}
@@ -313,19 +363,126 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 			continue
 		}
 		backoff = 0
+		ip := remoteIP(nc)
+		if !s.waitForConnectionSlot(name) {
+			nc.Close()
+			return
+		}
+		s.quotaMu.Lock()
+		err = s.quotas.open(name, ip)
+		s.quotaMu.Unlock()
+		if err != nil {
+			// Kafka's TooManyConnectionsException: close at once.
+			s.log.Info("rejected connection", "listener", name, "client", nc.RemoteAddr().String(), "err", err)
+			nc.Close()
+			continue
+		}
 		s.setSocketOptions(nc)
 		c := newConn(s, nc, s.configs[name])
+		c.ip = ip
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
 			nc.Close()
+			s.connectionClosed(name, ip)
 			continue
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(2) // reader (serve) and writer
 		s.mu.Unlock()
+		if obs := s.cfg.Connections; obs != nil {
+			obs.ConnectionOpened(name)
+		}
+		s.closeExcessConnections(name)
 		go c.serve()
 	}
+}
+
+// waitForConnectionSlot blocks the accept loop of listener until
+// max.connections and the creation rates let it admit one more connection,
+// as Kafka's acceptor blocks; false once the server shuts down.
+func (s *Server) waitForConnectionSlot(listener string) bool {
+	s.quotaMu.Lock()
+	defer s.quotaMu.Unlock()
+	for {
+		if s.acceptStopped() {
+			return false
+		}
+		if !s.quotas.slotAvailable(listener) {
+			blocked := time.Now()
+			s.slotFreed.Wait()
+			if obs := s.cfg.Connections; obs != nil {
+				obs.AcceptorBlocked(listener, time.Since(blocked))
+			}
+			continue
+		}
+		wait := s.quotas.creationDelay(listener, time.Now())
+		if wait == 0 {
+			return true
+		}
+		s.quotaMu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.stopAccept:
+			t.Stop()
+		}
+		if obs := s.cfg.Connections; obs != nil {
+			obs.AcceptThrottled(listener, wait)
+		}
+		s.quotaMu.Lock()
+	}
+}
+
+func (s *Server) acceptStopped() bool {
+	select {
+	case <-s.stopAccept:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeExcessConnections runs after listener admitted a connection: when
+// the protected inter-broker listener took the broker past max.connections,
+// the least recently active connection of another listener is closed, as
+// Kafka's processors do.
+func (s *Server) closeExcessConnections(listener string) {
+	s.quotaMu.Lock()
+	over := s.quotas.overBrokerLimit()
+	s.quotaMu.Unlock()
+	if !over || listener != s.quotas.protected {
+		return
+	}
+	s.mu.Lock()
+	var victim *conn
+	for c := range s.conns {
+		if c.listener != listener && (victim == nil || c.lastActivity.Load() < victim.lastActivity.Load()) {
+			victim = c
+		}
+	}
+	s.mu.Unlock()
+	if victim != nil {
+		victim.log.Info("closing connection: max.connections exceeded by the inter-broker listener; this one was the least recently active")
+		victim.abort()
+	}
+}
+
+// connectionClosed gives back a connection's place in the quotas.
+func (s *Server) connectionClosed(listener string, ip netip.Addr) {
+	s.quotaMu.Lock()
+	s.quotas.close(listener, ip)
+	s.slotFreed.Broadcast()
+	s.quotaMu.Unlock()
+}
+
+// remoteIP is the address a connection comes from, for
+// max.connections.per.ip (IPv4-mapped IPv6 addresses as IPv4).
+func remoteIP(nc net.Conn) netip.Addr {
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // checkSecurity checks that a listener has what its security protocol
@@ -391,4 +548,19 @@ func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.connectionClosed(c.listener, c.ip)
+	if obs := s.cfg.Connections; obs != nil {
+		obs.ConnectionClosed(c.listener)
+	}
+}
+
+// ConnectionObserver is told about a server's connections (metrics).
+type ConnectionObserver interface {
+	ConnectionOpened(listener string)
+	ConnectionClosed(listener string)
+	// AcceptThrottled: the listener waited d for the connection creation
+	// rate before accepting.
+	AcceptThrottled(listener string, d time.Duration)
+	// AcceptorBlocked: the listener waited d for max.connections.
+	AcceptorBlocked(listener string, d time.Duration)
 }

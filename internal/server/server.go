@@ -360,6 +360,9 @@ func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (networ
 		SASLMaxReceiveSize:       s.cfg.SASLServerMaxReceiveSize,
 		ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequests:        s.cfg.QueuedMaxRequests,
+		QueuedMaxRequestBytes:    s.cfg.QueuedMaxRequestBytes,
+		InterBrokerListener:      s.cfg.InterBrokerListenerName,
+		Connections:              s.metrics,
 		SocketSendBufferBytes:    s.cfg.SocketSendBufferBytes,
 		SocketReceiveBufferBytes: s.cfg.SocketReceiveBufferBytes,
 		Logger:                   s.logger,
@@ -378,7 +381,17 @@ func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (networ
 		}
 		c.Listeners = append(c.Listeners, lc)
 	}
+	limits := s.connectionLimits(s.cfg, listenerNames(ls))
+	c.Limits = &limits
 	return c, nil
+}
+
+func listenerNames(ls []config.Listener) []string {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Name
+	}
+	return names
 }
 
 func (s *Server) listeners(controller bool) []config.Listener {
@@ -492,6 +505,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
 	s.loader.AddPublisher(newTLSReloader(s))
+	s.loader.AddPublisher(newConnectionLimitsUpdater(s, s.brokerNet, listenerNames(s.listeners(false))))
 	s.setConsoleBroker()
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
