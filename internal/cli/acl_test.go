@@ -6,7 +6,10 @@ import (
 )
 
 func TestACLCommands(t *testing.T) {
-	c := startCluster(t, nil)
+	c := startCluster(t, map[string]string{
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:ANONYMOUS",
+	})
 
 	if out := c.ok("acl", "list"); out != "" {
 		t.Fatalf("list with no ACLs: %q", out)

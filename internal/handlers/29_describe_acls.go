@@ -7,13 +7,12 @@ package handlers
 // and pattern type, then by principal, host, operation and permission. A
 // filter with an UNKNOWN element is INVALID_REQUEST.
 //
-// Authorization: DESCRIBE on CLUSTER, else CLUSTER_AUTHORIZATION_FAILED
-// (when the listener has an authorizer).
+// Authorization: DESCRIBE on CLUSTER, else CLUSTER_AUTHORIZATION_FAILED;
+// without an authorizer SECURITY_DISABLED, as Kafka.
 
 import (
 	"cmp"
 	"context"
-	"net"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,11 +24,11 @@ import (
 
 var describeACLsAPI = api{key: 29, min: 1, max: 3, handle: (*Handlers).describeACLs}
 
-func (h *Handlers) describeACLs(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) describeACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if !h.aclAPIAllowed(req, kmsg.ACLOperationDescribe) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	if code := h.aclAPIError(ctx, req, kmsg.ACLOperationDescribe); code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	f := acl.Filter{ResourceType: r.ResourceType, ResourceName: r.ResourceName, PatternType: r.ResourcePatternType,
@@ -68,19 +67,16 @@ func compareBindings(a, b acl.Binding) int {
 		cmp.Compare(a.Operation, b.Operation), cmp.Compare(a.Permission, b.Permission))
 }
 
-// aclAPIAllowed checks what Kafka requires of the ACL APIs: op (DESCRIBE
-// or ALTER) on the CLUSTER resource. Without an authorizer everything is
-// allowed.
-func (h *Handlers) aclAPIAllowed(req *network.Request, op kmsg.ACLOperation) bool {
-	if h.d.Authorizer == nil {
-		return true
+// aclAPIError is what Kafka answers the ACL APIs before looking at them:
+// SECURITY_DISABLED without an authorizer (authorizer.class.name unset:
+// there is nothing for ACLs to act on), CLUSTER_AUTHORIZATION_FAILED
+// without op (DESCRIBE or ALTER) on the CLUSTER, else 0.
+func (h *Handlers) aclAPIError(ctx context.Context, req *network.Request, op kmsg.ACLOperation) int16 {
+	switch {
+	case h.d.Authorizer == nil:
+		return kerr.SecurityDisabled.Code
+	case !h.authorizedClusterAdmin(ctx, req, op):
+		return kerr.ClusterAuthorizationFailed.Code
 	}
-	host := ""
-	if req.ClientAddr != nil {
-		host = req.ClientAddr.String()
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-	}
-	return h.d.Authorizer.Authorize(req.Principal, host, op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	return 0
 }

@@ -7,12 +7,11 @@ package handlers
 // error (NOT_CONTROLLER, or REQUEST_TIMED_OUT when the wait ran out).
 //
 // Authorization: ALTER on CLUSTER, else every creation is
-// CLUSTER_AUTHORIZATION_FAILED (when the listener has an authorizer).
+// CLUSTER_AUTHORIZATION_FAILED (without an authorizer SECURITY_DISABLED, as Kafka).
 
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/network"
@@ -22,11 +21,11 @@ var createACLsAPI = api{key: 30, min: 1, max: 3, handle: (*Handlers).createACLs}
 
 func (h *Handlers) createACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.CreateACLsRequest)
-	if !h.aclAPIAllowed(req, kmsg.ACLOperationAlter) {
+	if code := h.aclAPIError(ctx, req, kmsg.ACLOperationAlter); code != 0 {
 		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
 		for range r.Creations {
 			res := kmsg.NewCreateACLsResponseResult()
-			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			res.ErrorCode = code
 			resp.Results = append(resp.Results, res)
 		}
 		return resp, nil

@@ -8,12 +8,11 @@ package handlers
 // REQUEST_TIMED_OUT when the wait ran out).
 //
 // Authorization: ALTER on CLUSTER, else every filter is
-// CLUSTER_AUTHORIZATION_FAILED (when the listener has an authorizer).
+// CLUSTER_AUTHORIZATION_FAILED (without an authorizer SECURITY_DISABLED, as Kafka).
 
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/network"
@@ -23,11 +22,11 @@ var deleteACLsAPI = api{key: 31, min: 1, max: 3, handle: (*Handlers).deleteACLs}
 
 func (h *Handlers) deleteACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteACLsRequest)
-	if !h.aclAPIAllowed(req, kmsg.ACLOperationAlter) {
+	if code := h.aclAPIError(ctx, req, kmsg.ACLOperationAlter); code != 0 {
 		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
 		for range r.Filters {
 			res := kmsg.NewDeleteACLsResponseResult()
-			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			res.ErrorCode = code
 			resp.Results = append(resp.Results, res)
 		}
 		return resp, nil

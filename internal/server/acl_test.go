@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,11 +12,34 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// withAuthorizer turns on the StandardAuthorizer with the PLAINTEXT
+// listener's User:ANONYMOUS as a super user (the tests' admin), as Kafka's
+// docs do for a cluster whose brokers talk PLAINTEXT.
+var withAuthorizer = map[string]string{
+	"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"super.users":           "User:ANONYMOUS",
+}
+
+// Without an authorizer the ACL APIs answer SECURITY_DISABLED, as Kafka.
+func TestACLsWithoutAuthorizer(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	res, err := ts.admin().DescribeACLs(ctxT(t), kadm.NewACLs().AnyResource().Allow().Deny().AllowHosts().DenyHosts().
+		ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	for _, r := range res {
+		if err == nil {
+			err = r.Err
+		}
+	}
+	if !errors.Is(err, kerr.SecurityDisabled) {
+		t.Fatalf("DescribeAcls without an authorizer: %v, want SECURITY_DISABLED", err)
+	}
+}
+
 // TestACLs creates, describes, restarts with, and deletes ACLs through an
 // admin client, as kafka-acls does.
 func TestACLs(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, nil)
+	ts := startServer(t, dir, withAuthorizer)
 	ctx := ctxT(t)
 	adm := ts.admin()
 
@@ -76,7 +100,7 @@ func TestACLs(t *testing.T) {
 	check(adm, all)
 
 	ts.stop()
-	ts = startServer(t, dir, nil)
+	ts = startServer(t, dir, withAuthorizer)
 	adm = ts.admin()
 	check(adm, all)
 
