@@ -481,3 +481,46 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
 	codeOf(t, "DescribeQuorum forwarded by a broker", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, nil)
 }
+
+func TestAuthzTopicAdmin(t *testing.T) {
+	ts, fa := startAuthzServer(t)
+	cl := ts.client()
+	rawRequest[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest())
+
+	t.Run("CreateTopics", func(t *testing.T) {
+		create := func(names ...string) *kmsg.CreateTopicsResponse {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.TimeoutMillis = 10000
+			for _, n := range names {
+				ct := kmsg.NewCreateTopicsRequestTopic()
+				ct.Topic, ct.NumPartitions, ct.ReplicationFactor = n, 1, 1
+				req.Topics = append(req.Topics, ct)
+			}
+			return rawRequest[*kmsg.CreateTopicsResponse](t, cl, req)
+		}
+		fa.only()
+		resp := create("c1")
+		codeOf(t, "without CREATE", resp.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationCreate, "c1"))
+		resp = create("c1", "c2")
+		for _, rt := range resp.Topics {
+			switch rt.Topic {
+			case "c1":
+				codeOf(t, "with CREATE on c1", rt.ErrorCode, nil)
+				codeOf(t, "c1's configs without DESCRIBE_CONFIGS", rt.ConfigErrorCode, kerr.TopicAuthorizationFailed)
+				if len(rt.Configs) != 0 || rt.NumPartitions != -1 {
+					t.Errorf("c1 without DESCRIBE_CONFIGS: %d configs, %d partitions", len(rt.Configs), rt.NumPartitions)
+				}
+			case "c2":
+				codeOf(t, "c2 without CREATE", rt.ErrorCode, kerr.TopicAuthorizationFailed)
+			}
+		}
+		fa.only(clusterGrant(kmsg.ACLOperationCreate), topicGrant(kmsg.ACLOperationDescribeConfigs, "c2"))
+		rt := create("c2").Topics[0]
+		codeOf(t, "with CREATE on the cluster", rt.ErrorCode, nil)
+		codeOf(t, "c2's configs with DESCRIBE_CONFIGS", rt.ConfigErrorCode, nil)
+		if len(rt.Configs) == 0 || rt.NumPartitions != 1 {
+			t.Errorf("c2 with DESCRIBE_CONFIGS: %d configs, %d partitions", len(rt.Configs), rt.NumPartitions)
+		}
+	})
+}
