@@ -523,4 +523,44 @@ func TestAuthzTopicAdmin(t *testing.T) {
 			t.Errorf("c2 with DESCRIBE_CONFIGS: %d configs, %d partitions", len(rt.Configs), rt.NumPartitions)
 		}
 	})
+	t.Run("DeleteTopics", func(t *testing.T) {
+		fa.openAll()
+		if _, err := ts.admin().CreateTopics(ctxT(t), 1, 1, nil, "d1"); err != nil {
+			t.Fatal(err)
+		}
+		var d1 [16]byte
+		for _, mt := range rawRequest[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest()).Topics {
+			if *mt.Topic == "d1" {
+				d1 = mt.TopicID
+			}
+		}
+		del := func(name string, id [16]byte) kmsg.DeleteTopicsResponseTopic {
+			req := kmsg.NewPtrDeleteTopicsRequest()
+			dt := kmsg.NewDeleteTopicsRequestTopic()
+			if name != "" {
+				dt.Topic = kmsg.StringPtr(name)
+			}
+			dt.TopicID = id
+			req.Topics, req.TopicNames, req.TimeoutMillis = []kmsg.DeleteTopicsRequestTopic{dt}, []string{name}, 10000
+			return rawRequest[*kmsg.DeleteTopicsResponse](t, cl, req).Topics[0]
+		}
+		fa.only()
+		codeOf(t, "existing, without DESCRIBE", del("d1", [16]byte{}).ErrorCode, kerr.TopicAuthorizationFailed)
+		codeOf(t, "missing, without DESCRIBE", del("missing", [16]byte{}).ErrorCode, kerr.TopicAuthorizationFailed)
+		byID := del("", d1)
+		codeOf(t, "by id, without DESCRIBE", byID.ErrorCode, kerr.TopicAuthorizationFailed)
+		if byID.Topic != nil {
+			t.Errorf("by id, without DESCRIBE: name %q answered", *byID.Topic)
+		}
+		codeOf(t, "unknown id", del("", [16]byte{1}).ErrorCode, kerr.UnknownTopicID)
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "d1"), topicGrant(kmsg.ACLOperationDescribe, "missing"))
+		codeOf(t, "missing, with DESCRIBE", del("missing", [16]byte{}).ErrorCode, kerr.UnknownTopicOrPartition)
+		codeOf(t, "existing, without DELETE", del("d1", [16]byte{}).ErrorCode, kerr.TopicAuthorizationFailed)
+		if byID = del("", d1); byID.Topic == nil || *byID.Topic != "d1" {
+			t.Errorf("by id, with DESCRIBE: name %v, want d1", byID.Topic)
+		}
+		codeOf(t, "by id, without DELETE", byID.ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "d1"), topicGrant(kmsg.ACLOperationDelete, "d1"))
+		codeOf(t, "by id, with DELETE", del("", d1).ErrorCode, nil)
+	})
 }
