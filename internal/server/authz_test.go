@@ -563,4 +563,23 @@ func TestAuthzTopicAdmin(t *testing.T) {
 		fa.only(topicGrant(kmsg.ACLOperationDescribe, "d1"), topicGrant(kmsg.ACLOperationDelete, "d1"))
 		codeOf(t, "by id, with DELETE", del("", d1).ErrorCode, nil)
 	})
+	t.Run("CreatePartitions", func(t *testing.T) {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.TimeoutMillis = 10000
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "a", Count: 2}}
+		fa.only(topicGrant(kmsg.ACLOperationAlter, "b"))
+		codeOf(t, "without ALTER", rawRequest[*kmsg.CreatePartitionsResponse](t, cl, req).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationAlter, "a"))
+		codeOf(t, "with ALTER", rawRequest[*kmsg.CreatePartitionsResponse](t, cl, req).Topics[0].ErrorCode, nil)
+	})
+
+	t.Run("DeleteRecords", func(t *testing.T) {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.TimeoutMillis = 10000
+		req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "b", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "b"))
+		codeOf(t, "without DELETE", rawRequest[*kmsg.DeleteRecordsResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationDelete, "b"))
+		codeOf(t, "with DELETE", rawRequest[*kmsg.DeleteRecordsResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode, nil)
+	})
 }
