@@ -181,3 +181,8 @@ func (h *Handlers) configResourceDenied(ctx context.Context, req *network.Reques
 	}
 	return 0
 }
+
+// errorDescription is the message a denied resource is answered with.
+func errorDescription(code int16) *string {
+	return kmsg.StringPtr(kerr.ErrorForCode(code).(*kerr.Error).Description)
+}

@@ -582,4 +582,76 @@ func TestAuthzTopicAdmin(t *testing.T) {
 		fa.only(topicGrant(kmsg.ACLOperationDelete, "b"))
 		codeOf(t, "with DELETE", rawRequest[*kmsg.DeleteRecordsResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode, nil)
 	})
+	t.Run("Configs", func(t *testing.T) {
+		describe := func() *kmsg.DescribeConfigsResponse {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.Resources = []kmsg.DescribeConfigsRequestResource{
+				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"},
+				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"},
+			}
+			return rawRequest[*kmsg.DescribeConfigsResponse](t, cl, req)
+		}
+		value := kmsg.StringPtr("3600000")
+		alter := kmsg.NewPtrAlterConfigsRequest()
+		alter.Resources = []kmsg.AlterConfigsRequestResource{
+			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+		}
+		incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{
+			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+		}
+		codes := func(what string, got map[kmsg.ConfigResourceType]int16, topic, broker *kerr.Error) {
+			t.Helper()
+			codeOf(t, what+" topic", got[kmsg.ConfigResourceTypeTopic], topic)
+			codeOf(t, what+" broker", got[kmsg.ConfigResourceTypeBroker], broker)
+		}
+		run := func() (d, a, i map[kmsg.ConfigResourceType]int16) {
+			d, a, i = map[kmsg.ConfigResourceType]int16{}, map[kmsg.ConfigResourceType]int16{}, map[kmsg.ConfigResourceType]int16{}
+			for _, r := range describe().Resources {
+				d[r.ResourceType] = r.ErrorCode
+			}
+			for _, r := range rawRequest[*kmsg.AlterConfigsResponse](t, cl, alter).Resources {
+				a[r.ResourceType] = r.ErrorCode
+			}
+			for _, r := range rawRequest[*kmsg.IncrementalAlterConfigsResponse](t, cl, incremental).Resources {
+				i[r.ResourceType] = r.ErrorCode
+			}
+			return d, a, i
+		}
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "a"), clusterGrant(kmsg.ACLOperationDescribe))
+		d, a, i := run()
+		codes("DescribeConfigs without DESCRIBE_CONFIGS", d, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed)
+		codes("AlterConfigs without ALTER_CONFIGS", a, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed)
+		codes("IncrementalAlterConfigs without ALTER_CONFIGS", i, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationDescribeConfigs, "a"), clusterGrant(kmsg.ACLOperationDescribeConfigs),
+			topicGrant(kmsg.ACLOperationAlterConfigs, "a"), clusterGrant(kmsg.ACLOperationAlterConfigs))
+		d, a, i = run()
+		codes("DescribeConfigs with DESCRIBE_CONFIGS", d, nil, nil)
+		codes("AlterConfigs with ALTER_CONFIGS", a, nil, nil)
+		codes("IncrementalAlterConfigs with ALTER_CONFIGS", i, nil, nil)
+	})
+
+	t.Run("ControllerListener", func(t *testing.T) {
+		ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ctrl.Close()
+		seed := func(req kmsg.Request) kmsg.Response {
+			resp, err := ctrl.SeedBrokers()[0].Request(ctxT(t), req)
+			if err != nil {
+				t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+			}
+			return resp
+		}
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.TimeoutMillis, req.ValidateOnly = 10000, true
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "b", Count: 2}}
+		fa.only()
+		codeOf(t, "CreatePartitions at the controller", seed(req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
+		codeOf(t, "CreatePartitions forwarded by a broker", seed(req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, nil)
+	})
 }
