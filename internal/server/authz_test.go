@@ -654,4 +654,37 @@ func TestAuthzTopicAdmin(t *testing.T) {
 		fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
 		codeOf(t, "CreatePartitions forwarded by a broker", seed(req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, nil)
 	})
+	t.Run("DescribeTopicPartitions", func(t *testing.T) {
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "a"))
+		all := rawRequest[*kmsg.DescribeTopicPartitionsResponse](t, cl, kmsg.NewPtrDescribeTopicPartitionsRequest())
+		if len(all.Topics) != 1 || *all.Topics[0].Topic != "a" {
+			t.Errorf("all topics: %d topics, want only a", len(all.Topics))
+		}
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "a"}, {Topic: "b"}, {Topic: "missing"}}
+		resp := rawRequest[*kmsg.DescribeTopicPartitionsResponse](t, cl, req)
+		want := map[string]*kerr.Error{"a": nil, "b": kerr.TopicAuthorizationFailed, "missing": kerr.TopicAuthorizationFailed}
+		for _, rt := range resp.Topics {
+			codeOf(t, *rt.Topic, rt.ErrorCode, want[*rt.Topic])
+		}
+	})
+
+	t.Run("DescribeCluster", func(t *testing.T) {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeClusterAuthorizedOperations = true
+		fa.only(clusterGrant(kmsg.ACLOperationAlter))
+		resp := rawRequest[*kmsg.DescribeClusterResponse](t, cl, req)
+		codeOf(t, "without DESCRIBE", resp.ErrorCode, nil)
+		if resp.ClusterAuthorizedOperations != 0 || len(resp.Brokers) == 0 {
+			t.Errorf("without DESCRIBE: operations %b, %d brokers", resp.ClusterAuthorizedOperations, len(resp.Brokers))
+		}
+		fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
+		if ops := rawRequest[*kmsg.DescribeClusterResponse](t, cl, req).ClusterAuthorizedOperations; ops != 1<<kmsg.ACLOperationAlter|1<<kmsg.ACLOperationDescribe {
+			t.Errorf("with DESCRIBE and ALTER: operations %b", ops)
+		}
+		req.IncludeClusterAuthorizedOperations = false
+		if ops := rawRequest[*kmsg.DescribeClusterResponse](t, cl, req).ClusterAuthorizedOperations; ops != -2147483648 {
+			t.Errorf("not asked: operations %d", ops)
+		}
+	})
 }
