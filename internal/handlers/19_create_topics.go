@@ -5,10 +5,17 @@ package handlers
 // error codes); this handler adds what v5+ answers carry for each created
 // (or validated) topic: its partition count, replication factor and the
 // resulting configs with their sources.
+//
+// Creating needs CREATE on the cluster, else CREATE on each topic
+// (TOPIC_AUTHORIZATION_FAILED, the topic not created). A created topic's
+// configs, partition count and replication factor are answered only with
+// DESCRIBE_CONFIGS on it, else its ConfigErrorCode (TopicConfigErrorCode) is
+// TOPIC_AUTHORIZATION_FAILED (as Kafka's ReplicationControlManager).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
@@ -19,7 +26,27 @@ var createTopicsAPI = api{key: 19, min: 2, max: 7, handle: (*Handlers).createTop
 
 func (h *Handlers) createTopics(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.CreateTopicsRequest)
-	resp := h.d.Controller.CreateTopics(ctx, r)
+	var denied []string
+	var describable map[string]bool // nil: every topic
+	if !h.trustedAdmin(ctx, req) {
+		r, denied = h.creatableTopics(ctx, req, r)
+		if r.Version >= 5 {
+			names := make([]string, 0, len(r.Topics))
+			for _, t := range r.Topics {
+				names = append(names, t.Topic)
+			}
+			describable = h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribeConfigs, names)
+		}
+	}
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+	if len(r.Topics) > 0 || len(denied) == 0 {
+		resp = h.d.Controller.CreateTopics(ctx, r)
+	}
+	for _, n := range denied {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode, rt.ErrorMessage = n, kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("Authorization failed.")
+		resp.Topics = append(resp.Topics, rt)
+	}
 	if r.Version < 5 {
 		return resp, nil
 	}
@@ -36,6 +63,11 @@ func (h *Handlers) createTopics(ctx context.Context, req *network.Request) (kmsg
 	img := h.image()
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
+		if t.ErrorCode == 0 && describable != nil && !describable[t.Topic] {
+			t.Configs, t.NumPartitions, t.ReplicationFactor = nil, -1, -1
+			t.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			continue
+		}
 		// A forwarded request comes back with configs already; a
 		// controller-only node has no broker configs to describe.
 		if t.ErrorCode != 0 || len(t.Configs) > 0 || h.d.Replica == nil {
@@ -50,4 +82,30 @@ func (h *Handlers) createTopics(ctx context.Context, req *network.Request) (kmsg
 		}
 	}
 	return resp, nil
+}
+
+// creatableTopics splits r into the topics req's principal may create
+// (CREATE on the cluster or on the topic; a name given twice stays for
+// the controller to reject) and the names it may not.
+func (h *Handlers) creatableTopics(ctx context.Context, req *network.Request, r *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsRequest, []string) {
+	if h.authorizedCluster(ctx, req, kmsg.ACLOperationCreate) {
+		return r, nil
+	}
+	names := make([]string, 0, len(r.Topics))
+	for _, t := range r.Topics {
+		names = append(names, t.Topic)
+	}
+	creatable := h.authorizedTopics(ctx, req, kmsg.ACLOperationCreate, names)
+	dup := duplicates(names)
+	allowed := *r
+	allowed.Topics = nil
+	var denied []string
+	for _, t := range r.Topics {
+		if creatable[t.Topic] || dup[t.Topic] {
+			allowed.Topics = append(allowed.Topics, t)
+		} else {
+			denied = append(denied, t.Topic)
+		}
+	}
+	return &allowed, denied
 }

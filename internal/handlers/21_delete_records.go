@@ -12,6 +12,9 @@ package handlers
 // "delete", NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR for an offline log
 // dir; each with low watermark -1. A partition named twice is answered once,
 // for its last offset (Kafka keys the request by partition).
+//
+// Each topic needs DELETE on it, else TOPIC_AUTHORIZATION_FAILED for its
+// partitions, checked before whether it exists (as Kafka).
 
 import (
 	"context"
@@ -24,8 +27,13 @@ import (
 
 var deleteRecordsAPI = api{key: 21, min: 0, max: 2, handle: (*Handlers).deleteRecords}
 
-func (h *Handlers) deleteRecords(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) deleteRecords(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)
+	names := make([]string, 0, len(r.Topics))
+	for _, t := range r.Topics {
+		names = append(names, t.Topic)
+	}
+	deletable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDelete, names)
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	img := h.image()
 	topicIndex := map[string]int{}
@@ -57,6 +65,8 @@ func (h *Handlers) deleteRecords(_ context.Context, req *network.Request) (kmsg.
 				_, known = it.Partitions[p.Partition]
 			}
 			switch {
+			case !deletable[t.Topic]:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !known:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case isInternalTopic(t.Topic):

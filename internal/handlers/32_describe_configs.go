@@ -8,6 +8,12 @@ package handlers
 // entries, as Kafka); another broker's id is INVALID_REQUEST, since each
 // broker describes itself. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 // Broker logger resources are not served: INVALID_REQUEST.
+//
+// Each resource needs DESCRIBE_CONFIGS: on the topic for a topic
+// (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker
+// logger (CLUSTER_AUTHORIZATION_FAILED), checked before anything else, as
+// Kafka. Brokers do not forward it, so a controller listener checks the
+// client's own permission.
 
 import (
 	"context"
@@ -23,7 +29,7 @@ import (
 
 var describeConfigsAPI = api{key: 32, min: 1, max: 4, handle: (*Handlers).describeConfigs}
 
-func (h *Handlers) describeConfigs(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) describeConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := h.image()
@@ -31,6 +37,11 @@ func (h *Handlers) describeConfigs(_ context.Context, req *network.Request) (kms
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if code := h.configResourceDenied(ctx, req, kmsg.ACLOperationDescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			rr.ErrorCode, rr.ErrorMessage = code, errorDescription(code)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		var entries []config.Entry
 		var err error
 		switch res.ResourceType {

@@ -4,6 +4,10 @@ package handlers
 // a topic or a broker (this node's id, or "" for the cluster default)
 // through the controller, which validates and persists them as
 // ConfigRecords.
+//
+// Each resource needs ALTER_CONFIGS: on the topic for a topic
+// (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker
+// (CLUSTER_AUTHORIZATION_FAILED), as Kafka's ControllerApis.
 
 import (
 	"context"
@@ -16,5 +20,28 @@ import (
 var alterConfigsAPI = api{key: 33, min: 0, max: 2, handle: (*Handlers).alterConfigs}
 
 func (h *Handlers) alterConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
-	return h.d.Controller.AlterConfigs(ctx, req.Body.(*kmsg.AlterConfigsRequest)), nil
+	r := req.Body.(*kmsg.AlterConfigsRequest)
+	if h.trustedAdmin(ctx, req) {
+		return h.d.Controller.AlterConfigs(ctx, r), nil
+	}
+	allowed := *r
+	allowed.Resources = nil
+	var denied []kmsg.AlterConfigsResponseResource
+	for _, res := range r.Resources {
+		code := h.configResourceDenied(ctx, req, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		if code == 0 {
+			allowed.Resources = append(allowed.Resources, res)
+			continue
+		}
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+		rr.ErrorMessage = errorDescription(code)
+		denied = append(denied, rr)
+	}
+	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+	if len(allowed.Resources) > 0 || len(denied) == 0 {
+		resp = h.d.Controller.AlterConfigs(ctx, &allowed)
+	}
+	resp.Resources = append(resp.Resources, denied...)
+	return resp, nil
 }

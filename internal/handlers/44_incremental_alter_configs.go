@@ -3,6 +3,10 @@ package handlers
 // IncrementalAlterConfigs (key 44), v0-1. SET, DELETE, APPEND and SUBTRACT
 // of single topic or broker configs through the controller, validated and
 // persisted as ConfigRecords.
+//
+// Each resource needs ALTER_CONFIGS: on the topic for a topic
+// (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker
+// logger (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
 
 import (
 	"context"
@@ -15,5 +19,28 @@ import (
 var incrementalAlterConfigsAPI = api{key: 44, min: 0, max: 1, handle: (*Handlers).incrementalAlterConfigs}
 
 func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
-	return h.d.Controller.IncrementalAlterConfigs(ctx, req.Body.(*kmsg.IncrementalAlterConfigsRequest)), nil
+	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	if h.trustedAdmin(ctx, req) {
+		return h.d.Controller.IncrementalAlterConfigs(ctx, r), nil
+	}
+	allowed := *r
+	allowed.Resources = nil
+	var denied []kmsg.IncrementalAlterConfigsResponseResource
+	for _, res := range r.Resources {
+		code := h.configResourceDenied(ctx, req, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		if code == 0 {
+			allowed.Resources = append(allowed.Resources, res)
+			continue
+		}
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+		rr.ErrorMessage = errorDescription(code)
+		denied = append(denied, rr)
+	}
+	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	if len(allowed.Resources) > 0 || len(denied) == 0 {
+		resp = h.d.Controller.IncrementalAlterConfigs(ctx, &allowed)
+	}
+	resp.Resources = append(resp.Resources, denied...)
+	return resp, nil
 }

@@ -4,6 +4,10 @@ package handlers
 // endpoints of the requested type (v1): brokers on a broker listener,
 // controllers (the quorum voters) on a controller listener (KIP-919); the
 // other type is UNSUPPORTED_ENDPOINT_TYPE, as Kafka.
+//
+// Anyone may describe the cluster. Asked for the cluster's authorized
+// operations, the principal gets them only with DESCRIBE on the cluster,
+// else 0 (as Kafka's AuthHelper).
 
 import (
 	"context"
@@ -22,7 +26,7 @@ const (
 	endpointTypeControllers = 2
 )
 
-func (h *Handlers) describeCluster(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) describeCluster(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = h.d.ClusterID
@@ -45,6 +49,9 @@ func (h *Handlers) describeCluster(_ context.Context, req *network.Request) (kms
 		msg := "the endpoint type is not served on this listener"
 		resp.ErrorMessage = &msg
 		return resp, nil
+	}
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = h.clusterAuthorizedOperations(ctx, req)
 	}
 	if served == endpointTypeControllers {
 		for _, v := range h.d.Broker.ControllerQuorumVoters {
@@ -69,4 +76,28 @@ func (h *Handlers) describeCluster(_ context.Context, req *network.Request) (kms
 	}
 	sort.Slice(resp.Brokers, func(i, j int) bool { return resp.Brokers[i].NodeID < resp.Brokers[j].NodeID })
 	return resp, nil
+}
+
+// clusterOperations are the operations Kafka supports on the cluster
+// resource (AclEntry.supportedOperations).
+var clusterOperations = []kmsg.ACLOperation{
+	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
+	kmsg.ACLOperationDescribe,
+}
+
+// clusterAuthorizedOperations is the bit field (1<<operation) of the
+// cluster operations req's principal may do, 0 without DESCRIBE; all of
+// them without an authorizer.
+func (h *Handlers) clusterAuthorizedOperations(ctx context.Context, req *network.Request) int32 {
+	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe) {
+		return 0
+	}
+	var ops int32
+	for _, op := range clusterOperations {
+		if h.authorizedCluster(ctx, req, op) {
+			ops |= 1 << op
+		}
+	}
+	return ops
 }

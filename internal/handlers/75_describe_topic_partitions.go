@@ -6,6 +6,10 @@ package handlers
 // max.request.partition.size.limit), continued from a cursor with the
 // NextCursor of the previous answer. An empty topic list means every
 // topic. Kafka 4.0's kafka-topics.sh --describe uses it.
+//
+// Each topic needs DESCRIBE on it: every topic lists only those; a topic
+// named without it is TOPIC_AUTHORIZATION_FAILED whether it exists or not
+// (as Kafka, and Metadata).
 
 import (
 	"context"
@@ -23,7 +27,7 @@ var describeTopicPartitionsAPI = api{key: 75, min: 0, max: 0, handle: (*Handlers
 // default.
 const maxRequestPartitionSizeLimit = 2000
 
-func (h *Handlers) describeTopicPartitions(_ context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) describeTopicPartitions(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	img := h.image()
@@ -40,6 +44,10 @@ func (h *Handlers) describeTopicPartitions(_ context.Context, req *network.Reque
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	describable := h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribe, names)
+	if len(r.Topics) == 0 {
+		names = slices.DeleteFunc(names, func(n string) bool { return !describable[n] })
+	}
 
 	limit := int(r.ResponsePartitionLimit)
 	if limit <= 0 || limit > maxRequestPartitionSizeLimit {
@@ -60,6 +68,11 @@ func (h *Handlers) describeTopicPartitions(_ context.Context, req *network.Reque
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		topic := name
 		rt.Topic = &topic
+		if !describable[name] {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		t, ok := img.Topics.ByName[name]
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code

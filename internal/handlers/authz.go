@@ -135,3 +135,54 @@ func (h *Handlers) authorizedClusterAdmin(ctx context.Context, req *network.Requ
 func (h *Handlers) nodeToNode(ctx context.Context, req *network.Request) bool {
 	return h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction)
 }
+
+// trustedAdmin reports whether an admin request that names topics or
+// config resources skips the per-resource checks: there is no authorizer,
+// or the request comes forwarded from a broker that checked them.
+func (h *Handlers) trustedAdmin(ctx context.Context, req *network.Request) bool {
+	return h.d.Authorizer == nil || isForwarded(ctx) || h.forwardedAdmin(ctx, req)
+}
+
+// duplicates is the set of names given more than once: the controller
+// answers them INVALID_REQUEST before any authorization, as Kafka, so the
+// handlers leave them in the request.
+func duplicates(names []string) map[string]bool {
+	seen := make(map[string]bool, len(names))
+	dup := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			dup[n] = true
+		}
+		seen[n] = true
+	}
+	return dup
+}
+
+// configResourceDenied is the error a config resource gets when req's
+// principal may not do op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on it, or 0:
+// op on the topic for a topic (TOPIC_AUTHORIZATION_FAILED), on the group
+// for a group (GROUP_AUTHORIZATION_FAILED), on the cluster for a broker,
+// a broker logger or client metrics (CLUSTER_AUTHORIZATION_FAILED), as
+// Kafka. Other types are left to the handler, which rejects them.
+func (h *Handlers) configResourceDenied(ctx context.Context, req *network.Request, op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) int16 {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
+		if !h.authorized(ctx, req, op, kmsg.ACLResourceTypeTopic, name) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !h.authorized(ctx, req, op, kmsg.ACLResourceTypeGroup, name) {
+			return kerr.GroupAuthorizationFailed.Code
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
+		if !h.authorizedCluster(ctx, req, op) {
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+	}
+	return 0
+}
+
+// errorDescription is the message a denied resource is answered with.
+func errorDescription(code int16) *string {
+	return kmsg.StringPtr(kerr.ErrorForCode(code).(*kerr.Error).Description)
+}

@@ -481,3 +481,210 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
 	codeOf(t, "DescribeQuorum forwarded by a broker", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, nil)
 }
+
+func TestAuthzTopicAdmin(t *testing.T) {
+	ts, fa := startAuthzServer(t)
+	cl := ts.client()
+	rawRequest[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest())
+
+	t.Run("CreateTopics", func(t *testing.T) {
+		create := func(names ...string) *kmsg.CreateTopicsResponse {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.TimeoutMillis = 10000
+			for _, n := range names {
+				ct := kmsg.NewCreateTopicsRequestTopic()
+				ct.Topic, ct.NumPartitions, ct.ReplicationFactor = n, 1, 1
+				req.Topics = append(req.Topics, ct)
+			}
+			return rawRequest[*kmsg.CreateTopicsResponse](t, cl, req)
+		}
+		fa.only()
+		resp := create("c1")
+		codeOf(t, "without CREATE", resp.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationCreate, "c1"))
+		resp = create("c1", "c2")
+		for _, rt := range resp.Topics {
+			switch rt.Topic {
+			case "c1":
+				codeOf(t, "with CREATE on c1", rt.ErrorCode, nil)
+				codeOf(t, "c1's configs without DESCRIBE_CONFIGS", rt.ConfigErrorCode, kerr.TopicAuthorizationFailed)
+				if len(rt.Configs) != 0 || rt.NumPartitions != -1 {
+					t.Errorf("c1 without DESCRIBE_CONFIGS: %d configs, %d partitions", len(rt.Configs), rt.NumPartitions)
+				}
+			case "c2":
+				codeOf(t, "c2 without CREATE", rt.ErrorCode, kerr.TopicAuthorizationFailed)
+			}
+		}
+		fa.only(clusterGrant(kmsg.ACLOperationCreate), topicGrant(kmsg.ACLOperationDescribeConfigs, "c2"))
+		rt := create("c2").Topics[0]
+		codeOf(t, "with CREATE on the cluster", rt.ErrorCode, nil)
+		codeOf(t, "c2's configs with DESCRIBE_CONFIGS", rt.ConfigErrorCode, nil)
+		if len(rt.Configs) == 0 || rt.NumPartitions != 1 {
+			t.Errorf("c2 with DESCRIBE_CONFIGS: %d configs, %d partitions", len(rt.Configs), rt.NumPartitions)
+		}
+	})
+	t.Run("DeleteTopics", func(t *testing.T) {
+		fa.openAll()
+		if _, err := ts.admin().CreateTopics(ctxT(t), 1, 1, nil, "d1"); err != nil {
+			t.Fatal(err)
+		}
+		var d1 [16]byte
+		for _, mt := range rawRequest[*kmsg.MetadataResponse](t, cl, kmsg.NewPtrMetadataRequest()).Topics {
+			if *mt.Topic == "d1" {
+				d1 = mt.TopicID
+			}
+		}
+		del := func(name string, id [16]byte) kmsg.DeleteTopicsResponseTopic {
+			req := kmsg.NewPtrDeleteTopicsRequest()
+			dt := kmsg.NewDeleteTopicsRequestTopic()
+			if name != "" {
+				dt.Topic = kmsg.StringPtr(name)
+			}
+			dt.TopicID = id
+			req.Topics, req.TopicNames, req.TimeoutMillis = []kmsg.DeleteTopicsRequestTopic{dt}, []string{name}, 10000
+			return rawRequest[*kmsg.DeleteTopicsResponse](t, cl, req).Topics[0]
+		}
+		fa.only()
+		codeOf(t, "existing, without DESCRIBE", del("d1", [16]byte{}).ErrorCode, kerr.TopicAuthorizationFailed)
+		codeOf(t, "missing, without DESCRIBE", del("missing", [16]byte{}).ErrorCode, kerr.TopicAuthorizationFailed)
+		byID := del("", d1)
+		codeOf(t, "by id, without DESCRIBE", byID.ErrorCode, kerr.TopicAuthorizationFailed)
+		if byID.Topic != nil {
+			t.Errorf("by id, without DESCRIBE: name %q answered", *byID.Topic)
+		}
+		codeOf(t, "unknown id", del("", [16]byte{1}).ErrorCode, kerr.UnknownTopicID)
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "d1"), topicGrant(kmsg.ACLOperationDescribe, "missing"))
+		codeOf(t, "missing, with DESCRIBE", del("missing", [16]byte{}).ErrorCode, kerr.UnknownTopicOrPartition)
+		codeOf(t, "existing, without DELETE", del("d1", [16]byte{}).ErrorCode, kerr.TopicAuthorizationFailed)
+		if byID = del("", d1); byID.Topic == nil || *byID.Topic != "d1" {
+			t.Errorf("by id, with DESCRIBE: name %v, want d1", byID.Topic)
+		}
+		codeOf(t, "by id, without DELETE", byID.ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "d1"), topicGrant(kmsg.ACLOperationDelete, "d1"))
+		codeOf(t, "by id, with DELETE", del("", d1).ErrorCode, nil)
+	})
+	t.Run("CreatePartitions", func(t *testing.T) {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.TimeoutMillis = 10000
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "a", Count: 2}}
+		fa.only(topicGrant(kmsg.ACLOperationAlter, "b"))
+		codeOf(t, "without ALTER", rawRequest[*kmsg.CreatePartitionsResponse](t, cl, req).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationAlter, "a"))
+		codeOf(t, "with ALTER", rawRequest[*kmsg.CreatePartitionsResponse](t, cl, req).Topics[0].ErrorCode, nil)
+	})
+
+	t.Run("DeleteRecords", func(t *testing.T) {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.TimeoutMillis = 10000
+		req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "b", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "b"))
+		codeOf(t, "without DELETE", rawRequest[*kmsg.DeleteRecordsResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationDelete, "b"))
+		codeOf(t, "with DELETE", rawRequest[*kmsg.DeleteRecordsResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode, nil)
+	})
+	t.Run("Configs", func(t *testing.T) {
+		describe := func() *kmsg.DescribeConfigsResponse {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.Resources = []kmsg.DescribeConfigsRequestResource{
+				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"},
+				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"},
+			}
+			return rawRequest[*kmsg.DescribeConfigsResponse](t, cl, req)
+		}
+		value := kmsg.StringPtr("3600000")
+		alter := kmsg.NewPtrAlterConfigsRequest()
+		alter.Resources = []kmsg.AlterConfigsRequestResource{
+			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+		}
+		incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{
+			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+		}
+		codes := func(what string, got map[kmsg.ConfigResourceType]int16, topic, broker *kerr.Error) {
+			t.Helper()
+			codeOf(t, what+" topic", got[kmsg.ConfigResourceTypeTopic], topic)
+			codeOf(t, what+" broker", got[kmsg.ConfigResourceTypeBroker], broker)
+		}
+		run := func() (d, a, i map[kmsg.ConfigResourceType]int16) {
+			d, a, i = map[kmsg.ConfigResourceType]int16{}, map[kmsg.ConfigResourceType]int16{}, map[kmsg.ConfigResourceType]int16{}
+			for _, r := range describe().Resources {
+				d[r.ResourceType] = r.ErrorCode
+			}
+			for _, r := range rawRequest[*kmsg.AlterConfigsResponse](t, cl, alter).Resources {
+				a[r.ResourceType] = r.ErrorCode
+			}
+			for _, r := range rawRequest[*kmsg.IncrementalAlterConfigsResponse](t, cl, incremental).Resources {
+				i[r.ResourceType] = r.ErrorCode
+			}
+			return d, a, i
+		}
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "a"), clusterGrant(kmsg.ACLOperationDescribe))
+		d, a, i := run()
+		codes("DescribeConfigs without DESCRIBE_CONFIGS", d, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed)
+		codes("AlterConfigs without ALTER_CONFIGS", a, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed)
+		codes("IncrementalAlterConfigs without ALTER_CONFIGS", i, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed)
+		fa.only(topicGrant(kmsg.ACLOperationDescribeConfigs, "a"), clusterGrant(kmsg.ACLOperationDescribeConfigs),
+			topicGrant(kmsg.ACLOperationAlterConfigs, "a"), clusterGrant(kmsg.ACLOperationAlterConfigs))
+		d, a, i = run()
+		codes("DescribeConfigs with DESCRIBE_CONFIGS", d, nil, nil)
+		codes("AlterConfigs with ALTER_CONFIGS", a, nil, nil)
+		codes("IncrementalAlterConfigs with ALTER_CONFIGS", i, nil, nil)
+	})
+
+	t.Run("ControllerListener", func(t *testing.T) {
+		ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ctrl.Close()
+		seed := func(req kmsg.Request) kmsg.Response {
+			resp, err := ctrl.SeedBrokers()[0].Request(ctxT(t), req)
+			if err != nil {
+				t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+			}
+			return resp
+		}
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.TimeoutMillis, req.ValidateOnly = 10000, true
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "b", Count: 2}}
+		fa.only()
+		codeOf(t, "CreatePartitions at the controller", seed(req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+		fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
+		codeOf(t, "CreatePartitions forwarded by a broker", seed(req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, nil)
+	})
+	t.Run("DescribeTopicPartitions", func(t *testing.T) {
+		fa.only(topicGrant(kmsg.ACLOperationDescribe, "a"))
+		all := rawRequest[*kmsg.DescribeTopicPartitionsResponse](t, cl, kmsg.NewPtrDescribeTopicPartitionsRequest())
+		if len(all.Topics) != 1 || *all.Topics[0].Topic != "a" {
+			t.Errorf("all topics: %d topics, want only a", len(all.Topics))
+		}
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "a"}, {Topic: "b"}, {Topic: "missing"}}
+		resp := rawRequest[*kmsg.DescribeTopicPartitionsResponse](t, cl, req)
+		want := map[string]*kerr.Error{"a": nil, "b": kerr.TopicAuthorizationFailed, "missing": kerr.TopicAuthorizationFailed}
+		for _, rt := range resp.Topics {
+			codeOf(t, *rt.Topic, rt.ErrorCode, want[*rt.Topic])
+		}
+	})
+
+	t.Run("DescribeCluster", func(t *testing.T) {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeClusterAuthorizedOperations = true
+		fa.only(clusterGrant(kmsg.ACLOperationAlter))
+		resp := rawRequest[*kmsg.DescribeClusterResponse](t, cl, req)
+		codeOf(t, "without DESCRIBE", resp.ErrorCode, nil)
+		if resp.ClusterAuthorizedOperations != 0 || len(resp.Brokers) == 0 {
+			t.Errorf("without DESCRIBE: operations %b, %d brokers", resp.ClusterAuthorizedOperations, len(resp.Brokers))
+		}
+		fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
+		if ops := rawRequest[*kmsg.DescribeClusterResponse](t, cl, req).ClusterAuthorizedOperations; ops != 1<<kmsg.ACLOperationAlter|1<<kmsg.ACLOperationDescribe {
+			t.Errorf("with DESCRIBE and ALTER: operations %b", ops)
+		}
+		req.IncludeClusterAuthorizedOperations = false
+		if ops := rawRequest[*kmsg.DescribeClusterResponse](t, cl, req).ClusterAuthorizedOperations; ops != -2147483648 {
+			t.Errorf("not asked: operations %d", ops)
+		}
+	})
+}
