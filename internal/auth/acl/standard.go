@@ -81,11 +81,7 @@ func (s *Standard) Authorize(p auth.Principal, host string, op kmsg.ACLOperation
 	if s.superUsers[p] {
 		return true
 	}
-	v := s.current.Load()
-	var idx *typeIndex
-	if int(rt) >= 0 && int(rt) < len(v.types) {
-		idx = v.types[rt]
-	}
+	idx := s.current.Load().index(rt)
 	if idx == nil {
 		return s.allowIfNoACL
 	}
@@ -210,6 +206,14 @@ func (s *Standard) Apply(removed, added map[[16]byte]Binding) {
 type version struct {
 	types [kmsg.ACLResourceTypeUser + 1]*typeIndex
 	count int
+}
+
+// index is the ACLs of resource type rt, nil if there are none.
+func (v *version) index(rt kmsg.ACLResourceType) *typeIndex {
+	if int(rt) < 0 || int(rt) >= len(v.types) {
+		return nil
+	}
+	return v.types[rt]
 }
 
 // typeIndex holds the ACLs of one resource type.
@@ -370,11 +374,7 @@ func (s *Standard) AuthorizeByResourceType(p auth.Principal, host string, op kms
 	if s.superUsers[p] {
 		return true
 	}
-	v := s.current.Load()
-	var idx *typeIndex
-	if int(rt) >= 0 && int(rt) < len(v.types) {
-		idx = v.types[rt]
-	}
+	idx := s.current.Load().index(rt)
 	if idx == nil {
 		return s.allowIfNoACL
 	}
