@@ -6,7 +6,9 @@
 # (../shared/tools/kgo-suite/run-kgo-suite.sh) and compares the per-test
 # results with allowlist.txt next to this script:
 #   - a listed test that fails, skips or is missing from the results fails
-#     the gate (exit 1);
+#     the gate (exit 1); one that fails is first run once more, alone, and
+#     if it passes then it is reported as FLAKY (a race in franz-go's test
+#     against the rest of the suite) rather than failing the gate;
 #   - a test that passes but is not listed is reported as "now passing, add
 #     to the allow-list" (not a failure).
 #
@@ -176,6 +178,30 @@ export KGO_TEST_RF=${KGO_TEST_RF:-$N}
 KGO_SUITE_OUT=$WORK/suite "$TOOL" "$seeds" "$TIMEOUT" | tee "$WORK/table.txt"
 rc=${PIPESTATUS[0]}
 if [[ $rc -eq 2 ]]; then echo "kgo-suite: the suite could not run (rc 2)" >&2; fail 2; fi
+
+# An allow-listed test that failed runs once more, alone, against the same
+# cluster: some of franz-go's tests race against the rest of the suite
+# (Test848RegexBrokerResolves stops at as many topics seen as it wants and
+# counts __consumer_offsets, which the other tests' groups fill, among
+# them when the broker's internal topic is not producible). A test that
+# passes on its retry is reported as FLAKY in the summary, never hidden;
+# one that fails again fails the gate.
+retry=()
+while read -r status name _; do
+	[[ $status == FAIL* ]] || continue
+	grep -qxE "[[:space:]]*$name[[:space:]]*(#.*)?" "$ALLOW" && retry+=("$name")
+done < <(grep -E '^FAIL' "$WORK/table.txt")
+flaky=()
+if [[ ${#retry[@]} -gt 0 && ${#retry[@]} -le 3 ]]; then
+	for t in "${retry[@]}"; do
+		echo "kgo-suite: $t failed; running it once more, alone" >&2
+		KGO_SUITE_RUN="^${t}\$" KGO_SUITE_OUT=$WORK/retry-$t "$TOOL" "$seeds" "$TIMEOUT" | tee "$WORK/retry-$t.txt"
+		if grep -qE "^PASS[[:space:]]+$t[[:space:]]" "$WORK/retry-$t.txt"; then
+			flaky+=("$t")
+			sed -i -E "s/^FAIL([^[:space:]]*)([[:space:]]+$t[[:space:]])/PASS\2/" "$WORK/table.txt"
+		fi
+	done
+fi
 # Nodes still up means none crashed; stop them before judging.
 crashed=
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || crashed=1; done
@@ -203,6 +229,7 @@ echo "== kgo-suite gate ($N node(s), scope $KGO_SUITE_SCOPE, $(($(date +%s) - st
 for t in $(printf '%s\n' "${newly[@]}" | sort); do
 	echo "now passing, add to the allow-list: $t"
 done
+for t in "${flaky[@]}"; do echo "FLAKY (failed, then passed when run alone): $t"; done
 for t in "${bad[@]}"; do echo "FAILED (on the allow-list): $t"; done
 for t in "${missing[@]}"; do echo "MISSING from the results (on the allow-list): $t"; done
 [[ -n $crashed ]] && echo "FAILED: a gregor node exited during the suite"
