@@ -390,27 +390,11 @@ type oauthClientFirst struct {
 // last). Errors quote nothing of the message.
 func parseOAuthClientFirst(msg []byte) (oauthClientFirst, error) {
 	var out oauthClientFirst
-	s := string(msg)
-	rest, ok := strings.CutPrefix(s, "n,")
-	if !ok {
-		if strings.HasPrefix(s, "y,") || strings.HasPrefix(s, "p=") {
-			return out, errors.New("channel binding is not supported")
-		}
-		return out, errors.New("gs2 header does not start with \"n,\"")
+	authzid, rest, err := parseGS2Header(string(msg))
+	if err != nil {
+		return out, err
 	}
-	authzid, rest, ok := strings.Cut(rest, ",")
-	if !ok {
-		return out, errors.New("gs2 header is not terminated")
-	}
-	if authzid != "" {
-		raw, ok := strings.CutPrefix(authzid, "a=")
-		if !ok {
-			return out, errors.New("gs2 header has a field other than a=")
-		}
-		if out.authzid, ok = decodeSaslName(raw); !ok {
-			return out, errors.New("invalid authorization id encoding")
-		}
-	}
+	out.authzid = authzid
 	// rest is %x01 kvpair* %x01, each kvpair ending in %x01.
 	if len(rest) < 3 || rest[0] != 0x01 || !strings.HasSuffix(rest, "\x01\x01") {
 		return out, errors.New("key-value pairs are not framed by %x01")

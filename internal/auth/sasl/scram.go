@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -263,26 +264,11 @@ type scramClientFirst struct {
 // tokenauth are ignored, as in Kafka. Errors quote nothing of the message.
 func parseScramClientFirst(msg string) (scramClientFirst, error) {
 	var out scramClientFirst
-	rest, ok := strings.CutPrefix(msg, "n,")
-	if !ok {
-		if strings.HasPrefix(msg, "y,") || strings.HasPrefix(msg, "p=") {
-			return out, fmt.Errorf("channel binding is not supported")
-		}
-		return out, fmt.Errorf("gs2 header does not start with \"n,\"")
+	authzid, rest, err := parseGS2Header(msg)
+	if err != nil {
+		return out, err
 	}
-	authzid, rest, ok := strings.Cut(rest, ",")
-	if !ok {
-		return out, fmt.Errorf("gs2 header is not terminated")
-	}
-	if authzid != "" {
-		raw, ok := strings.CutPrefix(authzid, "a=")
-		if !ok {
-			return out, fmt.Errorf("gs2 header has a field other than a=")
-		}
-		if out.authzid, ok = decodeSaslName(raw); !ok {
-			return out, fmt.Errorf("invalid authorization id encoding")
-		}
-	}
+	out.authzid = authzid
 	if strings.HasPrefix(rest, "m=") {
 		return out, fmt.Errorf("mandatory extension (m=) is not supported")
 	}
@@ -348,6 +334,36 @@ func checkScramClientFinal(msg string) error {
 // decodeSaslName undoes RFC 5802's escaping of ',' as =2C and '=' as =3D.
 // The name must be non-empty valid UTF-8 without NUL, and '=' may only
 // start an escape.
+// parseGS2Header reads the GS2 header that SCRAM (RFC 5802) and
+// OAUTHBEARER (RFC 7628) client-first messages start with:
+// "n," ["a=" saslname] ",". Only flag "n" is accepted: Kafka has no
+// channel binding. It returns the decoded authorization id (empty if none)
+// and the rest of the message. Errors quote nothing of the message.
+func parseGS2Header(msg string) (authzid, rest string, err error) {
+	rest, ok := strings.CutPrefix(msg, "n,")
+	if !ok {
+		if strings.HasPrefix(msg, "y,") || strings.HasPrefix(msg, "p=") {
+			return "", "", errors.New("channel binding is not supported")
+		}
+		return "", "", errors.New("gs2 header does not start with \"n,\"")
+	}
+	field, rest, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", errors.New("gs2 header is not terminated")
+	}
+	if field == "" {
+		return "", rest, nil
+	}
+	raw, ok := strings.CutPrefix(field, "a=")
+	if !ok {
+		return "", "", errors.New("gs2 header has a field other than a=")
+	}
+	if authzid, ok = decodeSaslName(raw); !ok {
+		return "", "", errors.New("invalid authorization id encoding")
+	}
+	return authzid, rest, nil
+}
+
 func decodeSaslName(s string) (string, bool) {
 	if s == "" || strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
 		return "", false
