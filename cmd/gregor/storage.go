@@ -108,8 +108,9 @@ func bootstrapRecords(addScram []string) ([]metadata.Record, error) {
 
 // writeBootstrap writes bootstrap.checkpoint into metadata.log.dir unless
 // that is formatted already (then the cluster has started, or will, from
-// the file it has). It goes before meta.properties, so a formatted
-// metadata.log.dir always has it.
+// the file it has). It goes before meta.properties, so this command never
+// leaves a formatted metadata.log.dir without it (one formatted by an
+// older Gregor has none; the controller then starts from its defaults).
 func writeBootstrap(metadataLogDir string, records []metadata.Record) error {
 	_, err := log.ReadMetaProperties(metadataLogDir)
 	if err == nil {
