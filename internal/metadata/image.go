@@ -38,6 +38,10 @@ type Image struct {
 	// ACLs are the cluster's ACLs by id (AccessControlEntryRecord). Callers
 	// must not modify the map.
 	ACLs map[[16]byte]acl.Binding
+	// ClientQuotas are the client quotas (ClientQuotaRecord) per entity:
+	// quota key (producer_byte_rate, ...) -> value. An entity without
+	// quotas has no entry. Callers must not modify the maps.
+	ClientQuotas map[QuotaEntity]map[string]float64
 }
 
 // EmptyImage returns the image before any record.
@@ -51,6 +55,8 @@ func EmptyImage() *Image {
 		Configs:  map[ConfigResource]map[string]string{},
 		Scram:    map[string]map[int8]sasl.ScramCredential{},
 		ACLs:     map[[16]byte]acl.Binding{},
+
+		ClientQuotas: map[QuotaEntity]map[string]float64{},
 	}
 }
 
