@@ -23,6 +23,11 @@ import (
 //   - max.connection.creation.rate (broker-wide, not applied to the
 //     protected inter-broker listener) and per listener: the accept loop
 //     waits before admitting a connection that would exceed the rate.
+//   - connection_creation_rate client quotas of ip entities (KIP-612; a
+//     quota of the address, else the default ip entity's): a connection
+//     over its address's rate is not served and is closed once the
+//     throttle time has passed, so the client does not retry at once. The
+//     accept loop does not wait: other addresses are admitted meanwhile.
 //
 // connectionQuotas is the deciding core: no locks, no clock of its own.
 // The Server holds quotaMu around every call and owns the waiting.
@@ -42,6 +47,11 @@ type ConnectionLimits struct {
 	// listener.name.<l>.max.connection.creation.rate; a listener missing
 	// here is not limited on its own.
 	Listeners map[string]ListenerLimits
+	// IPCreationRates are the connection_creation_rate quotas of ip
+	// entities, per second; the zero Addr keys the default ip entity's,
+	// for addresses without their own. An address with neither is not
+	// limited; a rate of 0 admits no connection from it.
+	IPCreationRates map[netip.Addr]int
 }
 
 // ListenerLimits are the limits of one listener.
@@ -74,6 +84,10 @@ type connectionQuotas struct {
 
 	brokerRate   tokenBucket
 	listenerRate map[string]*tokenBucket
+	// ipRate holds the creation rate of addresses under an ip quota,
+	// created at their first connection and dropped once full again (a
+	// full bucket is the same as a new one).
+	ipRate map[netip.Addr]*tokenBucket
 }
 
 func newConnectionQuotas(limits ConnectionLimits, listenerNames []string, interBroker string) *connectionQuotas {
@@ -81,6 +95,7 @@ func newConnectionQuotas(limits ConnectionLimits, listenerNames []string, interB
 		listeners:    make(map[string]int),
 		perIP:        make(map[netip.Addr]int),
 		listenerRate: make(map[string]*tokenBucket),
+		ipRate:       make(map[netip.Addr]*tokenBucket),
 	}
 	for _, name := range listenerNames {
 		q.listeners[name] = 0
@@ -101,6 +116,70 @@ func (q *connectionQuotas) setLimits(l ConnectionLimits, now time.Time) {
 	q.brokerRate.setRate(l.MaxConnectionCreationRate, now)
 	for name, b := range q.listenerRate {
 		b.setRate(q.listenerLimits(name).MaxConnectionCreationRate, now)
+	}
+	for ip, b := range q.ipRate {
+		if rate := q.ipCreationRate(ip); rate == Unlimited || rate <= 0 {
+			delete(q.ipRate, ip)
+		} else {
+			b.setRate(rate, now)
+		}
+	}
+}
+
+// ipCreationRate is the connection_creation_rate quota of an address.
+func (q *connectionQuotas) ipCreationRate(ip netip.Addr) int {
+	if rate, ok := q.limits.IPCreationRates[ip]; ok {
+		return rate
+	}
+	if rate, ok := q.limits.IPCreationRates[netip.Addr{}]; ok {
+		return rate
+	}
+	return Unlimited
+}
+
+// ipThrottle records a connection from ip under its connection_creation_rate
+// quota and returns 0, or, when the connection would exceed the quota, how
+// long the address must wait (the connection is then not recorded, as in
+// Kafka).
+func (q *connectionQuotas) ipThrottle(ip netip.Addr, now time.Time) time.Duration {
+	rate := q.ipCreationRate(ip)
+	switch {
+	case rate == Unlimited:
+		return 0
+	case rate <= 0:
+		return ipBlockedThrottle
+	}
+	b := q.ipRate[ip]
+	if b == nil {
+		if len(q.ipRate) >= maxIdleIPRates {
+			q.dropFullIPRates(now)
+		}
+		b = &tokenBucket{}
+		b.setRate(rate, now)
+		q.ipRate[ip] = b
+	}
+	if wait := b.wait(now); wait > 0 {
+		return wait
+	}
+	b.take(now)
+	return 0
+}
+
+// ipBlockedThrottle is how long a connection from an address whose
+// connection_creation_rate is 0 is held before it is closed: one quota
+// window, Kafka's quota.window.size.seconds default.
+const ipBlockedThrottle = time.Second
+
+// maxIdleIPRates bounds the per-address buckets kept before full ones are
+// dropped, so many addresses connecting once do not grow the map forever.
+const maxIdleIPRates = 1024
+
+func (q *connectionQuotas) dropFullIPRates(now time.Time) {
+	for ip, b := range q.ipRate {
+		b.refill(now)
+		if b.tokens >= float64(b.rate) {
+			delete(q.ipRate, ip)
+		}
 	}
 }
 

@@ -356,3 +356,78 @@ func waitForN(t *testing.T, what string, timeout time.Duration, cond func() bool
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestIPConnectionCreationRateCore(t *testing.T) {
+	ip1, ip2, ip3 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	q := newConnectionQuotas(ConnectionLimits{
+		MaxConnections:            Unlimited,
+		MaxConnectionsPerIP:       Unlimited,
+		MaxConnectionCreationRate: Unlimited,
+		IPCreationRates:           map[netip.Addr]int{ip1: 2, {}: 1, ip3: 0},
+	}, []string{"CLIENT"}, "")
+	now := time.Unix(1000, 0)
+	for i := range 2 {
+		if d := q.ipThrottle(ip1, now); d != 0 {
+			t.Fatalf("connection %d from %s throttled %v", i, ip1, d)
+		}
+	}
+	if d := q.ipThrottle(ip1, now); d != 500*time.Millisecond {
+		t.Fatalf("third from %s: throttle %v, want 500ms", ip1, d)
+	}
+	// A throttled connection is not recorded: after the wait one goes in.
+	if d := q.ipThrottle(ip1, now.Add(500*time.Millisecond)); d != 0 {
+		t.Fatalf("after the throttle: %v", d)
+	}
+	// ip2 has no quota of its own: the default entity's 1/s.
+	if d := q.ipThrottle(ip2, now); d != 0 {
+		t.Fatal(d)
+	}
+	if d := q.ipThrottle(ip2, now); d != time.Second {
+		t.Fatalf("second from %s under the default: %v, want 1s", ip2, d)
+	}
+	// A rate of 0 admits nothing.
+	if d := q.ipThrottle(ip3, now); d != ipBlockedThrottle {
+		t.Fatalf("rate 0: %v", d)
+	}
+	// Removing the quotas lifts the throttle and forgets the buckets.
+	q.setLimits(NoConnectionLimits(), now)
+	if d := q.ipThrottle(ip2, now); d != 0 || len(q.ipRate) != 0 {
+		t.Fatalf("without quotas: throttle %v, %d buckets kept", d, len(q.ipRate))
+	}
+}
+
+// TestIPConnectionCreationRate: a connection over its address's
+// connection_creation_rate is held unserved and then closed, while other
+// addresses are accepted meanwhile.
+func TestIPConnectionCreationRate(t *testing.T) {
+	s := startServer(t, Config{
+		Limits: limits(func(l *ConnectionLimits) {
+			l.IPCreationRates = map[netip.Addr]int{netip.MustParseAddr("127.0.0.5"): 1}
+		}),
+	}, &testHandler{})
+
+	dialFrom(t, s, "PLAINTEXT", "127.0.0.5").roundTrip(12)
+	held := dialFrom(t, s, "PLAINTEXT", "127.0.0.5")
+	start := time.Now()
+	held.send(metadataReq(12))
+	// Another address is served while the throttled connection is held.
+	for range 3 {
+		dialFrom(t, s, "PLAINTEXT", "127.0.0.6").roundTrip(12)
+	}
+	held.expectClosed()
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("throttled connection closed after %v: not held for its throttle time", waited)
+	}
+	// Once the rate allows it again the address is served.
+	waitForN(t, "127.0.0.5 to be admitted again", 10*time.Second, func() bool {
+		nc, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.ParseIP("127.0.0.5")}, s.Addr("PLAINTEXT").(*net.TCPAddr))
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		c := &testClient{t: t, nc: nc}
+		c.send(metadataReq(12))
+		_, err = c.readFrame()
+		return err == nil
+	})
+}

@@ -149,6 +149,9 @@ type Server struct {
 	listeners map[string]net.Listener
 	configs   map[string]*ListenerConfig
 	conns     map[*conn]struct{}
+	// throttled are the connections held until their close under an ip
+	// connection_creation_rate quota (closeThrottled).
+	throttled map[net.Conn]*time.Timer
 	ctx       context.Context // parent of every connection context
 	cancel    context.CancelFunc
 	// stopAccept is closed by Shutdown: accept loops still waiting at
@@ -208,6 +211,7 @@ func NewServer(cfg Config, h Handler) *Server {
 		quotas:       newConnectionQuotas(limits, names, cfg.InterBrokerListener),
 		listeners:    make(map[string]net.Listener),
 		conns:        make(map[*conn]struct{}),
+		throttled:    make(map[net.Conn]*time.Timer),
 		ctx:          ctx,
 		cancel:       cancel,
 	}
@@ -302,6 +306,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, l := range s.listeners {
 		l.Close()
 	}
+	for nc, t := range s.throttled {
+		if t.Stop() {
+			nc.Close()
+		}
+		delete(s.throttled, nc)
+	}
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -369,8 +379,15 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 			return
 		}
 		s.quotaMu.Lock()
-		err = s.quotas.open(name, ip)
+		throttle := s.quotas.ipThrottle(ip, time.Now())
+		if throttle == 0 {
+			err = s.quotas.open(name, ip)
+		}
 		s.quotaMu.Unlock()
+		if throttle > 0 {
+			s.closeThrottled(name, nc, throttle)
+			continue
+		}
 		if err != nil {
 			// Kafka's TooManyConnectionsException: close at once.
 			s.log.Info("rejected connection", "listener", name, "client", nc.RemoteAddr().String(), "err", err)
@@ -396,6 +413,31 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 		s.closeExcessConnections(name)
 		go c.serve()
 	}
+}
+
+// closeThrottled holds a connection over its address's
+// connection_creation_rate without serving it and closes it once throttle
+// has passed (Kafka's ConnectionThrottledException: the client sees the
+// connection closed only after the delay, so it does not reconnect at
+// once). Shutdown closes the held connections at once.
+func (s *Server) closeThrottled(listener string, nc net.Conn, throttle time.Duration) {
+	s.log.Debug("throttled connection: connection_creation_rate quota exceeded", "listener", listener,
+		"client", nc.RemoteAddr().String(), "throttle", throttle)
+	if obs := s.cfg.Connections; obs != nil {
+		obs.AcceptThrottled(listener, throttle)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		nc.Close()
+		return
+	}
+	s.throttled[nc] = time.AfterFunc(throttle, func() {
+		s.mu.Lock()
+		delete(s.throttled, nc)
+		s.mu.Unlock()
+		nc.Close()
+	})
 }
 
 // waitForConnectionSlot blocks the accept loop of listener until

@@ -86,6 +86,9 @@ type connectionLimitsUpdater struct {
 	// recomputed (and override host names resolved) only when they change,
 	// not on every metadata delta.
 	props map[string]string
+	// ipRates are the connection_creation_rate quotas of ip entities last
+	// applied (ipQuotas).
+	ipRates map[metadata.QuotaName]int
 }
 
 func newConnectionLimitsUpdater(s *Server, ns *network.Server, listeners []string) *connectionLimitsUpdater {
@@ -111,12 +114,44 @@ func (u *connectionLimitsUpdater) Publish(delta *metadata.Delta, img *metadata.I
 	maps.Copy(eff.Props, img.ClusterConfigs())
 	maps.Copy(eff.Props, img.BrokerConfigs(u.s.cfg.NodeID))
 	props := connectionLimitProps(eff.Props)
-	if maps.Equal(props, u.props) {
+	ipRates := ipQuotas(img)
+	if maps.Equal(props, u.props) && maps.Equal(ipRates, u.ipRates) {
 		return
 	}
-	u.props = props
+	u.props, u.ipRates = props, ipRates
 	want := u.s.connectionLimits(&eff, u.listeners)
+	for name, rate := range ipRates {
+		if want.IPCreationRates == nil {
+			want.IPCreationRates = map[netip.Addr]int{}
+		}
+		if name.Default {
+			want.IPCreationRates[netip.Addr{}] = rate
+			continue
+		}
+		ip, err := netip.ParseAddr(name.Name)
+		if err != nil { // AlterClientQuotas accepts only addresses
+			u.s.logger.Warn("connection_creation_rate quota of an ip entity that is not an address ignored", "ip", name.Name)
+			continue
+		}
+		want.IPCreationRates[ip.Unmap()] = rate
+	}
 	u.net.SetConnectionLimits(want)
 	u.s.logger.Info("connection limits changed", "max_connections", want.MaxConnections,
-		"max_connections_per_ip", want.MaxConnectionsPerIP, "max_connection_creation_rate", want.MaxConnectionCreationRate)
+		"max_connections_per_ip", want.MaxConnectionsPerIP, "max_connection_creation_rate", want.MaxConnectionCreationRate,
+		"ip_connection_creation_rate_quotas", len(ipRates))
+}
+
+// ipQuotas picks the connection_creation_rate quotas of ip entities from
+// an image (Kafka keeps this quota for ip entities only).
+func ipQuotas(img *metadata.Image) map[metadata.QuotaName]int {
+	out := map[metadata.QuotaName]int{}
+	for e, q := range img.ClientQuotas {
+		if !e.IP.Present || e.User.Present || e.ClientID.Present {
+			continue
+		}
+		if rate, ok := q["connection_creation_rate"]; ok {
+			out[e.IP] = limit(int64(rate))
+		}
+	}
+	return out
 }
