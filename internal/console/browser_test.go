@@ -61,6 +61,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`canvas`)))
 	brokers, quorum := text(`#brokers`), text(`#quorum`)
 
+	do("open the security page",
+		chromedp.Click(css(`header nav a[data-nav="security"]`)),
+		chromedp.WaitVisible(css(`#acls-disabled`)))
+	security := text(`main`)
+	if !strings.Contains(security, "No authorizer is configured") || !strings.Contains(security, "Client quotas") {
+		t.Errorf("security page without an authorizer: %q", security)
+	}
+
 	if topicLag != "7" {
 		t.Errorf("topic page: lag of e2e-billing = %q, want 7", topicLag)
 	}

@@ -190,6 +190,7 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/groups", c.api(c.groups))
 	mux.HandleFunc("GET /api/groups/{group}", c.api(c.group))
 	mux.HandleFunc("GET /api/throughput", c.api(c.throughputSeries))
+	mux.HandleFunc("GET /api/security", c.api(c.security))
 }
 
 // Close stops the sampler, ends the sessions and closes the clients.

@@ -329,6 +329,28 @@ function viewGroup(name) {
       : el("p", {class: "muted"}, "No committed offsets.")), 5000);
 }
 
+// ---- Security: ACLs and client quotas, as the visitor may see them ----
+
+function viewSecurity() {
+  main.append(el("h1", {}, "Security"));
+  section(main, () => api("security"), s => el("div", {},
+    el("h2", {}, "ACLs"),
+    s.acls.disabled ? el("p", {id: "acls-disabled", class: "muted"}, "No authorizer is configured (authorizer.class.name): every principal may do everything.")
+      : s.acls.error ? el("p", {id: "acls-error", class: "error"}, s.acls.error)
+      : s.acls.items.length ? table("acls", ["Principal", "Host", "Resource type", "Resource", "Pattern", "Operation", "Permission"],
+        s.acls.items.map(a => el("tr", {"data-principal": a.principal},
+          el("td", {}, a.principal), el("td", {}, a.host), el("td", {}, a.resourceType), el("td", {class: "data"}, a.resource),
+          el("td", {}, a.patternType), el("td", {}, a.operation),
+          el("td", {class: a.permission === "DENY" ? "bad" : "ok"}, a.permission))))
+      : el("p", {class: "muted"}, "No ACLs."),
+    el("h2", {}, "Client quotas"),
+    s.quotas.error ? el("p", {id: "quotas-error", class: "error"}, s.quotas.error)
+      : s.quotas.items.length ? table("quotas", ["Entity", "Quotas"],
+        s.quotas.items.map(q => el("tr", {"data-entity": q.entity}, el("td", {class: "data"}, q.entity),
+          el("td", {}, Object.keys(q.values).sort().map(k => k + "=" + q.values[k]).join(", ")))))
+      : el("p", {class: "muted"}, "No client quotas.")), 10000);
+}
+
 // ---- Login: when the broker listener requires SASL, the console reads
 // the cluster as the visitor, who logs in with their own credentials ----
 
@@ -390,7 +412,7 @@ function showLogin() {
   user.focus();
 }
 
-// ---- Routing: #/, #/topics, #/topics/NAME, #/groups, #/groups/NAME ----
+// ---- Routing: #/, #/topics, #/topics/NAME, #/groups, #/groups/NAME, #/security ----
 
 function route() {
   if (sessionInfo.login && !sessionInfo.user) { showLogin(); return; }
@@ -402,6 +424,7 @@ function route() {
   else if (kind === "topics") viewTopics();
   else if (kind === "groups" && arg) viewGroup(arg);
   else if (kind === "groups") viewGroups();
+  else if (kind === "security") viewSecurity();
   else viewOverview();
 }
 
