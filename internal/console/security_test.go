@@ -54,7 +54,7 @@ func TestSecurityPageAsVisitor(t *testing.T) {
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="` + alicePassword + `";`,
-		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"authorizer.class.name":                               "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		// The PLAINTEXT listeners (the test's admin client, the node
 		// talking to itself) are anonymous.
 		"super.users": "User:ANONYMOUS",
