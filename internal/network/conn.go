@@ -37,6 +37,19 @@ var (
 // dispatches requests and a writer goroutine (writeLoop) that sends the
 // responses in request order.
 //
+// Client quotas throttle a connection as Kafka's SocketServer does. A
+// response whose throttle_time_ms is set (or a request whose handler set
+// Request.Throttle: an acks=0 produce has no response) mutes the
+// connection: no new request is handled (nor, after the one frame the
+// reader may already hold, read) until the throttle time has passed since
+// the response was ready. For versions from KIP-219 on
+// (kmsg.ThrottleResponse's second result) the client throttles itself too,
+// and the response is sent at once; for older versions, whose clients do
+// not, the response is held for the throttle time before it is sent (and
+// the responses behind it with it), as Kafka did before KIP-219. Only this
+// connection's goroutines wait; shutdown ends a mute and sends a held
+// response at once.
+//
 // Lock order: conn.mu is a leaf lock; never hold it while doing I/O or
 // taking Server.mu.
 type conn struct {
@@ -79,6 +92,9 @@ type conn struct {
 	// lastActivity is the time (UnixNano) of the last byte read or response
 	// written, for connections.max.idle.ms.
 	lastActivity atomic.Int64
+	// mutedUntil is the time (UnixNano) until which the reader reads no
+	// new request: the end of the latest client quota throttle.
+	mutedUntil atomic.Int64
 
 	mu         sync.Mutex
 	queue      []*pending // responses in request order; head is written next
@@ -99,6 +115,9 @@ type pending struct {
 	// closeAfter closes the connection once frame is written (an
 	// authentication failure answered before closing, as Kafka does).
 	closeAfter bool
+	// holdUntil, when set, is when the response may be sent: a throttled
+	// response of a version that predates KIP-219.
+	holdUntil time.Time
 }
 
 func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
@@ -203,6 +222,9 @@ func (c *conn) touch() { c.lastActivity.Store(time.Now().UnixNano()) }
 func (c *conn) readLoop() {
 	s := c.srv
 	for {
+		if !c.waitUnmuted() {
+			return
+		}
 		select {
 		case c.inflight <- struct{}{}:
 		case <-c.stopCh:
@@ -226,6 +248,13 @@ func (c *conn) readLoop() {
 		// goes no further).
 		charge := int64(len(frame))
 		releaseBytes := func() { s.requestBytes.release(charge) }
+		// A throttle that came while the reader waited for this frame
+		// holds it back too.
+		if !c.waitUnmuted() {
+			<-c.inflight
+			releaseBytes()
+			return
+		}
 		if c.sasl != nil && c.sasl.phase == saslAuthenticate && c.sasl.raw {
 			reply, verdict := c.saslRawToken(frame)
 			releaseBytes()
@@ -290,6 +319,35 @@ func (c *conn) readLoop() {
 		prev := c.lastDispatched
 		c.lastDispatched = req.dispatched
 		go c.process(req, p, prev)
+	}
+}
+
+// waitUnmuted holds the reader while the connection is muted by a client
+// quota throttle; false when the reader must stop instead.
+func (c *conn) waitUnmuted() bool {
+	for {
+		wait := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.stopCh:
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// mute keeps the reader from reading new requests until the given time
+// (a later mute that is already in place stays).
+func (c *conn) mute(until time.Time) {
+	for {
+		cur := c.mutedUntil.Load()
+		if until.UnixNano() <= cur || c.mutedUntil.CompareAndSwap(cur, until.UnixNano()) {
+			return
+		}
 	}
 }
 
@@ -432,18 +490,28 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	}
 	var frame Frame
 	var release func()
+	var th throttle
 	ok := false
 	// After a failed request the connection is closing: requests read
 	// behind it are dropped unhandled, as Kafka drops them with the channel.
 	if !c.failed.Load() {
-		frame, release, ok = c.handle(req)
+		frame, release, th, ok = c.handle(req)
 	}
 	if !ok {
 		c.failed.Store(true)
 	}
 	req.Dispatched() // gives back the queued.max.requests slot, if not yet
+	var holdUntil time.Time
+	if ok && th.time > 0 {
+		end := time.Now().Add(th.time)
+		c.mute(end)
+		if th.hold {
+			holdUntil = end
+		}
+	}
 	c.mu.Lock()
 	p.done, p.frame, p.holes, p.release, p.fail = true, frame.Buf, frame.Holes, release, !ok
+	p.holdUntil = holdUntil
 	gone := c.writerGone
 	c.mu.Unlock()
 	if gone && release != nil {
@@ -455,10 +523,29 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	}
 }
 
+// throttle is how a request's client is throttled: muted for time, and,
+// with hold, its response held back as long (pre-KIP-219 versions).
+type throttle struct {
+	time time.Duration
+	hold bool
+}
+
+// throttleOf is the throttle of a request and its response (nil for none):
+// the larger of Request.Throttle and the response's throttle_time_ms.
+func throttleOf(req *Request, resp kmsg.Response) throttle {
+	th := throttle{time: req.Throttle}
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		ms, clientThrottles := tr.Throttle()
+		th.time = max(th.time, time.Duration(ms)*time.Millisecond)
+		th.hold = !clientThrottles
+	}
+	return th
+}
+
 // handle calls the handler and encodes its response. ok=false closes the
 // connection once the responses before this one are written. release, when
 // not nil, gives back the file ranges of a FileResponse.
-func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
+func (c *conn) handle(req *Request) (frame Frame, release func(), th throttle, ok bool) {
 	h := req.Header
 	defer func() {
 		if r := recover(); r != nil {
@@ -468,7 +555,7 @@ func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 			if release != nil {
 				release()
 			}
-			frame, release, ok = Frame{}, nil, false
+			frame, release, th, ok = Frame{}, nil, throttle{}, false
 		}
 	}()
 	if c.log.Enabled(c.ctx, slog.LevelDebug) {
@@ -485,11 +572,11 @@ func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 	if isFileResp {
 		release = fileResp.Release
 	}
-	fail := func() (Frame, func(), bool) {
+	fail := func() (Frame, func(), throttle, bool) {
 		if release != nil {
 			release()
 		}
-		return Frame{}, nil, false
+		return Frame{}, nil, throttle{}, false
 	}
 	if err != nil {
 		if c.ctx.Err() == nil {
@@ -499,7 +586,7 @@ func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 		return fail()
 	}
 	if resp == nil {
-		return Frame{}, nil, true
+		return Frame{}, nil, throttleOf(req, nil), true
 	}
 	if resp.Key() != h.APIKey {
 		c.log.Error("closing connection: handler answered with the wrong response type",
@@ -511,10 +598,11 @@ func (c *conn) handle(req *Request) (frame Frame, release func(), ok bool) {
 		version = 0
 	}
 	resp.SetVersion(version)
+	th = throttleOf(req, resp) // after SetVersion: the version decides KIP-219
 	if isFileResp {
-		return encodeFileResponse(h.CorrelationID, fileResp), release, true
+		return encodeFileResponse(h.CorrelationID, fileResp), release, th, true
 	}
-	return Frame{Buf: encodeResponse(h.CorrelationID, resp)}, nil, true
+	return Frame{Buf: encodeResponse(h.CorrelationID, resp)}, nil, th, true
 }
 
 // writeLoop writes finished responses in request order, batching those that
@@ -526,7 +614,12 @@ func (c *conn) writeLoop() {
 	for {
 		c.mu.Lock()
 		var ready []*pending
+		var holdUntil time.Time // of the next response, held for a throttle
 		for len(c.queue) > 0 && c.queue[0].done {
+			if h := c.queue[0].holdUntil; !c.stopping.Load() && time.Now().Before(h) {
+				holdUntil = h
+				break
+			}
 			ready = append(ready, c.queue[0])
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
@@ -577,9 +670,24 @@ func (c *conn) writeLoop() {
 		if finished {
 			return
 		}
+		// A held response waits for its time, or for the shutdown.
+		var held <-chan time.Time
+		var stopping <-chan struct{}
+		var timer *time.Timer
+		if !holdUntil.IsZero() {
+			timer = time.NewTimer(time.Until(holdUntil))
+			held, stopping = timer.C, c.stopCh
+		}
 		select {
 		case <-c.wake:
+		case <-held:
+		case <-stopping:
 		case <-c.ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if c.ctx.Err() != nil {
 			return
 		}
 	}

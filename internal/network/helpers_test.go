@@ -83,10 +83,10 @@ func (h *testHandler) apiVersions(req *Request) kmsg.Response {
 }
 
 // echoMetadata answers a Metadata request with the correlation id in
-// ThrottleMillis, so a test can match bodies to requests.
+// ControllerID (v1+), so a test can match bodies to requests.
 func echoMetadata(req *Request) kmsg.Response {
 	resp := kmsg.NewPtrMetadataResponse()
-	resp.ThrottleMillis = req.Header.CorrelationID
+	resp.ControllerID = req.Header.CorrelationID
 	return resp
 }
 
@@ -223,8 +223,8 @@ func (c *testClient) roundTrip(version int16) {
 	c.t.Helper()
 	corr := c.send(metadataReq(version))
 	resp := metadataResp(version)
-	if got := c.recv(resp); got != corr || resp.ThrottleMillis != corr {
-		c.t.Fatalf("response correlation %d throttle %d, want %d", got, resp.ThrottleMillis, corr)
+	if got := c.recv(resp); got != corr || resp.ControllerID != corr {
+		c.t.Fatalf("response correlation %d body %d, want %d", got, resp.ControllerID, corr)
 	}
 }
 

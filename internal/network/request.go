@@ -57,6 +57,14 @@ type Request struct {
 	// an ApiVersionsRequest v0, and the handler answers with a v0 response
 	// carrying UNSUPPORTED_VERSION and the supported ranges.
 	UnsupportedVersion bool
+	// Throttle is how long the client is to be throttled after this
+	// request for exceeding a client quota; the handler sets it. The
+	// connection then reads no new request for that long (KIP-219). A
+	// response carrying throttle_time_ms is throttled for the larger of
+	// the two, so a handler need set this only when there is no response
+	// (acks=0 produce). See conn.go for how versions that predate
+	// KIP-219 are throttled.
+	Throttle time.Duration
 
 	// dispatched is closed when the request no longer holds up the next
 	// request of its connection (see Dispatched).

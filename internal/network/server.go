@@ -22,7 +22,8 @@
 //
 // Connection limits (max.connections, max.connections.per.ip, the creation
 // rates) are applied at accept, and queued.max.request.bytes between a
-// frame's size and its body (quotas.go).
+// frame's size and its body (quotas.go). A client over a client quota is
+// throttled by muting its connection (conn.go).
 package network
 
 import (

@@ -49,8 +49,8 @@ func TestResponsesLeaveInRequestOrder(t *testing.T) {
 	for i, v := range versions {
 		resp := metadataResp(v)
 		corr := c.recv(resp)
-		if corr != int32(i) || resp.ThrottleMillis != int32(i) {
-			t.Fatalf("response %d: correlation %d body %d", i, corr, resp.ThrottleMillis)
+		if corr != int32(i) || resp.ControllerID != int32(i) {
+			t.Fatalf("response %d: correlation %d body %d", i, corr, resp.ControllerID)
 		}
 	}
 	if got := maxConcurrent.Load(); got < 2 || got > DefaultMaxInFlightPerConnection {
