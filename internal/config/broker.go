@@ -53,6 +53,12 @@ type Broker struct {
 	SocketReceiveBufferBytes int   // socket.receive.buffer.bytes
 	FetchMaxBytes            int32 // fetch.max.bytes
 
+	// Client quota windows.
+	QuotaWindowNum                   int // quota.window.num
+	QuotaWindowSizeSeconds           int // quota.window.size.seconds
+	ControllerQuotaWindowNum         int // controller.quota.window.num
+	ControllerQuotaWindowSizeSeconds int // controller.quota.window.size.seconds
+
 	// Log defaults: the server defaults of topic configurations.
 	LogSegmentBytes                         int32    // log.segment.bytes
 	LogRollMs                               int64    // log.roll.ms, else log.roll.hours
@@ -449,6 +455,10 @@ func loadTunables(b *Broker, v values) {
 	b.SocketSendBufferBytes = v.int("socket.send.buffer.bytes")
 	b.SocketReceiveBufferBytes = v.int("socket.receive.buffer.bytes")
 	b.FetchMaxBytes = v.i32("fetch.max.bytes")
+	b.QuotaWindowNum = v.int("quota.window.num")
+	b.QuotaWindowSizeSeconds = v.int("quota.window.size.seconds")
+	b.ControllerQuotaWindowNum = v.int("controller.quota.window.num")
+	b.ControllerQuotaWindowSizeSeconds = v.int("controller.quota.window.size.seconds")
 
 	b.ReplicaLagTimeMaxMs = v.i64("replica.lag.time.max.ms")
 	b.ReplicaFetchMaxBytes = v.i32("replica.fetch.max.bytes")
