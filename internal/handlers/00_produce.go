@@ -53,6 +53,11 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := r.Acks == -1 || r.Acks == 0 || r.Acks == 1
+	if rq := requestQuotaOf(ctx); rq != nil {
+		// Client quotas are recorded once the request is answered (or
+		// refused), as Kafka records them (quotas.go).
+		defer rq.recordProduce(r.Acks)
+	}
 	var waits []replicationWait
 	failed := 0
 	if r.TransactionID != nil && !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *r.TransactionID) {
@@ -134,6 +139,7 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 	// DelayedProduce), or with the error when it cannot within the
 	// request's timeout.
 	if len(waits) > 0 {
+		startWaiting(ctx)
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
 		for _, w := range waits {
 			if err := h.d.Replica.WaitReplicated(wctx, w.topic, w.partition, w.required); err != nil {

@@ -54,9 +54,10 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
 		return resp, nil
 	}
-	replicaID := r.ReplicaID
-	if r.Version >= 15 {
-		replicaID = r.ReplicaState.ID
+	replicaID := fetchReplicaID(r)
+	rq := requestQuotaOf(ctx) // nil for followers
+	if rq != nil {
+		r = rq.capFetch(r)
 	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	denied := h.fetchDenied(ctx, req, r, replicaID)
@@ -67,11 +68,11 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		seen := h.d.Replica.FetchPositions(watches)
 		resp, bytes, hasError := h.readFetch(r, replicaID, denied)
 		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) {
-			h.countFetched(resp)
-			return resp, nil
+			return h.fetched(rq, resp), nil
 		}
 		// The records read so far are read again after the wait.
 		resp.Release()
+		startWaiting(ctx)
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		err := h.d.Replica.WaitFetchable(wctx, watches, seen)
 		cancel()
@@ -82,10 +83,28 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 			// The max wait passed (or the broker is stopping): one last
 			// read, so data that arrived at the deadline is not missed.
 			resp, _, _ := h.readFetch(r, replicaID, denied)
-			h.countFetched(resp)
-			return resp, nil
+			return h.fetched(rq, resp), nil
 		}
 	}
+}
+
+// fetchReplicaID is the replica id of a fetch: a follower's broker id,
+// negative for a consumer.
+func fetchReplicaID(r *kmsg.FetchRequest) int32 {
+	if r.Version >= 15 {
+		return r.ReplicaState.ID
+	}
+	return r.ReplicaID
+}
+
+// fetched is the answer to a fetch once read: throttled by the client
+// quotas (rq nil: none apply), its bytes counted.
+func (h *Handlers) fetched(rq *requestQuota, resp *fetchResponse) *fetchResponse {
+	if rq != nil {
+		resp = rq.throttleFetch(resp)
+	}
+	h.countFetched(resp)
+	return resp
 }
 
 // fetchWatches lists the partitions a fetch reads, by name, for its wait

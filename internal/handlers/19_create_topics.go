@@ -11,6 +11,10 @@ package handlers
 // configs, partition count and replication factor are answered only with
 // DESCRIBE_CONFIGS on it, else its ConfigErrorCode (TopicConfigErrorCode) is
 // TOPIC_AUTHORIZATION_FAILED (as Kafka's ReplicationControlManager).
+//
+// The client's controller_mutation_rate quota counts the partitions of
+// each topic; from v6 on a topic over it gets THROTTLING_QUOTA_EXCEEDED
+// (quotas.go).
 
 import (
 	"context"
@@ -38,10 +42,19 @@ func (h *Handlers) createTopics(ctx context.Context, req *network.Request) (kmsg
 			describable = h.authorizedTopics(ctx, req, kmsg.ACLOperationDescribeConfigs, names)
 		}
 	}
+	mq := h.mutationQuota(ctx, req, 6)
+	r, throttled, charged := h.admitCreateTopics(mq, r)
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
-	if len(r.Topics) > 0 || len(denied) == 0 {
+	if len(r.Topics) > 0 || (len(denied) == 0 && len(throttled) == 0) {
 		resp = h.d.Controller.CreateTopics(ctx, r)
 	}
+	for _, t := range resp.Topics {
+		if n, ok := charged[t.Topic]; ok {
+			mq.settle(n, t.ErrorCode == 0)
+		}
+	}
+	mq.finish()
+	resp.Topics = append(resp.Topics, throttled...)
 	for _, n := range denied {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic, rt.ErrorCode, rt.ErrorMessage = n, kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("Authorization failed.")
@@ -82,6 +95,46 @@ func (h *Handlers) createTopics(ctx context.Context, req *network.Request) (kmsg
 		}
 	}
 	return resp, nil
+}
+
+// admitCreateTopics asks the controller mutation quota about each topic of
+// r: it returns the topics to create, the answers of those it refuses, and
+// the partitions it counted per topic to create (for mq.settle).
+func (h *Handlers) admitCreateTopics(mq *mutations, r *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsRequest, []kmsg.CreateTopicsResponseTopic, map[string]int) {
+	if mq == nil {
+		return r, nil, nil
+	}
+	names := make([]string, 0, len(r.Topics))
+	for _, t := range r.Topics {
+		names = append(names, t.Topic)
+	}
+	dup := duplicates(names) // refused by the controller: not counted
+	admitted := *r
+	admitted.Topics = nil
+	var throttled []kmsg.CreateTopicsResponseTopic
+	charged := map[string]int{}
+	for _, t := range r.Topics {
+		n := 0
+		switch {
+		case dup[t.Topic]:
+		case len(t.ReplicaAssignment) > 0:
+			n = len(t.ReplicaAssignment)
+		case t.NumPartitions == -1:
+			n = int(h.d.Broker.NumPartitions)
+		default:
+			n = int(t.NumPartitions)
+		}
+		if !mq.admit(n) {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(throttledTopicMessage)
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			throttled = append(throttled, rt)
+			continue
+		}
+		charged[t.Topic] = n
+		admitted.Topics = append(admitted.Topics, t)
+	}
+	return &admitted, throttled, charged
 }
 
 // creatableTopics splits r into the topics req's principal may create

@@ -14,6 +14,10 @@ package handlers
 // DELETE is TOPIC_AUTHORIZATION_FAILED, its name answered only with
 // DESCRIBE; an unknown id stays UNKNOWN_TOPIC_ID. Names and ids given
 // twice are left for the controller to reject.
+//
+// The client's controller_mutation_rate quota counts the partitions of
+// each topic; from v5 on a topic over it gets THROTTLING_QUOTA_EXCEEDED
+// (quotas.go).
 
 import (
 	"context"
@@ -21,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/metadata"
 	"gregor/internal/network"
 )
 
@@ -28,16 +33,99 @@ var deleteTopicsAPI = api{key: 20, min: 1, max: 6, handle: (*Handlers).deleteTop
 
 func (h *Handlers) deleteTopics(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteTopicsRequest)
-	if h.trustedAdmin(ctx, req) || h.authorizedCluster(ctx, req, kmsg.ACLOperationDelete) {
-		return h.d.Controller.DeleteTopics(ctx, r), nil
+	allowed := r
+	var denied []kmsg.DeleteTopicsResponseTopic
+	if !h.trustedAdmin(ctx, req) && !h.authorizedCluster(ctx, req, kmsg.ACLOperationDelete) {
+		allowed, denied = h.deletableTopics(ctx, req, r)
 	}
-	allowed, denied := h.deletableTopics(ctx, req, r)
+	mq := h.mutationQuota(ctx, req, 5)
+	allowed, throttled, charged := h.admitDeleteTopics(mq, allowed)
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	if len(allowed.TopicNames) > 0 || len(allowed.Topics) > 0 || len(denied) == 0 {
+	if len(allowed.TopicNames) > 0 || len(allowed.Topics) > 0 || (len(denied) == 0 && len(throttled) == 0) {
 		resp = h.d.Controller.DeleteTopics(ctx, allowed)
 	}
+	for _, t := range resp.Topics {
+		name, ok := charged.byID[t.TopicID]
+		if t.Topic != nil {
+			name, ok = *t.Topic, true
+		}
+		if n, counted := charged.partitions[name]; ok && counted {
+			mq.settle(n, t.ErrorCode == 0)
+		}
+	}
+	mq.finish()
 	resp.Topics = append(resp.Topics, denied...)
+	resp.Topics = append(resp.Topics, throttled...)
 	return resp, nil
+}
+
+// deleteCharges are the partitions the controller mutation quota counted
+// per topic to delete, and the names of the topics named by id.
+type deleteCharges struct {
+	partitions map[string]int
+	byID       map[[16]byte]string
+}
+
+// admitDeleteTopics asks the controller mutation quota about each topic
+// of r (by the partitions the image knows it to have; unknown topics are
+// the controller's to answer): it returns the topics to delete, the
+// answers of those it refuses, and what it counted.
+func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsRequest, []kmsg.DeleteTopicsResponseTopic, deleteCharges) {
+	charged := deleteCharges{partitions: map[string]int{}, byID: map[[16]byte]string{}}
+	if mq == nil {
+		return r, nil, charged
+	}
+	img := h.image()
+	topics := r.Topics
+	if r.Version < 6 {
+		topics = nil
+		for _, n := range r.TopicNames {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.Topic = kmsg.StringPtr(n)
+			topics = append(topics, t)
+		}
+	}
+	var names []string
+	for _, t := range topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		} else if it, ok := img.Topics.ByID[t.TopicID]; ok {
+			names = append(names, it.Name)
+		}
+	}
+	dup := duplicates(names) // refused by the controller: not counted
+	admitted := *r
+	admitted.TopicNames, admitted.Topics = nil, nil
+	var throttled []kmsg.DeleteTopicsResponseTopic
+	for _, t := range topics {
+		var it *metadata.Topic
+		if t.Topic != nil {
+			it = img.Topics.ByName[*t.Topic]
+		} else {
+			it = img.Topics.ByID[t.TopicID]
+		}
+		n := 0
+		if it != nil && !dup[it.Name] {
+			n = len(it.Partitions)
+		}
+		if !mq.admit(n) {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, kerr.ThrottlingQuotaExceeded.Code
+			rt.ErrorMessage = kmsg.StringPtr(throttledTopicMessage)
+			throttled = append(throttled, rt)
+			continue
+		}
+		if n > 0 {
+			charged.partitions[it.Name] = n
+			charged.byID[it.ID] = it.Name
+		}
+		if r.Version < 6 {
+			admitted.TopicNames = append(admitted.TopicNames, *t.Topic)
+		} else {
+			admitted.Topics = append(admitted.Topics, t)
+		}
+	}
+	return &admitted, throttled, charged
 }
 
 // deletableTopics splits r into what the controller is asked to delete

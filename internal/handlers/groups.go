@@ -105,6 +105,7 @@ func awaitReply() (group.Responder, func(ctx context.Context) (kmsg.Response, er
 		}
 	}
 	return respond, func(ctx context.Context) (kmsg.Response, error) {
+		startWaiting(ctx)
 		select {
 		case resp := <-ch:
 			return resp, nil

@@ -19,6 +19,7 @@ import (
 	"gregor/internal/metadata"
 	"gregor/internal/metrics"
 	"gregor/internal/network"
+	"gregor/internal/quota"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
 )
@@ -68,6 +69,9 @@ type Deps struct {
 	// Authorizer checks every request (authz.go). nil: no authorization,
 	// every request allowed (authorizer.class.name unset, as Kafka).
 	Authorizer acl.Authorizer
+	// Quotas are the client quotas applied to broker listeners' requests
+	// (quotas.go); nil applies none.
+	Quotas *quota.Managers
 }
 
 // ControllerAPI is what handlers ask of the active controller.
@@ -162,6 +166,14 @@ func newHandlers(d Deps, apis []*api) *Handlers {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	// A request waiting for the controller is no longer counted against
+	// its client's request quota.
+	if f, ok := d.Controller.(forwarding); ok {
+		d.Controller = forwarding{waitingFor(f.forward)}
+	}
+	if d.Forward != nil {
+		d.Forward = waitingFor(d.Forward)
+	}
 	h := &Handlers{d: d}
 	for _, a := range apis {
 		h.apis[a.key] = a
@@ -192,5 +204,22 @@ func (h *Handlers) Handle(ctx context.Context, req *network.Request) (kmsg.Respo
 	if key < 0 || int(key) >= len(h.apis) || h.apis[key] == nil {
 		return nil, fmt.Errorf("api key %d not served", key)
 	}
-	return h.apis[key].handle(h, ctx, req)
+	rq := h.newRequestQuota(req)
+	if rq == nil {
+		return h.apis[key].handle(h, ctx, req)
+	}
+	resp, err := h.apis[key].handle(h, withRequestQuota(ctx, rq), req)
+	if err == nil {
+		rq.finish(resp)
+	}
+	return resp, err
+}
+
+// waitingFor wraps a Forwarder: the request starts to wait when it is
+// forwarded.
+func waitingFor(f Forwarder) Forwarder {
+	return func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		startWaiting(ctx)
+		return f(ctx, req)
+	}
 }

@@ -367,6 +367,18 @@ func (q *MutationQuota) Record(permits float64) error {
 	return nil
 }
 
+// Unrecord gives back permits recorded for a mutation that then did not
+// happen (the controller refused it), as if never recorded.
+func (q *MutationQuota) Unrecord(permits float64) {
+	if q == nil {
+		return
+	}
+	now := q.m.nowMs()
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	q.s.recordMutation(q.m, -permits, now)
+}
+
 // Throttle is how long to throttle the client after this request: the
 // throttle time found when recording, less the time since (the request may
 // have waited for the controller meanwhile).

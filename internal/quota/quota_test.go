@@ -366,6 +366,19 @@ func TestMutationQuota(t *testing.T) {
 		t.Fatalf("permissive throttle %v, want 4.5s", d)
 	}
 
+	// Permits given back refill the bucket: a refused mutation costs
+	// nothing.
+	refund := newManager(t, ControllerMutation, c)
+	refund.Update(quotas("controller_mutation_rate", map[metadata.QuotaEntity]float64{clientEntity("c1"): 2}))
+	r := refund.MutationQuota("alice", "c1", true)
+	if err := r.Record(30); err != nil {
+		t.Fatal(err)
+	}
+	r.Unrecord(30)
+	if err := r.Record(22); err != nil {
+		t.Fatalf("after the refund: %v", err)
+	}
+
 	var unbounded *MutationQuota
 	if err := unbounded.Record(1e9); err != nil || unbounded.Throttle() != 0 {
 		t.Fatal("the nil quota limited")
