@@ -142,11 +142,13 @@ func TestQuotaEntityData(t *testing.T) {
 	if got := (QuotaEntity{User: QuotaName{Present: true, Default: true}}).String(); got != "user=<default>" {
 		t.Fatalf("String = %q", got)
 	}
-	// Absent before default before names; user before client-id.
+	// Users, then client-ids, then ips; absent before default before names.
 	order := []QuotaEntity{
+		userDefault, {User: QuotaName{Present: true, Default: true}, ClientID: QuotaName{Present: true, Default: true}},
+		alice(), userClient("alice", "app"), userClient("bob", ""),
 		{ClientID: QuotaName{Present: true, Default: true}},
 		{ClientID: QuotaName{Present: true, Name: "a"}},
-		userDefault, alice(), userClient("alice", "app"), userClient("bob", ""),
+		{IP: QuotaName{Present: true, Default: true}}, ipEntity("10.0.0.1"),
 	}
 	for i := 1; i < len(order); i++ {
 		if CompareQuotaEntities(order[i-1], order[i]) >= 0 || CompareQuotaEntities(order[i], order[i-1]) <= 0 {

@@ -133,10 +133,22 @@ func (e QuotaEntity) String() string {
 	return b.String()
 }
 
-// CompareQuotaEntities orders entities by user, then client-id, then ip; an
-// absent part sorts before the default, the default before any name.
+// CompareQuotaEntities orders entities with a user first, then those with
+// only a client-id, then ip ones; within each by user, then client-id, then
+// ip, where an absent part sorts before the default and the default before
+// any name (so user=alice comes right before user=alice, client-id=app).
 func CompareQuotaEntities(a, b QuotaEntity) int {
-	return cmp.Or(compareQuotaNames(a.User, b.User), compareQuotaNames(a.ClientID, b.ClientID), compareQuotaNames(a.IP, b.IP))
+	kind := func(e QuotaEntity) int {
+		switch {
+		case e.User.Present:
+			return 0
+		case e.ClientID.Present:
+			return 1
+		}
+		return 2
+	}
+	return cmp.Or(cmp.Compare(kind(a), kind(b)),
+		compareQuotaNames(a.User, b.User), compareQuotaNames(a.ClientID, b.ClientID), compareQuotaNames(a.IP, b.IP))
 }
 
 func compareQuotaNames(a, b QuotaName) int {
