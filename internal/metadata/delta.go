@@ -56,6 +56,7 @@ type Delta struct {
 	nextProducerID *int64
 	scram          map[string]map[int8]sasl.ScramCredential // users whose credentials changed (working copies)
 	acls           map[[16]byte]*acl.Binding                // created ACLs; nil = removed
+	clientQuotas   map[QuotaEntity]map[string]float64       // entities whose quotas changed (working copies; empty = none left)
 }
 
 // NewDelta starts a delta on top of base.
@@ -74,6 +75,7 @@ func NewDelta(base *Image) *Delta {
 		configs:      map[ConfigResource]map[string]string{},
 		scram:        map[string]map[int8]sasl.ScramCredential{},
 		acls:         map[[16]byte]*acl.Binding{},
+		clientQuotas: map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -175,6 +177,8 @@ func (d *Delta) Replay(offset int64, r Record) error {
 			break
 		}
 		d.acls[r.ID] = nil
+	case *ClientQuotaRecord:
+		err = d.replayClientQuota(r)
 	case *NoOpRecord:
 	default:
 		err = fmt.Errorf("%w: type %d", ErrUnknownRecord, r.Type())
@@ -351,6 +355,40 @@ func (d *Delta) ACLChanges() (removed, added map[[16]byte]acl.Binding) {
 	return removed, added
 }
 
+// replayClientQuota sets or removes one key of an entity's quotas (Kafka's
+// ClientQuotaDelta.replay): removing a key the entity lacks is no error.
+func (d *Delta) replayClientQuota(r *ClientQuotaRecord) error {
+	e, err := QuotaEntityFromData(r.Entity)
+	if err != nil {
+		return fmt.Errorf("client quota %s: %w", r.Key, err)
+	}
+	m, ok := d.clientQuotas[e]
+	if !ok {
+		m = maps.Clone(d.base.ClientQuotas[e])
+		if m == nil {
+			m = map[string]float64{}
+		}
+		d.clientQuotas[e] = m
+	}
+	if r.Remove {
+		delete(m, r.Key)
+	} else {
+		m[r.Key] = r.Value
+	}
+	return nil
+}
+
+// ClientQuotasChanged reports whether the delta changed any client quota,
+// for the broker's quota enforcement to re-read Image.ClientQuotas.
+func (d *Delta) ClientQuotasChanged() bool {
+	for e, m := range d.clientQuotas {
+		if !maps.Equal(m, d.base.ClientQuotas[e]) {
+			return true
+		}
+	}
+	return false
+}
+
 // broker returns the current registration of a broker, as of the records replayed so far.
 func (d *Delta) broker(id int32) *BrokerRegistration {
 	if b, ok := d.brokers[id]; ok {
@@ -468,6 +506,17 @@ func (d *Delta) Apply() *Image {
 				delete(img.ACLs, id)
 			} else {
 				img.ACLs[id] = *b
+			}
+		}
+	}
+	if len(d.clientQuotas) > 0 {
+		img.ClientQuotas = make(map[QuotaEntity]map[string]float64, len(d.base.ClientQuotas)+len(d.clientQuotas))
+		maps.Copy(img.ClientQuotas, d.base.ClientQuotas)
+		for e, m := range d.clientQuotas {
+			if len(m) == 0 {
+				delete(img.ClientQuotas, e)
+			} else {
+				img.ClientQuotas[e] = m
 			}
 		}
 	}

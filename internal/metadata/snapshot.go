@@ -20,6 +20,8 @@ import (
 //     maps to an empty set, a broker absent from next maps to nil.
 //   - an ACL of old missing from next (or different under its id) is
 //     removed, one of next missing from old is created.
+//   - an entity's client quotas are changed when they differ; an entity
+//     whose quotas are all gone maps to an empty set.
 //   - SCRAM credentials are not compared: no publisher acts on their
 //     changes (authentication reads the latest image).
 //
@@ -71,6 +73,16 @@ func imageDiff(old, next *Image) *Delta {
 	for id := range old.ACLs {
 		if _, ok := next.ACLs[id]; !ok {
 			d.acls[id] = nil
+		}
+	}
+	for e, m := range next.ClientQuotas {
+		if !maps.Equal(old.ClientQuotas[e], m) {
+			d.clientQuotas[e] = m
+		}
+	}
+	for e := range old.ClientQuotas {
+		if _, ok := next.ClientQuotas[e]; !ok {
+			d.clientQuotas[e] = map[string]float64{}
 		}
 	}
 	// The delta describes next; replaying into it would corrupt next.
