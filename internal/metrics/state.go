@@ -24,6 +24,27 @@ type State struct {
 	// Purgatories are the requests waiting now in each purgatory, by
 	// delayedOperation (Produce, Fetch, CoordinatorWrite, RaftFetch).
 	Purgatories map[string]int
+	// ClientQuotas are the client quota sensors (broker role).
+	ClientQuotas []ClientQuotaSensor
+}
+
+// ClientQuotaSensor is one client quota sensor: the clients of one quota
+// entity (kafka.server:type={Produce,Fetch,Request,ControllerMutation},
+// user=*,client-id=*). Sensors exist once a quota of the type is set.
+type ClientQuotaSensor struct {
+	// Type is Kafka's quota type: Produce, Fetch, Request or
+	// ControllerMutation.
+	Type string
+	// User (sanitized, as Kafka tags it) and ClientID are the entity's
+	// tags; "" for a part its quota level lacks.
+	User, ClientID string
+	// Rate is byte-rate (Produce, Fetch; bytes/s), request-time (Request;
+	// % of one request handler) or mutation-rate (ControllerMutation;
+	// partitions/s).
+	Rate float64
+	// ThrottleTime is the mean throttle time given lately, in ms (NaN
+	// when none was).
+	ThrottleTime float64
 }
 
 // PartitionState is one hosted partition.
@@ -61,6 +82,25 @@ var (
 		"Requests waiting in a purgatory (kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize).", []string{"delayedOperation"}, nil)
 )
 
+// quotaDescs are the client quota metrics by quota type: the rate and the
+// throttle time.
+var quotaDescs = map[string][2]*prometheus.Desc{
+	"Produce":            quotaDesc("produce", "byte_rate", "Produce", "byte-rate", "Bytes produced a second"),
+	"Fetch":              quotaDesc("fetch", "byte_rate", "Fetch", "byte-rate", "Bytes fetched by consumers a second"),
+	"Request":            quotaDesc("request", "request_time", "Request", "request-time", "Request handling time, in % of one request handler"),
+	"ControllerMutation": quotaDesc("controllermutation", "mutation_rate", "ControllerMutation", "mutation-rate", "Partitions created or deleted a second"),
+}
+
+func quotaDesc(typ, rate, kafkaType, kafkaRate, help string) [2]*prometheus.Desc {
+	labels := []string{"user", "client_id"}
+	return [2]*prometheus.Desc{
+		prometheus.NewDesc("kafka_server_"+typ+"_"+rate,
+			help+", per quota entity (kafka.server:type="+kafkaType+",user=*,client-id=* "+kafkaRate+").", labels, nil),
+		prometheus.NewDesc("kafka_server_"+typ+"_throttle_time",
+			"Mean throttle time given lately for the "+kafkaType+" quota, in ms; NaN when none (kafka.server:type="+kafkaType+",user=*,client-id=* throttle-time).", labels, nil),
+	}
+}
+
 func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -68,6 +108,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions, descFencedBrokers, descActiveBrokers,
 		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize} {
 		ch <- d
+	}
+	for _, d := range quotaDescs {
+		ch <- d[0]
+		ch <- d[1]
 	}
 }
 
@@ -79,6 +123,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descMetadataOffset, float64(s.MetadataOffset))
 	for name, n := range s.Purgatories {
 		gauge(descPurgatorySize, float64(n), name)
+	}
+	for _, q := range s.ClientQuotas {
+		if d, ok := quotaDescs[q.Type]; ok {
+			gauge(d[0], q.Rate, q.User, q.ClientID)
+			gauge(d[1], q.ThrottleTime, q.User, q.ClientID)
+		}
 	}
 	if s.Broker {
 		var leaders, under, underMin, atMin int

@@ -14,6 +14,9 @@ func (s *Server) metricsState() metrics.State {
 	var st metrics.State
 	var img *metadata.Image
 	st.Purgatories = map[string]int{}
+	if s.quotas != nil {
+		st.ClientQuotas = quotaSensors(s.quotas)
+	}
 	if s.replica != nil {
 		st.Broker = true
 		for name, n := range s.replica.PurgatorySizes() {

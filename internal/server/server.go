@@ -30,6 +30,7 @@ import (
 	"gregor/internal/metadata"
 	"gregor/internal/metrics"
 	"gregor/internal/network"
+	"gregor/internal/quota"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
 	"gregor/internal/rpc"
@@ -73,6 +74,8 @@ type Server struct {
 	peers       *peers
 	brokerNet   *network.Server
 	lifecycle   *lifecycle
+	// quotas enforce the client quotas on the broker listeners.
+	quotas *quota.Managers
 
 	// sec owns the listeners' TLS contexts and SASL mechanisms;
 	// brokerClient and controllerClient are how this node dials the
@@ -448,6 +451,13 @@ func (s *Server) startControllerListener() error {
 // startBroker starts the broker listeners, registers with the active
 // controller and waits to be unfenced (caught up with the metadata log).
 func (s *Server) startBroker(ctx, runCtx context.Context) error {
+	quotas, err := s.newQuotaManagers()
+	if err != nil {
+		return err
+	}
+	s.quotas = quotas
+	// Quotas hold from the broker's first request on.
+	s.loader.AddPublisher(clientQuotaPublisher{m: quotas})
 	deps := handlers.Deps{
 		NodeID:      s.cfg.NodeID,
 		ClusterID:   s.clusterID,
@@ -464,6 +474,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Peers:       s.peers,
 		Metrics:     s.metrics,
 		Authorizer:  s.authorizer,
+		Quotas:      quotas,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.txnMarkers.Start()
