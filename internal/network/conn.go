@@ -40,9 +40,10 @@ var (
 // Client quotas throttle a connection as Kafka's SocketServer does. A
 // response whose throttle_time_ms is set (or a request whose handler set
 // Request.Throttle: an acks=0 produce has no response) mutes the
-// connection: no new request is handled (nor, after the one frame the
-// reader may already hold, read) until the throttle time has passed since
-// the response was ready. For versions from KIP-219 on
+// connection until the throttle time has passed since the response was
+// ready: the reader reads no new request, and requests it read ahead wait
+// unhandled (giving back their queued.max.requests slots meanwhile, as
+// Kafka would not have read them). For versions from KIP-219 on
 // (kmsg.ThrottleResponse's second result) the client throttles itself too,
 // and the response is sent at once; for older versions, whose clients do
 // not, the response is held for the throttle time before it is sent (and
@@ -248,13 +249,6 @@ func (c *conn) readLoop() {
 		// goes no further).
 		charge := int64(len(frame))
 		releaseBytes := func() { s.requestBytes.release(charge) }
-		// A throttle that came while the reader waited for this frame
-		// holds it back too.
-		if !c.waitUnmuted() {
-			<-c.inflight
-			releaseBytes()
-			return
-		}
 		if c.sasl != nil && c.sasl.phase == saslAuthenticate && c.sasl.raw {
 			reply, verdict := c.saslRawToken(frame)
 			releaseBytes()
@@ -336,6 +330,27 @@ func (c *conn) waitUnmuted() bool {
 		case <-c.stopCh:
 			t.Stop()
 			return false
+		}
+	}
+}
+
+// holdWhileMuted keeps a request read ahead of a mute from being handled
+// until the mute ends, or the connection stops reading (shutdown, a
+// failure: the request then goes on). Its queued.max.requests slot is
+// given back meanwhile.
+func (c *conn) holdWhileMuted(req *Request) {
+	for {
+		wait := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if wait <= 0 {
+			return
+		}
+		req.releaseQueuedSlot()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.stopCh:
+			t.Stop()
+			return
 		}
 	}
 }
@@ -488,6 +503,7 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	if prev != nil {
 		<-prev // closed by the previous request's process at the latest
 	}
+	c.holdWhileMuted(req)
 	var frame Frame
 	var release func()
 	var th throttle

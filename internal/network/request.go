@@ -71,8 +71,9 @@ type Request struct {
 	dispatched     chan struct{}
 	dispatchedOnce sync.Once
 	// releaseQueued gives back the broker-wide queued.max.requests slot
-	// the request took when read; at most once (nil in tests).
+	// the request took when read (nil in tests); queuedOnce runs it once.
 	releaseQueued func()
+	queuedOnce    sync.Once
 }
 
 // Dispatched lets the connection start its next request while this one is
@@ -94,10 +95,16 @@ func (r *Request) Dispatched() {
 	}
 	r.dispatchedOnce.Do(func() {
 		close(r.dispatched)
-		if r.releaseQueued != nil {
-			r.releaseQueued()
-		}
+		r.releaseQueuedSlot()
 	})
+}
+
+// releaseQueuedSlot gives back the request's queued.max.requests slot, if
+// not yet.
+func (r *Request) releaseQueuedSlot() {
+	if r.releaseQueued != nil {
+		r.queuedOnce.Do(r.releaseQueued)
+	}
 }
 
 // Handler processes decoded requests. It is called concurrently for

@@ -138,7 +138,8 @@ func TestThrottleWithoutResponse(t *testing.T) {
 }
 
 // A throttled connection holds up neither the broker's other connections
-// nor its shutdown: a muted reader stops and a held response is sent.
+// nor its shutdown: a muted reader stops, a request waiting for the mute
+// to end is handled, and a held response is sent.
 func TestThrottleDoesNotBlockOthersOrShutdown(t *testing.T) {
 	const long = time.Hour
 	th := &throttleHandler{throttles: map[int32]time.Duration{0: long}, only: true}
@@ -177,6 +178,11 @@ func TestThrottleDoesNotBlockOthersOrShutdown(t *testing.T) {
 	}
 	if err := <-shutdown; err != nil {
 		t.Fatalf("shutdown with a muted connection and a held response: %v", err)
+	}
+	// The request read ahead of the mute is answered, as every request in
+	// flight at a shutdown is.
+	if got := muted.recv(metadataResp(12)); got != corr {
+		t.Fatalf("muted connection: response to %d, want %d", got, corr)
 	}
 	muted.expectClosed()
 }
