@@ -212,6 +212,11 @@ func (h *Handlers) Handle(ctx context.Context, req *network.Request) (kmsg.Respo
 	}
 	rq := h.newRequestQuota(req)
 	if rq == nil {
+		if requestQuotaOf(ctx) != nil {
+			// A broker's request handed to this node's controller
+			// handlers: the broker applies the quotas.
+			ctx = withRequestQuota(ctx, nil)
+		}
 		return h.apis[key].handle(h, ctx, req)
 	}
 	resp, err := h.apis[key].handle(h, withRequestQuota(ctx, rq), req)
