@@ -358,3 +358,36 @@ func TestControllerMutationQuota(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestQuota: request_percentage=0.001 (a millionth of a second of
+// handling a second) throttles a client at once, for at most one quota
+// window, and its request-time shows in /metrics.
+func TestRequestQuota(t *testing.T) {
+	ts := quotaTestServer(t)
+	setClientQuota(t, ts, "busy", "request_percentage", 0.001)
+	busy := rpc.NewClient(ts.addr(), "busy", rpc.Security{})
+	defer busy.Close()
+	var throttle int32
+	waitFor(t, "a throttled Metadata answer", 10*time.Second, func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		resp, err := busy.Request(ctxT(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		throttle = resp.(*kmsg.MetadataResponse).ThrottleMillis
+		return throttle > 0
+	})
+	if throttle > 1000 {
+		t.Errorf("throttled %d ms, want at most one window (1000 ms)", throttle)
+	}
+	_, text := scrape(t, ts, "/metrics")
+	for _, series := range []string{
+		`kafka_server_request_request_time{client_id="busy",user=""}`,
+		`kafka_server_request_throttle_time{client_id="busy",user=""}`,
+	} {
+		if v := sample(text, series); v <= 0 {
+			t.Errorf("/metrics: %s = %v, want > 0", series, v)
+		}
+	}
+}
