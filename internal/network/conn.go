@@ -178,6 +178,9 @@ func (c *conn) serve() {
 	}
 	go c.writeLoop()
 	c.readLoop()
+	// However the reader ended, what it read goes on unthrottled: a
+	// request waiting for a mute, a response held for one.
+	c.stopReading()
 	c.mu.Lock()
 	c.readerDone = true
 	c.mu.Unlock()

@@ -186,3 +186,40 @@ func TestThrottleDoesNotBlockOthersOrShutdown(t *testing.T) {
 	}
 	muted.expectClosed()
 }
+
+// A mute ends with the connection's reader: requests read before a bad
+// frame are answered at once, not after the throttle.
+func TestThrottleEndsWithTheReader(t *testing.T) {
+	release := make(chan struct{})
+	h := &testHandler{sequential: true, fn: func(_ context.Context, req *Request) (kmsg.Response, error) {
+		resp := echoMetadata(req).(*kmsg.MetadataResponse)
+		if req.Header.CorrelationID == 0 {
+			<-release
+			resp.ThrottleMillis = int32(time.Hour.Milliseconds())
+		}
+		return resp, nil
+	}}
+	s := startServer(t, Config{}, h)
+	c := dial(t, s)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	b := f.AppendRequest(nil, metadataReq(12), 0)
+	b = append(b, f.AppendRequest(nil, metadataReq(12), 1)...)
+	b = append(b, 0, 0, 0, 8, 0x7f, 0x7f, 0, 0, 0, 0, 0, 2) // an unknown API key
+	c.sendRaw(b)
+	// The bad frame stops the reader while request 0 is being handled.
+	waitFor(t, "the reader stopped", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for conn := range s.conns {
+			return conn.stopping.Load()
+		}
+		return false
+	})
+	close(release)
+	for corr := int32(0); corr < 2; corr++ {
+		if got := c.recv(metadataResp(12)); got != corr {
+			t.Fatalf("response to %d, want %d", got, corr)
+		}
+	}
+	c.expectClosed()
+}
