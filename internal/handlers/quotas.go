@@ -85,7 +85,7 @@ type requestQuotaKey struct{}
 // newRequestQuota returns the quota dealings of req, nil when no quota
 // applies to it.
 func (h *Handlers) newRequestQuota(req *network.Request) *requestQuota {
-	if h.d.Quotas == nil || h.controllerListener || quotaExempt[req.Header.APIKey] {
+	if h.d.Quotas == nil || h.controllerListener || quotaExempt[req.Header.APIKey] || !h.d.Quotas.Enabled() {
 		return nil
 	}
 	if f, ok := req.Body.(*kmsg.FetchRequest); ok && fetchReplicaID(f) >= 0 {

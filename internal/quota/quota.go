@@ -122,6 +122,17 @@ func (m *Managers) Update(quotas map[metadata.QuotaEntity]map[string]float64) {
 	}
 }
 
+// Enabled reports whether any manager measures (a quota of its type has
+// been set).
+func (m *Managers) Enabled() bool {
+	for _, mgr := range m.All() {
+		if mgr.Enabled() {
+			return true
+		}
+	}
+	return false
+}
+
 // All lists the managers.
 func (m *Managers) All() []*Manager {
 	return []*Manager{m.Produce, m.Fetch, m.Request, m.ControllerMutation}
