@@ -292,7 +292,8 @@ func TestFetchQuota(t *testing.T) {
 // (a bucket of 11 windows x 1 s x 2 = 22 partitions). A strict
 // CreateTopics (v6+) takes a full bucket's worth and more, then the next
 // topic is refused with THROTTLING_QUOTA_EXCEEDED and a throttle time; a
-// permissive one (v5) is done and then throttled.
+// permissive one (v5) is done and then throttled. CreatePartitions (v3)
+// and DeleteTopics (v5+) count the partitions added and deleted.
 func TestControllerMutationQuota(t *testing.T) {
 	ts := quotaTestServer(t)
 	setClientQuota(t, ts, "strict", "controller_mutation_rate", 2)
@@ -339,11 +340,98 @@ func TestControllerMutationQuota(t *testing.T) {
 			kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
 
+	// Topics of one request are counted in order: the first empties
+	// the bucket, the second is refused.
+	batch := rpc.NewClient(ts.addr(), "batch", rpc.Security{})
+	defer batch.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 10000
+	for _, name := range []string{"batch-a", "batch-b"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 24, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	setClientQuota(t, ts, "batch", "controller_mutation_rate", 2)
+	resp, err := batch.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, rt := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		codes[rt.Topic] = rt.ErrorCode
+	}
+	if codes["batch-a"] != 0 || codes["batch-b"] != kerr.ThrottlingQuotaExceeded.Code {
+		t.Fatalf("one request of two topics of 24 partitions: codes %v, want the second throttled", codes)
+	}
+
+	// A topic the controller refuses costs nothing: 30 partitions for a
+	// topic that exists are given back, and the bucket is still full.
+	refunded := rpc.NewClient(ts.addr(), "refunded", rpc.Security{})
+	defer refunded.Close()
+	setClientQuota(t, ts, "refunded", "controller_mutation_rate", 2)
+	if r := create(refunded, 7, "strict-a", 30); r.Topics[0].ErrorCode != kerr.TopicAlreadyExists.Code {
+		t.Fatalf("creating an existing topic: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	if r := create(refunded, 7, "refunded-a", 1); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("after a refused topic: %v, want the bucket full", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+
+	// CreatePartitions v3 counts the partitions a topic gains.
+	grower := rpc.NewClient(ts.addr(), "grower", rpc.Security{})
+	defer grower.Close()
+	setClientQuota(t, ts, "grower", "controller_mutation_rate", 2)
+	grow := func(topic string, count int32) *kmsg.CreatePartitionsResponse {
+		t.Helper()
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.SetVersion(3)
+		req.TimeoutMillis = 10000
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = topic, count
+		req.Topics = append(req.Topics, rt)
+		resp, err := grower.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.CreatePartitionsResponse)
+	}
+	if r := grow("strict-a", 50); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
+		t.Fatalf("growing by 26 with a full bucket: %v, throttle %d", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
+	}
+	if r := grow("refunded-a", 2); r.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || r.ThrottleMillis <= 0 {
+		t.Fatalf("growing with an empty bucket: %v, throttle %d", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
+	}
+
+	// DeleteTopics v5+ counts the partitions a topic had.
+	deleter := rpc.NewClient(ts.addr(), "deleter", rpc.Security{})
+	defer deleter.Close()
+	setClientQuota(t, ts, "deleter", "controller_mutation_rate", 2)
+	del := func(topic string) *kmsg.DeleteTopicsResponse {
+		t.Helper()
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.SetVersion(6)
+		req.TimeoutMillis = 10000
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := deleter.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.DeleteTopicsResponse)
+	}
+	if r := del("batch-a"); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("deleting 24 partitions with a full bucket: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	if r := del("permissive-a"); r.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || r.ThrottleMillis <= 0 {
+		t.Fatalf("deleting with an empty bucket: %v, throttle %d", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
+	}
+
 	topics, err := ts.admin().ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]bool{"strict-a": true, "strict-b": false, "permissive-a": true} {
+	for name, want := range map[string]bool{"strict-a": true, "strict-b": false, "permissive-a": true, "batch-b": false, "refunded-a": true} {
 		if topics.Has(name) != want {
 			t.Errorf("topic %s exists: %t, want %t", name, topics.Has(name), want)
 		}
