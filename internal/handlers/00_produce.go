@@ -24,6 +24,12 @@ package handlers
 // connection is closed, which is how Kafka tells an acks=0 producer that
 // something went wrong.
 //
+// Client quotas (quotas.go): the request's size counts against
+// producer_byte_rate and its handling time against request_percentage
+// (not for acks=0); over a quota the records are still appended and the
+// answer carries the throttle time (with acks=0 the connection is muted
+// instead).
+//
 // Authorization (Kafka's): a request with a transactional id needs WRITE
 // on it, else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 // each topic needs WRITE, else its partitions get

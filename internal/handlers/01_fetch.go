@@ -19,6 +19,12 @@ package handlers
 // segment files and the connection writer sends them with sendfile
 // (01_fetch_zerocopy.go).
 //
+// Client quotas (quotas.go): a consumer's fetch is capped to what its
+// consumer_byte_rate allows over the quota window; its response size
+// counts against that quota and its handling time (up to the wait)
+// against request_percentage; over either it is answered empty with the
+// throttle time. Followers are exempt.
+//
 // Authorization (Kafka's): a follower (replica id >= 0) needs CLUSTER_ACTION
 // on the cluster, a consumer READ on each topic; a partition refused gets
 // TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an unknown id) and
