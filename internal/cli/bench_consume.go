@@ -140,7 +140,7 @@ func (f *benchConsumeFlags) run(cmd *cobra.Command) error {
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			if fetchErr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				fetchErr = fmt.Errorf("fetch %s-%d: %w", t, p, err)
+				fetchErr = fetchError(t, p, err)
 			}
 		})
 		if fetchErr != nil {
