@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -317,4 +318,92 @@ func TestKcatACLs(t *testing.T) {
 			t.Errorf("kcat -L as mallory lists %v, want %v", got, want)
 		}
 	})
+}
+
+// TestConfluentLeastPrivilege: librdkafka (confluent-kafka) in the roles
+// of Kafka's ACL documentation, each user with only its role's ACLs, made
+// with `gregor acl add` as with kafka-acls' shortcuts: an idempotent
+// producer (--producer: no IDEMPOTENT_WRITE, KIP-679), a transactional
+// read-process-write loop (--consumer for its input and group, --producer
+// --transactional-id for its output) that commits its offsets in each
+// transaction, and a consumer group member (--consumer) reading the
+// output read_committed.
+func TestConfluentLeastPrivilege(t *testing.T) {
+	needPythonModule(t, "confluent_kafka")
+	t.Parallel()
+	ab := startACLBroker(t, false)
+	cl := newKgo(t, ab.broker)
+	const in, out, etl, txnID, readers, n = "py-in", "py-out", "py-etl", "py-etl-1", "py-readers", 50
+	createTopic(t, cl, in, 2, nil)
+	createTopic(t, cl, out, 2, nil)
+	ab.acl(t, "--allow-principal", "User:alice", "--producer", "--topic", in)
+	ab.acl(t, "--allow-principal", "User:carol", "--consumer", "--topic", in, "--group", etl)
+	ab.acl(t, "--allow-principal", "User:carol", "--producer", "--topic", out, "--transactional-id", txnID)
+	ab.acl(t, "--allow-principal", "User:bob", "--consumer", "--topic", out, "--group", readers)
+
+	script, err := os.ReadFile("acl_confluent.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := json.Marshal(map[string]any{
+		"bootstrap": ab.sasl, "n": n,
+		"security": map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"},
+		"producer": []string{"alice", aclPassword("alice")}, "transactional": []string{"carol", aclPassword("carol")},
+		"consumer": []string{"bob", aclPassword("bob")},
+		"input":    in, "output": out, "etl_group": etl, "txn_id": txnID, "reader_group": readers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Version      string   `json:"version"`
+		Error        string   `json:"error"`
+		Produced     int      `json:"produced"`
+		Copied       int      `json:"copied"`
+		Transactions int      `json:"transactions"`
+		Read         []string `json:"read"`
+	}
+	pyRun(t, string(script), &res, string(spec))
+	t.Logf("confluent-kafka %s: %d records copied in %d transactions", res.Version, res.Copied, res.Transactions)
+	if res.Error != "" {
+		t.Fatalf("%s\nbroker log:\n%s", res.Error, ab.log())
+	}
+	if res.Produced != n || res.Copied != n {
+		t.Errorf("produced %d, copied %d, want %d", res.Produced, res.Copied, n)
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("v%03d", i))
+	}
+	slices.Sort(res.Read)
+	if !slices.Equal(res.Read, want) {
+		t.Errorf("the reader read %d records (%s), want each of %d once", len(res.Read), firstDiff(res.Read, want), n)
+	}
+
+	// The group offsets: the loop's at the input's end, committed in its
+	// transactions; the reader's past what it read.
+	adm := kadm.NewClient(cl)
+	ctx := ctxT(t, 30*time.Second)
+	ends, err := adm.ListEndOffsets(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etlOffsets, err := adm.FetchOffsets(ctx, etl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if o, ok := etlOffsets.Lookup(e.Topic, e.Partition); !ok || o.At != e.Offset {
+			t.Errorf("%s's offset of %s/%d: %v, want %d", etl, e.Topic, e.Partition, o.At, e.Offset)
+		}
+	})
+	readerOffsets, err := adm.FetchOffsets(ctx, readers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	readerOffsets.Each(func(o kadm.OffsetResponse) { committed += o.At })
+	if committed < n {
+		t.Errorf("%s committed offsets adding up to %d, want at least %d", readers, committed, n)
+	}
 }
