@@ -77,27 +77,3 @@ func (h *Handlers) describeCluster(ctx context.Context, req *network.Request) (k
 	sort.Slice(resp.Brokers, func(i, j int) bool { return resp.Brokers[i].NodeID < resp.Brokers[j].NodeID })
 	return resp, nil
 }
-
-// clusterOperations are the operations Kafka supports on the cluster
-// resource (AclEntry.supportedOperations).
-var clusterOperations = []kmsg.ACLOperation{
-	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
-	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
-	kmsg.ACLOperationDescribe,
-}
-
-// clusterAuthorizedOperations is the bit field (1<<operation) of the
-// cluster operations req's principal may do, 0 without DESCRIBE; all of
-// them without an authorizer.
-func (h *Handlers) clusterAuthorizedOperations(ctx context.Context, req *network.Request) int32 {
-	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe) {
-		return 0
-	}
-	var ops int32
-	for _, op := range clusterOperations {
-		if h.authorizedCluster(ctx, req, op) {
-			ops |= 1 << op
-		}
-	}
-	return ops
-}
