@@ -5,8 +5,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,37 +82,10 @@ func TestClusterClientQuotas(t *testing.T) {
 	for i := range 30 {
 		c.createTopic(fmt.Sprintf("q%02d", i), 2)
 	}
-	c.eventually("a snapshot and a cleaned metadata log on every controller", 30*time.Second, func() error {
-		for _, n := range c.controllers {
-			snaps, _ := filepath.Glob(filepath.Join(n.dataDir, "__cluster_metadata-0", "*.checkpoint"))
-			if len(snaps) == 0 {
-				return fmt.Errorf("controller %d has no snapshot", n.id)
-			}
-			if _, err := os.Stat(filepath.Join(n.dataDir, "__cluster_metadata-0", "00000000000000000000.log")); err == nil {
-				return fmt.Errorf("controller %d still has its first metadata segment", n.id)
-			}
-		}
-		return nil
-	})
-	late := &node{t: t, id: 150, roles: "broker", dataDir: t.TempDir(), port: freePort(t)}
-	c.configure(late)
-	c.format(late)
-	c.brokers = append(c.brokers, late)
-	late.start()
-	t.Cleanup(late.stop)
-	c.waitBrokers(3)
-	if !strings.Contains(late.log(), "loaded metadata snapshot") {
-		t.Fatalf("the new broker did not load a snapshot:\n%s", late.log())
-	}
+	c.joinAfterSnapshot(150)
 	everyBroker("{user=alice}:producer_byte_rate=1024")
 
-	var leader int32
-	c.eventually("quorum leader", 20*time.Second, func() (err error) {
-		leader, err = c.quorumLeader()
-		return err
-	})
-	c.controller(leader).kill9()
-	t.Logf("killed controller %d, the active one", leader)
+	c.killActiveController()
 	alter(c.brokers[1], "bob", 2048)
 	everyBroker("{user=alice}:producer_byte_rate=1024 {user=bob}:producer_byte_rate=2048")
 }
