@@ -186,6 +186,12 @@ func NotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range r.Entries {
+			if e.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.BrokerRegistrationResponse:
 		return r.ErrorCode == nc
 	case *kmsg.BrokerHeartbeatResponse:

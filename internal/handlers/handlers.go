@@ -80,6 +80,7 @@ type ControllerAPI interface {
 	AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse
 	CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse
 	DeleteAcls(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse
+	AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -127,6 +128,8 @@ var brokerAPIs = []*api{
 	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
 	// ACLs: described from the image, created and deleted by the controller.
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
+	// Client quotas: described from the image, altered by the controller.
+	&describeClientQuotasAPI, &alterClientQuotasAPI,
 	// Answered by the socket server on SASL listeners (17_36_sasl.go).
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
@@ -140,6 +143,9 @@ var controllerAPIs = []*api{
 	&describeClusterAPI,
 	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
+	// Kafka's controllers (ControllerApis) alter client quotas but leave
+	// describing them to the brokers.
+	&alterClientQuotasAPI,
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,

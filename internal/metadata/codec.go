@@ -70,6 +70,12 @@ func (d *decoder) int64() int64 {
 	return v
 }
 
+func (d *decoder) float64() float64 {
+	v := d.r.Float64()
+	d.check()
+	return v
+}
+
 func (d *decoder) uuid() [16]byte {
 	v := d.r.Uuid()
 	d.check()

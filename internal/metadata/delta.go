@@ -56,6 +56,7 @@ type Delta struct {
 	nextProducerID *int64
 	scram          map[string]map[int8]sasl.ScramCredential // users whose credentials changed (working copies)
 	acls           map[[16]byte]*acl.Binding                // created ACLs; nil = removed
+	clientQuotas   map[QuotaEntity]map[string]float64       // entities whose quotas changed (working copies; empty = none left)
 }
 
 // NewDelta starts a delta on top of base.
@@ -74,6 +75,7 @@ func NewDelta(base *Image) *Delta {
 		configs:      map[ConfigResource]map[string]string{},
 		scram:        map[string]map[int8]sasl.ScramCredential{},
 		acls:         map[[16]byte]*acl.Binding{},
+		clientQuotas: map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -175,6 +177,8 @@ func (d *Delta) Replay(offset int64, r Record) error {
 			break
 		}
 		d.acls[r.ID] = nil
+	case *ClientQuotaRecord:
+		err = d.replayClientQuota(r)
 	case *NoOpRecord:
 	default:
 		err = fmt.Errorf("%w: type %d", ErrUnknownRecord, r.Type())
@@ -289,15 +293,7 @@ func (d *Delta) replayRemoveTopic(r *RemoveTopicRecord) error {
 }
 
 func (d *Delta) replayConfig(r *ConfigRecord) {
-	res := ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
-	m, ok := d.configs[res]
-	if !ok {
-		m = maps.Clone(d.base.Configs[res])
-		if m == nil {
-			m = map[string]string{}
-		}
-		d.configs[res] = m
-	}
+	m := workingCopy(d.configs, d.base.Configs, ConfigResource{Type: r.ResourceType, Name: r.ResourceName})
 	if r.Value == nil {
 		delete(m, r.Name)
 	} else {
@@ -305,18 +301,40 @@ func (d *Delta) replayConfig(r *ConfigRecord) {
 	}
 }
 
+// workingCopy returns the delta's own copy of base[key], kept in changes
+// (empty if base has no entry): the configs of a resource, the credentials
+// of a user, the quotas of an entity.
+func workingCopy[K, K2 comparable, V any](changes, base map[K]map[K2]V, key K) map[K2]V {
+	m, ok := changes[key]
+	if !ok {
+		m = maps.Clone(base[key])
+		if m == nil {
+			m = map[K2]V{}
+		}
+		changes[key] = m
+	}
+	return m
+}
+
+// withChanges returns a new map of base's entries with each changed key's
+// map put in, or removed where the change left it empty.
+func withChanges[K, K2 comparable, V any](base, changes map[K]map[K2]V) map[K]map[K2]V {
+	out := make(map[K]map[K2]V, len(base)+len(changes))
+	maps.Copy(out, base)
+	for key, m := range changes {
+		if len(m) == 0 {
+			delete(out, key)
+		} else {
+			out[key] = m
+		}
+	}
+	return out
+}
+
 // userScram returns the delta's own copy of a user's credentials (empty if
 // the user has none).
 func (d *Delta) userScram(user string) map[int8]sasl.ScramCredential {
-	m, ok := d.scram[user]
-	if !ok {
-		m = maps.Clone(d.base.Scram[user])
-		if m == nil {
-			m = map[int8]sasl.ScramCredential{}
-		}
-		d.scram[user] = m
-	}
-	return m
+	return workingCopy(d.scram, d.base.Scram, user)
 }
 
 // acl returns an ACL as of the records replayed so far.
@@ -349,6 +367,33 @@ func (d *Delta) ACLChanges() (removed, added map[[16]byte]acl.Binding) {
 		}
 	}
 	return removed, added
+}
+
+// replayClientQuota sets or removes one key of an entity's quotas (Kafka's
+// ClientQuotaDelta.replay): removing a key the entity lacks is no error.
+func (d *Delta) replayClientQuota(r *ClientQuotaRecord) error {
+	e, err := QuotaEntityFromData(r.Entity)
+	if err != nil {
+		return fmt.Errorf("client quota %s: %w", r.Key, err)
+	}
+	m := workingCopy(d.clientQuotas, d.base.ClientQuotas, e)
+	if r.Remove {
+		delete(m, r.Key)
+	} else {
+		m[r.Key] = r.Value
+	}
+	return nil
+}
+
+// ClientQuotasChanged reports whether the delta changed any client quota,
+// for the broker's quota enforcement to re-read Image.ClientQuotas.
+func (d *Delta) ClientQuotasChanged() bool {
+	for e, m := range d.clientQuotas {
+		if !maps.Equal(m, d.base.ClientQuotas[e]) {
+			return true
+		}
+	}
+	return false
 }
 
 // broker returns the current registration of a broker, as of the records replayed so far.
@@ -437,28 +482,13 @@ func (d *Delta) Apply() *Image {
 		img.Topics = ti
 	}
 	if len(d.configs) > 0 {
-		img.Configs = maps.Clone(d.base.Configs)
-		for res, m := range d.configs {
-			if len(m) == 0 {
-				delete(img.Configs, res)
-			} else {
-				img.Configs[res] = m
-			}
-		}
+		img.Configs = withChanges(d.base.Configs, d.configs)
 	}
 	if d.nextProducerID != nil {
 		img.NextProducerID = *d.nextProducerID
 	}
 	if len(d.scram) > 0 {
-		img.Scram = make(map[string]map[int8]sasl.ScramCredential, len(d.base.Scram)+len(d.scram))
-		maps.Copy(img.Scram, d.base.Scram)
-		for user, m := range d.scram {
-			if len(m) == 0 {
-				delete(img.Scram, user)
-			} else {
-				img.Scram[user] = m
-			}
-		}
+		img.Scram = withChanges(d.base.Scram, d.scram)
 	}
 	if len(d.acls) > 0 {
 		img.ACLs = make(map[[16]byte]acl.Binding, len(d.base.ACLs)+len(d.acls))
@@ -470,6 +500,9 @@ func (d *Delta) Apply() *Image {
 				img.ACLs[id] = *b
 			}
 		}
+	}
+	if len(d.clientQuotas) > 0 {
+		img.ClientQuotas = withChanges(d.base.ClientQuotas, d.clientQuotas)
 	}
 	return &img
 }

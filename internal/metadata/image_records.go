@@ -15,10 +15,10 @@ import (
 // rebuild img (all but Offset, Epoch and ClusterID, which a snapshot carries
 // in its id and header). This is what a metadata snapshot holds (Kafka's
 // MetadataImage.write). The order is Kafka's — features, brokers, topics with
-// their partitions, configs, producer ids, ACLs, SCRAM credentials — and within
-// each part sorted, so
-// the same image always gives the same records: metadata.version first
-// because every later record is read in its light.
+// their partitions, configs, client quotas, producer ids, ACLs, SCRAM
+// credentials — and within each part sorted, so the same image always gives
+// the same records: metadata.version first because every later record is
+// read in its light.
 func (img *Image) Records() []Record {
 	var out []Record
 	out = appendFeatureRecords(out, img.Features)
@@ -27,6 +27,7 @@ func (img *Image) Records() []Record {
 	}
 	out = appendTopicRecords(out, img.Topics)
 	out = appendConfigRecords(out, img.Configs)
+	out = appendClientQuotaRecords(out, img.ClientQuotas)
 	if img.NextProducerID > 0 {
 		// Which broker got the last block is not part of the image; Kafka's
 		// ProducerIdsImage writes -1 for both.
@@ -41,6 +42,18 @@ func (img *Image) Records() []Record {
 func appendACLRecords(out []Record, acls map[[16]byte]acl.Binding) []Record {
 	for _, id := range slices.SortedFunc(maps.Keys(acls), func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) }) {
 		out = append(out, NewAccessControlEntryRecord(id, acls[id]))
+	}
+	return out
+}
+
+// appendClientQuotaRecords writes one ClientQuotaRecord per entity and key,
+// entities in CompareQuotaEntities order, keys sorted.
+func appendClientQuotaRecords(out []Record, quotas map[QuotaEntity]map[string]float64) []Record {
+	for _, e := range slices.SortedFunc(maps.Keys(quotas), CompareQuotaEntities) {
+		m := quotas[e]
+		for _, key := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, NewClientQuotaRecord(e, key, m[key]))
+		}
 	}
 	return out
 }

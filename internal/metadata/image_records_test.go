@@ -12,7 +12,8 @@ import (
 // dirs, topics created, changed (leader, ISR, replicas, recovery state,
 // directories, ELR), deleted and recreated under the same name, configs of
 // every resource kind set, overwritten and deleted, producer id blocks, SCRAM
-// credentials set, replaced and removed (a user's last one included).
+// credentials set, replaced and removed (a user's last one included), client
+// quotas set, changed and removed (an entity's last one included).
 func historyBatches() [][]Record {
 	orders, payments, audit, orders2 := uuidOf(1), uuidOf(2), uuidOf(3), uuidOf(4)
 	rack := strp("rack-b")
@@ -64,6 +65,8 @@ func historyBatches() [][]Record {
 			&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 10, NextProducerID: 1000},
 			scramRec("alice", 1, 4096), scramRec("alice", 2, 8192), scramRec("bob", 2, 4096),
 			aclRec(3, "orders"), aclRec(1, "payments"), aclRec(2, "audit"),
+			quotaRec(userClient("alice", "app"), "producer_byte_rate", 1024), quotaRec(userDefault, "consumer_byte_rate", 2048),
+			quotaRec(userDefault, "request_percentage", 50), quotaRec(ipEntity("10.0.0.1"), "connection_creation_rate", 10),
 		},
 		{
 			leaderTo(orders, 0, 2, 2), leaderTo(orders, 0, 1, 1, 2), elr, reassign,
@@ -83,6 +86,9 @@ func historyBatches() [][]Record {
 			scramRec("carol", 1, 4096), &RemoveUserScramCredentialRecord{Name: "carol", Mechanism: 1},
 			&RemoveAccessControlEntryRecord{ID: uuidOf(0xa1)}, aclRec(4, "new"), aclRec(5, "gone"),
 			&RemoveAccessControlEntryRecord{ID: uuidOf(0xa5)},
+			quotaRec(userClient("alice", "app"), "producer_byte_rate", 4096), NewRemoveClientQuotaRecord(userDefault, "request_percentage"),
+			NewRemoveClientQuotaRecord(ipEntity("10.0.0.1"), "connection_creation_rate"),
+			NewRemoveClientQuotaRecord(ipEntity("10.0.0.2"), "connection_creation_rate"), // absent: no error
 		},
 		{
 			broker(2, 50, true), // a new incarnation of broker 2
@@ -101,6 +107,18 @@ func scramRec(user string, mechanism int8, iterations int32) *UserScramCredentia
 func aclRec(n byte, topic string) *AccessControlEntryRecord {
 	return &AccessControlEntryRecord{ID: uuidOf(0xa0 + n), ResourceType: 2, ResourceName: topic, PatternType: 3,
 		Principal: "User:alice", Host: "*", Operation: 3, PermissionType: 3}
+}
+
+var userDefault = QuotaEntity{User: QuotaName{Present: true, Default: true}}
+
+func userClient(user, client string) QuotaEntity {
+	return QuotaEntity{User: QuotaName{Present: true, Name: user}, ClientID: QuotaName{Present: true, Name: client}}
+}
+
+func ipEntity(ip string) QuotaEntity { return QuotaEntity{IP: QuotaName{Present: true, Name: ip}} }
+
+func quotaRec(e QuotaEntity, key string, value float64) *ClientQuotaRecord {
+	return NewClientQuotaRecord(e, key, value)
 }
 
 // replayRecords builds an image from empty with one batch.
@@ -205,6 +223,7 @@ func TestImageRecordsContent(t *testing.T) {
 		"topic payments", "partition payments-0 v2 leader 2 epoch 0/1", "partition payments-1 v1 leader 1 epoch 0/1",
 		"config 2/orders segment.bytes=1048576", "config 2/payments cleanup.policy=compact",
 		"config 4/ log.retention.ms=5", "config 4/ num.io.threads=8",
+		"quota user=<default> consumer_byte_rate=2048", "quota user=alice, client-id=app producer_byte_rate=4096",
 		"producer ids next 2000",
 		"acl a2 audit", "acl a3 orders", "acl a4 new",
 		"scram alice/2 8192", "scram bob/2 16384",
@@ -239,6 +258,12 @@ func stringOf(r Record) string {
 		return fmt.Sprintf("acl %x %s", r.ID[0], r.ResourceName)
 	case *UserScramCredentialRecord:
 		return fmt.Sprintf("scram %s/%d %d", r.Name, r.Mechanism, r.Iterations)
+	case *ClientQuotaRecord:
+		e, err := QuotaEntityFromData(r.Entity)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("quota %s %s=%v", e, r.Key, r.Value)
 	}
 	return fmt.Sprintf("%T", r)
 }

@@ -37,6 +37,7 @@ const (
 	RemoveTopicRecordType               int16 = 9
 	UserScramCredentialRecordType       int16 = 11
 	FeatureLevelRecordType              int16 = 12
+	ClientQuotaRecordType               int16 = 14
 	ProducerIdsRecordType               int16 = 15
 	BrokerRegistrationChangeRecordType  int16 = 17
 	AccessControlEntryRecordType        int16 = 18
@@ -110,6 +111,8 @@ func newRecord(typ int16) decodable {
 		return &AccessControlEntryRecord{}
 	case RemoveAccessControlEntryRecordType:
 		return &RemoveAccessControlEntryRecord{}
+	case ClientQuotaRecordType:
+		return &ClientQuotaRecord{}
 	}
 	return nil
 }

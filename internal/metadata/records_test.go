@@ -119,6 +119,10 @@ func sampleRecords() []Record {
 		&AccessControlEntryRecord{ID: uuidOf(0x42), ResourceType: 2, ResourceName: "orders", PatternType: 4,
 			Principal: "User:alice", Host: "*", Operation: 3, PermissionType: 3},
 		&RemoveAccessControlEntryRecord{ID: uuidOf(0x42)},
+		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "user", EntityName: strp("alice")}, {EntityType: "client-id"}},
+			Key: "producer_byte_rate", Value: 1048576},
+		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "ip", EntityName: strp("")}}, Key: "", Value: -0.5, Remove: true},
+		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{}, Key: "request_percentage"},
 	)
 	return out
 }
@@ -152,7 +156,7 @@ func TestRoundTripEveryRecord(t *testing.T) {
 			t.Fatalf("%T with a trailing byte: %v", want, err)
 		}
 	}
-	for _, typ := range []int16{0, 2, 3, 4, 5, 7, 8, 9, 11, 12, 15, 17, 20, 22} {
+	for _, typ := range []int16{0, 2, 3, 4, 5, 7, 8, 9, 11, 12, 14, 15, 17, 18, 19, 20, 22} {
 		if !seen[typ] {
 			t.Errorf("record type %d not covered", typ)
 		}
@@ -367,5 +371,45 @@ func TestGoldenACLRecords(t *testing.T) {
 	want = append(append([]byte{0x01, 0x13, 0x00}, id[:]...), 0x00)
 	if got := Encode(&RemoveAccessControlEntryRecord{ID: id}); !bytes.Equal(got, want) {
 		t.Fatalf("RemoveAccessControlEntryRecord bytes\n got %x\nwant %x", got, want)
+	}
+}
+
+// TestGoldenClientQuotaRecord: ClientQuotaRecord.json (apiKey 14, version
+// 0, flexible): compact array Entity of {compact string EntityType, compact
+// nullable string EntityName, tags}, compact string Key, float64 Value,
+// bool Remove; empty tagged fields.
+func TestGoldenClientQuotaRecord(t *testing.T) {
+	want := []byte{0x01, 0x0e, 0x00, // frame 1, type 14, version 0
+		0x03,                     // Entity: 2 parts
+		0x05, 'u', 's', 'e', 'r', // EntityType "user"
+		0x02, 'a', // EntityName "a"
+		0x00,                                              // tags
+		0x0a, 'c', 'l', 'i', 'e', 'n', 't', '-', 'i', 'd', // EntityType "client-id"
+		0x00,      // EntityName null: the default client id
+		0x00,      // tags
+		0x02, 'k', // Key "k"
+		0x40, 0x90, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // Value 1024.0
+		0x00, // Remove false
+		0x00}
+	e := QuotaEntity{User: QuotaName{Present: true, Name: "a"}, ClientID: QuotaName{Present: true, Default: true}}
+	rec := NewClientQuotaRecord(e, "k", 1024)
+	if got := Encode(rec); !bytes.Equal(got, want) {
+		t.Fatalf("ClientQuotaRecord bytes\n got %x\nwant %x", got, want)
+	}
+	if back, err := QuotaEntityFromData(rec.Entity); err != nil || back != e {
+		t.Fatalf("entity %+v back as %+v, %v", e, back, err)
+	}
+	want = []byte{0x01, 0x0e, 0x00,
+		0x02, 0x03, 'i', 'p', 0x08, '1', '.', '2', '.', '3', '.', '4', 0x00, // ip=1.2.3.4
+		0x02, 'k', 0, 0, 0, 0, 0, 0, 0, 0, // Key "k", Value 0
+		0x01, // Remove true
+		0x00}
+	ip := QuotaEntity{IP: QuotaName{Present: true, Name: "1.2.3.4"}}
+	if got := Encode(NewRemoveClientQuotaRecord(ip, "k")); !bytes.Equal(got, want) {
+		t.Fatalf("removing ClientQuotaRecord bytes\n got %x\nwant %x", got, want)
+	}
+	// A null Entity array is not allowed.
+	if _, err := Decode([]byte{0x01, 0x0e, 0x00, 0x00, 0x02, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x00}); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("null entity: %v", err)
 	}
 }
