@@ -745,6 +745,21 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	for i := range 30 {
 		c.createTopic(fmt.Sprintf("s%02d", i), 2)
 	}
+	late := c.joinAfterSnapshot(150)
+	leaders, err := partitionLeaders(late.addr(), "s29")
+	if err != nil || len(leaders) != 2 {
+		t.Fatalf("the new broker does not know topic s29: %v %v", leaders, err)
+	}
+	c.sameImages()
+}
+
+// joinAfterSnapshot waits until every controller has snapshotted the
+// metadata log and deleted its first segment (with small
+// metadata.log.max.record.bytes.between.snapshots and
+// metadata.log.segment.bytes), then starts broker id and waits until it is
+// registered, having caught up from a snapshot.
+func (c *cluster) joinAfterSnapshot(id int32) *node {
+	c.t.Helper()
 	c.eventually("a snapshot and a cleaned metadata log on every controller", 30*time.Second, func() error {
 		for _, n := range c.controllers {
 			snaps, _ := filepath.Glob(filepath.Join(n.dataDir, "__cluster_metadata-0", "*.checkpoint"))
@@ -757,21 +772,30 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 		}
 		return nil
 	})
-	late := &node{t: t, id: 150, roles: "broker", dataDir: t.TempDir(), port: freePort(t)}
+	late := &node{t: c.t, id: id, roles: "broker", dataDir: c.t.TempDir(), port: freePort(c.t)}
 	c.configure(late)
 	c.format(late)
 	c.brokers = append(c.brokers, late)
 	late.start()
-	t.Cleanup(late.stop)
-	c.waitBrokers(2)
+	c.t.Cleanup(late.stop)
+	c.waitBrokers(len(c.bootstrap()))
 	if !strings.Contains(late.log(), "loaded metadata snapshot") {
-		t.Fatalf("the new broker did not load a snapshot:\n%s", late.log())
+		c.t.Fatalf("the new broker did not load a snapshot:\n%s", late.log())
 	}
-	leaders, err := partitionLeaders(late.addr(), "s29")
-	if err != nil || len(leaders) != 2 {
-		t.Fatalf("the new broker does not know topic s29: %v %v", leaders, err)
-	}
-	c.sameImages()
+	return late
+}
+
+// killActiveController kills -9 the quorum leader and returns its id.
+func (c *cluster) killActiveController() int32 {
+	c.t.Helper()
+	var leader int32
+	c.eventually("quorum leader", 20*time.Second, func() (err error) {
+		leader, err = c.quorumLeader()
+		return err
+	})
+	c.controller(leader).kill9()
+	c.t.Logf("killed controller %d, the active one", leader)
+	return leader
 }
 
 // proxy forwards TCP connections to a target until cut.

@@ -75,13 +75,7 @@ func TestClusterScramCredentials(t *testing.T) {
 	alter(101, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"}})
 	everyBroker("admin:SCRAM-SHA-512/8192 alice:SCRAM-SHA-256/4096")
 
-	var leader int32
-	c.eventually("quorum leader", 20*time.Second, func() (err error) {
-		leader, err = c.quorumLeader()
-		return err
-	})
-	c.controller(leader).kill9()
-	t.Logf("killed controller %d, the active one", leader)
+	c.killActiveController()
 	alter(102, []kadm.DeleteSCRAM{{User: "admin", Mechanism: kadm.ScramSha512}}, nil)
 	everyBroker("alice:SCRAM-SHA-256/4096")
 }

@@ -210,7 +210,9 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts = append(opts, kgo.DefaultProduceTopic(f.topic), kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(2))
+	throttles := &brokerThrottles{}
+	opts = append(opts, kgo.DefaultProduceTopic(f.topic), kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(2),
+		kgo.WithHooks(throttles))
 	cl, err := f.conn.client(ctx, opts...)
 	if err != nil {
 		return err
@@ -273,6 +275,7 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 	prog.finish()
 
 	sum := stats.summary(elapsed, int64(f.recordSize))
+	sum.ThrottledResponses, sum.ThrottleMs = throttles.summary()
 	if f.json {
 		sum.Errors = failed
 		b, err := json.Marshal(sum)
@@ -282,6 +285,7 @@ func (f *benchProduceFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
 	} else {
 		printProduceSummary(cmd.OutOrStdout(), sum)
+		printThrottles(cmd.OutOrStdout(), sum.ThrottledResponses, sum.ThrottleMs)
 		if txns.every > 0 {
 			fmt.Fprintf(cmd.OutOrStdout(), "%d transactions committed\n", txns.committed)
 		}

@@ -23,6 +23,7 @@ type benchConsumeFlags struct {
 	group      string
 	fromLatest bool
 	fetchSize  int32
+	clientID   string
 	json       bool
 }
 
@@ -48,6 +49,7 @@ tool does. --json prints only a one-line summary.`,
 	fs.StringVar(&f.group, "group", "", "consume as this consumer group (default: no group, every partition directly)")
 	fs.BoolVar(&f.fromLatest, "from-latest", false, "start at the end of the log instead of the beginning")
 	fs.Int32Var(&f.fetchSize, "fetch-size", 0, "most bytes per fetch response (fetch.max.bytes; default franz-go's 50 MB)")
+	fs.StringVar(&f.clientID, "client-id", "", "the consumer's client.id (default the CLI's, gregor-cli), e.g. to be under a client-id quota")
 	fs.BoolVar(&f.json, "json", false, "print only a one-line JSON summary")
 	return cmd
 }
@@ -63,7 +65,11 @@ type consumeSummary struct {
 	FirstRecordMs float64 `json:"first_record_ms"` // -1: no record
 	RebalanceMs   float64 `json:"rebalance_ms"`
 	FetchMs       float64 `json:"fetch_ms"`
-	start, end    time.Time
+	// ThrottledResponses and ThrottleMs are the brokers' client-quota
+	// throttling of the run.
+	ThrottledResponses int64   `json:"throttled_responses"`
+	ThrottleMs         float64 `json:"throttle_ms"`
+	start, end         time.Time
 }
 
 func (f *benchConsumeFlags) run(cmd *cobra.Command) error {
@@ -86,7 +92,12 @@ func (f *benchConsumeFlags) run(cmd *cobra.Command) error {
 		assignedMu sync.Mutex
 		assignedAt time.Time
 	)
-	opts := []kgo.Opt{kgo.ConsumeTopics(f.topic), kgo.ConsumeResetOffset(start), kgo.FetchMaxWait(500 * time.Millisecond)}
+	throttles := &brokerThrottles{}
+	opts := []kgo.Opt{kgo.ConsumeTopics(f.topic), kgo.ConsumeResetOffset(start), kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.WithHooks(throttles)}
+	if f.clientID != "" {
+		opts = append(opts, kgo.ClientID(f.clientID))
+	}
 	if f.fetchSize > 0 {
 		opts = append(opts, kgo.FetchMaxBytes(f.fetchSize))
 	}
@@ -129,7 +140,7 @@ func (f *benchConsumeFlags) run(cmd *cobra.Command) error {
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			if fetchErr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				fetchErr = fmt.Errorf("fetch %s-%d: %w", t, p, err)
+				fetchErr = fetchError(t, p, err)
 			}
 		})
 		if fetchErr != nil {
@@ -180,6 +191,7 @@ func (f *benchConsumeFlags) run(cmd *cobra.Command) error {
 	}
 	assignedMu.Unlock()
 	sum.FetchMs = sum.ElapsedMs - sum.RebalanceMs
+	sum.ThrottledResponses, sum.ThrottleMs = throttles.summary()
 	if f.json {
 		b, err := json.Marshal(sum)
 		if err != nil {
@@ -188,6 +200,7 @@ func (f *benchConsumeFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
 	} else {
 		printConsumeSummary(cmd.OutOrStdout(), sum)
+		printThrottles(cmd.OutOrStdout(), sum.ThrottledResponses, sum.ThrottleMs)
 	}
 	return fetchErr
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // maxLatencySamples bounds the latencies kept for percentiles, as Kafka's
@@ -66,6 +68,10 @@ type produceSummary struct {
 	MBPerSec      float64        `json:"mb_per_sec"`
 	LatencyMs     latencySummary `json:"latency_ms"`
 	Errors        int64          `json:"errors"`
+	// ThrottledResponses and ThrottleMs are the brokers' client-quota
+	// throttling of the run.
+	ThrottledResponses int64   `json:"throttled_responses"`
+	ThrottleMs         float64 `json:"throttle_ms"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -137,4 +143,29 @@ func (p *benchProgress) line(elapsed time.Duration) string {
 		s += ", ETA " + eta.Round(time.Second).String()
 	}
 	return s
+}
+
+// brokerThrottles counts the responses the brokers throttled (client quotas:
+// throttle_time_ms > 0) and the throttle time they asked for; a kgo hook.
+type brokerThrottles struct {
+	responses atomic.Int64
+	total     atomic.Int64 // nanoseconds
+}
+
+// OnBrokerThrottle implements kgo.HookBrokerThrottle.
+func (b *brokerThrottles) OnBrokerThrottle(_ kgo.BrokerMetadata, interval time.Duration, _ bool) {
+	b.responses.Add(1)
+	b.total.Add(int64(interval))
+}
+
+// summary is the throttled responses and their total throttle in ms.
+func (b *brokerThrottles) summary() (int64, float64) {
+	return b.responses.Load(), ms(time.Duration(b.total.Load()))
+}
+
+// printThrottles says how much the brokers throttled the run, when they did.
+func printThrottles(w io.Writer, responses int64, totalMs float64) {
+	if responses > 0 {
+		fmt.Fprintf(w, "%d responses throttled by the brokers (client quota), %.0f ms of throttle in total\n", responses, totalMs)
+	}
 }

@@ -231,7 +231,7 @@ func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writ
 				return
 			}
 			if fetchErr == nil {
-				fetchErr = fmt.Errorf("fetch %s-%d: %w", t, p, err)
+				fetchErr = fetchError(t, p, err)
 			}
 		})
 		if fetchErr != nil {
@@ -288,4 +288,13 @@ func checkConsumeTopics(ctx context.Context, conn *connFlags, cl *kgo.Client, to
 		}
 	}
 	return nil
+}
+
+// fetchError names the partition a fetch error is about; an error of the
+// client itself (joining the group, say) comes with no topic.
+func fetchError(topic string, partition int32, err error) error {
+	if topic == "" {
+		return fmt.Errorf("consume: %w", err)
+	}
+	return fmt.Errorf("fetch %s-%d: %w", topic, partition, err)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -197,5 +198,17 @@ func TestProduceRoundRobin(t *testing.T) {
 		if n := len(strings.Fields(out)); n != 2 {
 			t.Fatalf("partition %d holds %q, want 2 records each", p, out)
 		}
+	}
+}
+
+// TestFetchErrorNamesWhatFailed: a client-level error (no topic, e.g. a
+// group join refused by the authorizer) is not printed as partition "-0".
+func TestFetchErrorNamesWhatFailed(t *testing.T) {
+	base := errors.New("GROUP_AUTHORIZATION_FAILED")
+	if got := fetchError("", 0, base).Error(); got != "consume: GROUP_AUTHORIZATION_FAILED" {
+		t.Errorf("client error: %q", got)
+	}
+	if got := fetchError("orders", 2, base).Error(); got != "fetch orders-2: GROUP_AUTHORIZATION_FAILED" {
+		t.Errorf("partition error: %q", got)
 	}
 }

@@ -15,8 +15,10 @@ package handlers
 // lists only those, a topic asked for by name or id without it gets
 // TOPIC_AUTHORIZATION_FAILED (a missing one too, which hides whether it
 // exists). Auto-creation needs CREATE on the cluster or on the topic, else
-// TOPIC_AUTHORIZATION_FAILED. Authorized operations (v8+) are not filled
-// in (Kafka's "not requested" value).
+// TOPIC_AUTHORIZATION_FAILED. Authorized operations (KIP-430, v8+), when
+// asked for: each topic's the principal may describe (also one answered
+// UNKNOWN_TOPIC_OR_PARTITION), and the cluster's at v8-10 (0 without
+// DESCRIBE on the cluster); Kafka's omitted value otherwise.
 
 import (
 	"context"
@@ -112,6 +114,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 			}
 			resp.Topics = append(resp.Topics, h.describeTopic(img, img.Topics.ByName[name]))
 		}
+		h.metadataAuthorizedOperations(ctx, req, r, resp)
 		return resp, nil
 	}
 	for _, t := range r.Topics {
@@ -160,7 +163,31 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	h.metadataAuthorizedOperations(ctx, req, r, resp)
 	return resp, nil
+}
+
+// metadataAuthorizedOperations fills the authorized operations r asks for
+// (v8+), as Kafka's KafkaApis: the cluster's (v8-10 only), and those of
+// each topic answered for a name the principal may describe. Topics it may
+// not describe, and unknown ids, keep the omitted value.
+func (h *Handlers) metadataAuthorizedOperations(ctx context.Context, req *network.Request, r *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if r.Version < 8 {
+		return
+	}
+	if r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = h.clusterAuthorizedOperations(ctx, req)
+	}
+	if !r.IncludeTopicAuthorizedOperations {
+		return
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.Topic == nil || t.ErrorCode == kerr.TopicAuthorizationFailed.Code || t.ErrorCode == kerr.UnknownTopicID.Code {
+			continue
+		}
+		t.AuthorizedOperations = h.authorizedOperations(ctx, req, kmsg.ACLResourceTypeTopic, *t.Topic)
+	}
 }
 
 // autoCreate creates topics and returns those that now exist (created or

@@ -5,6 +5,9 @@ package handlers
 // unknown groups (KIP-1043), earlier versions the Dead state.
 //
 // Each group needs DESCRIBE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
+// Asked for them (v3+), a group answered without error carries the
+// principal's authorized operations on it (KIP-430); the others keep the
+// omitted value, as in Kafka.
 
 import (
 	"context"
@@ -24,11 +27,14 @@ func (h *Handlers) describeGroups(ctx context.Context, req *network.Request) (km
 	for _, id := range r.Groups {
 		var rg kmsg.DescribeGroupsResponseGroup
 		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {
-			rg = s.DescribeGroup(r.Version, id, r.IncludeAuthorizedOperations)
+			rg = s.DescribeGroup(r.Version, id)
 		})
 		if code != 0 {
 			rg = kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, code, -2147483648
+			rg.Group, rg.ErrorCode = id, code
+		}
+		if r.Version >= 3 && r.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+			rg.AuthorizedOperations = h.authorizedOperations(ctx, req, kmsg.ACLResourceTypeGroup, id)
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}

@@ -8,9 +8,8 @@ package handlers
 // RESOURCE_NOT_FOUND for a user without credentials, DUPLICATE_RESOURCE for
 // a user named more than once.
 //
-// Authorization: Kafka requires DESCRIBE on CLUSTER and otherwise answers
-// CLUSTER_AUTHORIZATION_FAILED at the top level. Gregor has no authorizer
-// yet; the check belongs at the top of describeUserScramCredentials.
+// Authorization: DESCRIBE on CLUSTER, else CLUSTER_AUTHORIZATION_FAILED at
+// the top level, as Kafka.
 
 import (
 	"context"

@@ -9,10 +9,9 @@ package handlers
 // A forward that fails answers every user named with the error
 // (NOT_CONTROLLER, or REQUEST_TIMED_OUT when the wait ran out).
 //
-// Authorization: Kafka requires ALTER on CLUSTER and otherwise answers
-// every user with CLUSTER_AUTHORIZATION_FAILED. Gregor has no authorizer
-// yet; the check belongs at the top of alterUserScramCredentials, before
-// the request is forwarded.
+// Authorization: ALTER on CLUSTER, checked before the request is
+// forwarded; otherwise every user is answered CLUSTER_AUTHORIZATION_FAILED,
+// as Kafka.
 
 import (
 	"context"

@@ -3,7 +3,8 @@ package handlers
 // DescribeCluster (key 60), v0-1. The cluster id, the controller id and the
 // endpoints of the requested type (v1): brokers on a broker listener,
 // controllers (the quorum voters) on a controller listener (KIP-919); the
-// other type is UNSUPPORTED_ENDPOINT_TYPE, as Kafka.
+// other type is MISMATCHED_ENDPOINT_TYPE and an unknown one
+// UNSUPPORTED_ENDPOINT_TYPE, as Kafka's AuthHelper answers.
 //
 // Anyone may describe the cluster. Asked for the cluster's authorized
 // operations, the principal gets them only with DESCRIBE on the cluster,
@@ -11,6 +12,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,8 +47,15 @@ func (h *Handlers) describeCluster(ctx context.Context, req *network.Request) (k
 		served = endpointTypeControllers
 	}
 	if want != served {
-		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
-		msg := "the endpoint type is not served on this listener"
+		// An unknown type is UNSUPPORTED_ENDPOINT_TYPE, a known one of the
+		// other listener kind MISMATCHED_ENDPOINT_TYPE (v0 cannot ask for
+		// another type).
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		msg := fmt.Sprintf("endpoint type %d is not served on this listener, which serves type %d", want, served)
+		if want != endpointTypeBrokers && want != endpointTypeControllers {
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			msg = fmt.Sprintf("unsupported endpoint type %d", want)
+		}
 		resp.ErrorMessage = &msg
 		return resp, nil
 	}
@@ -76,28 +85,4 @@ func (h *Handlers) describeCluster(ctx context.Context, req *network.Request) (k
 	}
 	sort.Slice(resp.Brokers, func(i, j int) bool { return resp.Brokers[i].NodeID < resp.Brokers[j].NodeID })
 	return resp, nil
-}
-
-// clusterOperations are the operations Kafka supports on the cluster
-// resource (AclEntry.supportedOperations).
-var clusterOperations = []kmsg.ACLOperation{
-	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
-	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
-	kmsg.ACLOperationDescribe,
-}
-
-// clusterAuthorizedOperations is the bit field (1<<operation) of the
-// cluster operations req's principal may do, 0 without DESCRIBE; all of
-// them without an authorizer.
-func (h *Handlers) clusterAuthorizedOperations(ctx context.Context, req *network.Request) int32 {
-	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe) {
-		return 0
-	}
-	var ops int32
-	for _, op := range clusterOperations {
-		if h.authorizedCluster(ctx, req, op) {
-			ops |= 1 << op
-		}
-	}
-	return ops
 }

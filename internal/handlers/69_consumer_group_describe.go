@@ -4,6 +4,9 @@ package handlers
 // epochs, assignor, and each member's current and target assignment.
 //
 // Each group needs DESCRIBE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
+// Asked for them, a group answered without error carries the principal's
+// authorized operations on it (KIP-430); the others keep the omitted
+// value, as in Kafka.
 
 import (
 	"context"
@@ -23,11 +26,14 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Reque
 	for _, id := range r.Groups {
 		var rg kmsg.ConsumerGroupDescribeResponseGroup
 		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {
-			rg = s.ConsumerGroupDescribe(r.Version, id, r.IncludeAuthorizedOperations)
+			rg = s.ConsumerGroupDescribe(r.Version, id)
 		})
 		if code != 0 {
 			rg = kmsg.NewConsumerGroupDescribeResponseGroup()
-			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, code, -2147483648
+			rg.Group, rg.ErrorCode = id, code
+		}
+		if r.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+			rg.AuthorizedOperations = h.authorizedOperations(ctx, req, kmsg.ACLResourceTypeGroup, id)
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}

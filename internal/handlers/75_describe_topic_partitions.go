@@ -9,7 +9,9 @@ package handlers
 //
 // Each topic needs DESCRIBE on it: every topic lists only those; a topic
 // named without it is TOPIC_AUTHORIZATION_FAILED whether it exists or not
-// (as Kafka, and Metadata).
+// (as Kafka, and Metadata). Every other topic answered carries the
+// principal's authorized operations on it (KIP-430): Kafka fills them in
+// always, the request has no switch for them.
 
 import (
 	"context"
@@ -73,6 +75,7 @@ func (h *Handlers) describeTopicPartitions(ctx context.Context, req *network.Req
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
+		rt.AuthorizedOperations = h.authorizedOperations(ctx, req, kmsg.ACLResourceTypeTopic, name)
 		t, ok := img.Topics.ByName[name]
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code

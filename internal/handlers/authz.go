@@ -69,6 +69,31 @@ func (h *Handlers) authorizedCluster(ctx context.Context, req *network.Request, 
 	return h.authorized(ctx, req, op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }
 
+// authorizedOperations is the bit field of the operations req's principal
+// may do on a resource, of those Kafka supports on its type (AuthHelper's
+// authorizedOperations, KIP-430): each is asked of the authorizer as a
+// LITERAL resource; without an authorizer all of them are allowed, as in
+// Kafka.
+func (h *Handlers) authorizedOperations(ctx context.Context, req *network.Request, rt kmsg.ACLResourceType, name string) int32 {
+	var allowed []kmsg.ACLOperation
+	for _, op := range acl.SupportedOperations(rt) {
+		if h.authorized(ctx, req, op, rt, name) {
+			allowed = append(allowed, op)
+		}
+	}
+	return acl.OperationsBitField(allowed)
+}
+
+// clusterAuthorizedOperations is the cluster's authorized operations for
+// req's principal: 0 without DESCRIBE on the cluster, as Kafka's
+// DescribeCluster and Metadata v8-10 answer.
+func (h *Handlers) clusterAuthorizedOperations(ctx context.Context, req *network.Request) int32 {
+	if !h.authorizedCluster(ctx, req, kmsg.ACLOperationDescribe) {
+		return 0
+	}
+	return h.authorizedOperations(ctx, req, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+}
+
 // authorizedTopics is the batch form for topics: which of names req's
 // principal may do op on, each name asked once (Kafka's
 // filterByAuthorized).

@@ -186,6 +186,18 @@ func NotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.CreateACLsResponse:
+		for _, c := range r.Results {
+			if c.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, f := range r.Results {
+			if f.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.AlterClientQuotasResponse:
 		for _, e := range r.Entries {
 			if e.ErrorCode == nc {

@@ -147,8 +147,8 @@ var controllerAPIs = []*api{
 	&describeClusterAPI,
 	&describeUserScramCredentialsAPI, &alterUserScramCredentialsAPI,
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
-	// Kafka 4's controllers alter client quotas but leave describing them
-	// to the brokers.
+	// Kafka's controllers (ControllerApis) alter client quotas but leave
+	// describing them to the brokers.
 	&alterClientQuotasAPI,
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,

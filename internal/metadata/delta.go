@@ -293,15 +293,7 @@ func (d *Delta) replayRemoveTopic(r *RemoveTopicRecord) error {
 }
 
 func (d *Delta) replayConfig(r *ConfigRecord) {
-	res := ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
-	m, ok := d.configs[res]
-	if !ok {
-		m = maps.Clone(d.base.Configs[res])
-		if m == nil {
-			m = map[string]string{}
-		}
-		d.configs[res] = m
-	}
+	m := workingCopy(d.configs, d.base.Configs, ConfigResource{Type: r.ResourceType, Name: r.ResourceName})
 	if r.Value == nil {
 		delete(m, r.Name)
 	} else {
@@ -309,18 +301,40 @@ func (d *Delta) replayConfig(r *ConfigRecord) {
 	}
 }
 
+// workingCopy returns the delta's own copy of base[key], kept in changes
+// (empty if base has no entry): the configs of a resource, the credentials
+// of a user, the quotas of an entity.
+func workingCopy[K, K2 comparable, V any](changes, base map[K]map[K2]V, key K) map[K2]V {
+	m, ok := changes[key]
+	if !ok {
+		m = maps.Clone(base[key])
+		if m == nil {
+			m = map[K2]V{}
+		}
+		changes[key] = m
+	}
+	return m
+}
+
+// withChanges returns a new map of base's entries with each changed key's
+// map put in, or removed where the change left it empty.
+func withChanges[K, K2 comparable, V any](base, changes map[K]map[K2]V) map[K]map[K2]V {
+	out := make(map[K]map[K2]V, len(base)+len(changes))
+	maps.Copy(out, base)
+	for key, m := range changes {
+		if len(m) == 0 {
+			delete(out, key)
+		} else {
+			out[key] = m
+		}
+	}
+	return out
+}
+
 // userScram returns the delta's own copy of a user's credentials (empty if
 // the user has none).
 func (d *Delta) userScram(user string) map[int8]sasl.ScramCredential {
-	m, ok := d.scram[user]
-	if !ok {
-		m = maps.Clone(d.base.Scram[user])
-		if m == nil {
-			m = map[int8]sasl.ScramCredential{}
-		}
-		d.scram[user] = m
-	}
-	return m
+	return workingCopy(d.scram, d.base.Scram, user)
 }
 
 // acl returns an ACL as of the records replayed so far.
@@ -362,14 +376,7 @@ func (d *Delta) replayClientQuota(r *ClientQuotaRecord) error {
 	if err != nil {
 		return fmt.Errorf("client quota %s: %w", r.Key, err)
 	}
-	m, ok := d.clientQuotas[e]
-	if !ok {
-		m = maps.Clone(d.base.ClientQuotas[e])
-		if m == nil {
-			m = map[string]float64{}
-		}
-		d.clientQuotas[e] = m
-	}
+	m := workingCopy(d.clientQuotas, d.base.ClientQuotas, e)
 	if r.Remove {
 		delete(m, r.Key)
 	} else {
@@ -475,28 +482,13 @@ func (d *Delta) Apply() *Image {
 		img.Topics = ti
 	}
 	if len(d.configs) > 0 {
-		img.Configs = maps.Clone(d.base.Configs)
-		for res, m := range d.configs {
-			if len(m) == 0 {
-				delete(img.Configs, res)
-			} else {
-				img.Configs[res] = m
-			}
-		}
+		img.Configs = withChanges(d.base.Configs, d.configs)
 	}
 	if d.nextProducerID != nil {
 		img.NextProducerID = *d.nextProducerID
 	}
 	if len(d.scram) > 0 {
-		img.Scram = make(map[string]map[int8]sasl.ScramCredential, len(d.base.Scram)+len(d.scram))
-		maps.Copy(img.Scram, d.base.Scram)
-		for user, m := range d.scram {
-			if len(m) == 0 {
-				delete(img.Scram, user)
-			} else {
-				img.Scram[user] = m
-			}
-		}
+		img.Scram = withChanges(d.base.Scram, d.scram)
 	}
 	if len(d.acls) > 0 {
 		img.ACLs = make(map[[16]byte]acl.Binding, len(d.base.ACLs)+len(d.acls))
@@ -510,15 +502,7 @@ func (d *Delta) Apply() *Image {
 		}
 	}
 	if len(d.clientQuotas) > 0 {
-		img.ClientQuotas = make(map[QuotaEntity]map[string]float64, len(d.base.ClientQuotas)+len(d.clientQuotas))
-		maps.Copy(img.ClientQuotas, d.base.ClientQuotas)
-		for e, m := range d.clientQuotas {
-			if len(m) == 0 {
-				delete(img.ClientQuotas, e)
-			} else {
-				img.ClientQuotas[e] = m
-			}
-		}
+		img.ClientQuotas = withChanges(d.base.ClientQuotas, d.clientQuotas)
 	}
 	return &img
 }

@@ -108,12 +108,6 @@ func (e QuotaEntity) parts() []typedQuotaName {
 	return out
 }
 
-// Has reports whether e has a part of an entity type.
-func (e QuotaEntity) Has(entityType string) bool {
-	n := e.part(entityType)
-	return n != nil && n.Present
-}
-
 // String is the entity as Kafka's tools show it, e.g. "user=alice,
 // client-id=<default>" ("<default>" for a type's default entity).
 func (e QuotaEntity) String() string {

@@ -51,16 +51,7 @@ func imageDiff(old, next *Image) *Delta {
 		}
 	}
 	diffTopics(d, old.Topics, next.Topics)
-	for res, m := range next.Configs {
-		if !maps.Equal(old.Configs[res], m) {
-			d.configs[res] = m
-		}
-	}
-	for res := range old.Configs {
-		if _, ok := next.Configs[res]; !ok {
-			d.configs[res] = map[string]string{}
-		}
-	}
+	diffNested(d.configs, old.Configs, next.Configs)
 	if next.NextProducerID != old.NextProducerID {
 		nextProducerID := next.NextProducerID
 		d.nextProducerID = &nextProducerID
@@ -75,19 +66,25 @@ func imageDiff(old, next *Image) *Delta {
 			d.acls[id] = nil
 		}
 	}
-	for e, m := range next.ClientQuotas {
-		if !maps.Equal(old.ClientQuotas[e], m) {
-			d.clientQuotas[e] = m
-		}
-	}
-	for e := range old.ClientQuotas {
-		if _, ok := next.ClientQuotas[e]; !ok {
-			d.clientQuotas[e] = map[string]float64{}
-		}
-	}
+	diffNested(d.clientQuotas, old.ClientQuotas, next.ClientQuotas)
 	// The delta describes next; replaying into it would corrupt next.
 	d.applied = true
 	return d
+}
+
+// diffNested puts in changes each key of next whose map differs from old's,
+// and an empty map for each key of old that next lacks.
+func diffNested[K, K2 comparable, V comparable](changes, old, next map[K]map[K2]V) {
+	for key, m := range next {
+		if !maps.Equal(old[key], m) {
+			changes[key] = m
+		}
+	}
+	for key := range old {
+		if _, ok := next[key]; !ok {
+			changes[key] = map[K2]V{}
+		}
+	}
 }
 
 func diffTopics(d *Delta, old, next *TopicsImage) {

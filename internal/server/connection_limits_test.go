@@ -1,9 +1,15 @@
 package server
 
 import (
+	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
 	"gregor/internal/network"
@@ -44,4 +50,49 @@ func TestConnectionLimitsFromConfig(t *testing.T) {
 	if len(props) != 2 {
 		t.Fatalf("connection limit props %v", props)
 	}
+}
+
+// TestIPConnectionCreationRateQuota: a connection_creation_rate quota of an
+// ip entity, set with AlterClientQuotas, holds that address's connections
+// over the rate unserved (then closes them) while other addresses are
+// served; removing it lifts the throttle.
+func TestIPConnectionCreationRateQuota(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	ctx := ctxT(t)
+	adm := ts.admin()
+	limited := quotaEntity("ip", "127.0.0.9")
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{setQuotas(limited, "connection_creation_rate", 1.0)}); err != nil {
+		t.Fatal(err)
+	}
+	addr := ts.srv.Addr("PLAINTEXT").(*net.TCPAddr)
+	// served reports whether a connection from source is answered an
+	// ApiVersions request.
+	served := func(source string) bool {
+		nc, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.ParseIP(source)}, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		req := kmsg.NewPtrApiVersionsRequest()
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("ip-quota-test")).AppendRequest(nil, req, 1)
+		if _, err := nc.Write(frame); err != nil {
+			return false
+		}
+		var size [4]byte
+		_, err = io.ReadFull(nc, size[:])
+		return err == nil
+	}
+	// The publisher applies the quota once the broker has the record.
+	waitFor(t, "the ip quota to throttle 127.0.0.9", 30*time.Second, func() bool { return served("127.0.0.9") && !served("127.0.0.9") })
+	for range 3 {
+		if !served("127.0.0.10") {
+			t.Fatal("an address without a quota was not served")
+		}
+	}
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: limited,
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Remove: true}}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the throttle to be lifted", 30*time.Second, func() bool { return served("127.0.0.9") && served("127.0.0.9") && served("127.0.0.9") })
 }

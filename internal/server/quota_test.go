@@ -218,7 +218,7 @@ func TestClientQuotas(t *testing.T) {
 		"{client-id=<default>} producer_byte_rate=1024")
 }
 
-// TestClientQuotasOnTheControllerListener: like Kafka 4's controllers, the
+// TestClientQuotasOnTheControllerListener: like Kafka's controllers, the
 // controller listener alters client quotas (KIP-919) and leaves
 // describing them to the brokers.
 func TestClientQuotasOnTheControllerListener(t *testing.T) {

@@ -466,8 +466,16 @@ func TestAutoCreateAndDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dresp.ErrorCode != kerr.UnsupportedEndpointType.Code {
+	if dresp.ErrorCode != kerr.MismatchedEndpointType.Code {
 		t.Errorf("describe cluster controllers on a broker listener: %v", kerr.ErrorForCode(dresp.ErrorCode))
+	}
+	dreq.EndpointType = 7 // no such type
+	dresp, err = dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dresp.ErrorCode != kerr.UnsupportedEndpointType.Code {
+		t.Errorf("describe cluster of an unknown endpoint type: %v", kerr.ErrorForCode(dresp.ErrorCode))
 	}
 	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
 	if err != nil {

@@ -7,20 +7,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupAuthorizedOperations are READ, DELETE and DESCRIBE on a group, what
-// Kafka reports without an authorizer.
-const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
-
 // DescribeGroup answers one group of a DescribeGroups request. Members'
 // metadata and assignments are shown only once the group is Stable, as in
-// Kafka. Unknown groups are Dead (v6+: GROUP_ID_NOT_FOUND, KIP-1043).
-func (s *Shard) DescribeGroup(version int16, groupID string, includeOps bool) kmsg.DescribeGroupsResponseGroup {
+// Kafka. Unknown groups are Dead (v6+: GROUP_ID_NOT_FOUND, KIP-1043). The
+// authorized operations are left for the caller, which knows the principal.
+func (s *Shard) DescribeGroup(version int16, groupID string) kmsg.DescribeGroupsResponseGroup {
 	rg := kmsg.NewDescribeGroupsResponseGroup()
 	rg.Group = groupID
-	rg.AuthorizedOperations = -2147483648
-	if includeOps {
-		rg.AuthorizedOperations = groupAuthorizedOperations
-	}
 	g := s.groups[groupID]
 	if g == nil || g.state == Dead {
 		rg.State = "Dead"

@@ -110,14 +110,14 @@ func TestConsumerGroupReconciliation(t *testing.T) {
 		}
 	}
 	// Replaying what was written rebuilds the same group.
-	want := s.ConsumerGroupDescribe(1, "g", false)
+	want := s.ConsumerGroupDescribe(1, "g")
 	s2 := NewShard(Config{})
 	for _, rec := range logs[s].records {
 		if err := s2.Replay(100, rec.Key, rec.Value); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := s2.ConsumerGroupDescribe(1, "g", false); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := s2.ConsumerGroupDescribe(1, "g"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("replayed group:\n%+v\nwant\n%+v", got, want)
 	}
 	// The member goes on with its epoch after the reload.
@@ -168,7 +168,7 @@ func TestConsumerGroupStaticAndSession(t *testing.T) {
 		t.Fatalf("next deadline %d", d)
 	}
 	s.Tick(1000)
-	if g := s.ConsumerGroupDescribe(1, "g", false); g.State != "Empty" || g.Epoch != 2 {
+	if g := s.ConsumerGroupDescribe(1, "g"); g.State != "Empty" || g.Epoch != 2 {
 		t.Fatalf("after expiry: %+v", g)
 	}
 }
@@ -246,7 +246,7 @@ func TestConsumerGroupCommitsAndMixing(t *testing.T) {
 	if len(lg) != 1 || lg[0].GroupType != "consumer" || lg[0].GroupState != "Stable" {
 		t.Fatalf("ListGroups = %+v", lg)
 	}
-	if dg := s.DescribeGroup(5, "g", false); dg.ProtocolType != "consumer" || len(dg.Members) != 1 {
+	if dg := s.DescribeGroup(5, "g"); dg.ProtocolType != "consumer" || len(dg.Members) != 1 {
 		t.Fatalf("DescribeGroup = %+v", dg)
 	}
 }

@@ -475,7 +475,7 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		h.finish(r)
 		h.respond(d)(resp)
 	case "describe":
-		rg := h.s.DescribeGroup(int16(num(t, d, "v", 5)), groupID, false)
+		rg := h.s.DescribeGroup(int16(num(t, d, "v", 5)), groupID)
 		fmt.Fprintf(&out, "err=%s state=%s type=%q protocol=%q\n", errName(rg.ErrorCode), rg.State, rg.ProtocolType, rg.Protocol)
 		for _, m := range rg.Members {
 			fmt.Fprintf(&out, "  %s%s client=%s meta=%s assignment=%s\n", m.MemberID, instance(m.InstanceID), m.ClientID, short(m.ProtocolMetadata), formatAssignment(m.MemberAssignment))
@@ -495,7 +495,7 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		req := h.consumerHeartbeat(t, d, groupID)
 		h.finish(h.s.ConsumerGroupHeartbeat(h.now, req, str(d, "client", "c"), "/127.0.0.1", h.topics, h.respond(d)))
 	case "consumer-describe":
-		rg := h.s.ConsumerGroupDescribe(1, groupID, false)
+		rg := h.s.ConsumerGroupDescribe(1, groupID)
 		fmt.Fprintf(&out, "err=%s state=%s epoch=%d assignment-epoch=%d assignor=%s\n", errName(rg.ErrorCode), rg.State, rg.Epoch, rg.AssignmentEpoch, rg.AssignorName)
 		for _, m := range rg.Members {
 			rack := ""
