@@ -165,16 +165,40 @@ func (c *connFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, e
 	}
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := cl.Ping(pctx); err != nil {
-		cl.Close()
+	// A broker that is still starting refuses connections: try again
+	// until the timeout, as Kafka's tools wait for the cluster; a refused
+	// login or TLS handshake is final.
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		err := cl.Ping(pctx)
+		if err == nil {
+			return cl, nil
+		}
 		// The hook saw the failed connection's error (dial, TLS handshake
 		// or SASL exchange); Ping may only say the deadline passed.
 		if d := dials.last(); d != nil {
 			err = d
 		}
-		return nil, connectError(seeds, c.timeout, err)
+		err = connectError(seeds, c.timeout, err)
+		if !errors.Is(err, errUnreachable) || !sleepCtx(pctx, backoff) {
+			cl.Close()
+			return nil, err
+		}
 	}
-	return cl, nil
+}
+
+// errUnreachable marks a connectError that waiting might cure.
+var errUnreachable = errors.New("cannot reach a broker")
+
+// sleepCtx waits d, false if ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // connectError says why no broker answered: a refused authentication or
@@ -189,7 +213,7 @@ func connectError(seeds []string, timeout time.Duration, err error) error {
 	if isTLSError(err) {
 		return fmt.Errorf("TLS handshake with %s failed: %w", at, err)
 	}
-	return fmt.Errorf("cannot reach a broker at %s within %s: %w", at, timeout, err)
+	return fmt.Errorf("%w at %s within %s: %w", errUnreachable, at, timeout, err)
 }
 
 // isTLSError reports a failed TLS handshake: the server's certificate

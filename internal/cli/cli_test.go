@@ -3,13 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
 
 	"gregor/internal/config"
@@ -219,5 +222,33 @@ func TestClusterQuorum(t *testing.T) {
 	}
 	if f := row(t, out, "1"); f[len(f)-1] != "Leader" {
 		t.Fatalf("voter row %q, want node 1 as Leader", f)
+	}
+}
+
+// TestWaitsForStartingBroker: a command run while the broker is still
+// starting (connection refused) waits for it within --timeout instead of
+// failing at the first refusal.
+func TestWaitsForStartingBroker(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	started := make(chan *kfake.Cluster, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // the broker starts after the command
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, "late"))
+		if err != nil {
+			t.Error(err)
+		}
+		started <- c
+	}()
+	r := runCommand(t, "", "topic", "list", "--bootstrap-server", fmt.Sprintf("127.0.0.1:%d", port), "--timeout", "30s")
+	if c := <-started; c != nil {
+		defer c.Close()
+	}
+	if r.err != nil || !strings.Contains(r.out, "late") {
+		t.Fatalf("topic list against a starting broker: %v\n%s", r.err, r.out)
 	}
 }

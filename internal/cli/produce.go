@@ -340,6 +340,11 @@ func (p *producer) run(ctx context.Context, in io.Reader) error {
 			}
 			p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 				if err != nil {
+					if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+						// InitProducerId of the idempotent producer, refused:
+						// say which ACL it takes, not only "cluster".
+						err = fmt.Errorf("%w (an idempotent producer needs WRITE on the topic or IDEMPOTENT_WRITE on the cluster)", err)
+					}
 					p.fail(fmt.Errorf("produce to %s: %w", r.Topic, err))
 					cancel()
 					return
