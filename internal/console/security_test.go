@@ -117,4 +117,25 @@ func TestSecurityPageAsVisitor(t *testing.T) {
 	if !found {
 		t.Fatalf("bob's ACL not shown: %+v", s.ACLs.Items)
 	}
+
+	// Quotas need DESCRIBE_CONFIGS on the cluster.
+	if !strings.Contains(s.Quotas.Error, "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Fatalf("alice's quotas without DESCRIBE_CONFIGS: %+v", s.Quotas)
+	}
+	aliceConfigs := kadm.NewACLs().Allow("User:alice").Clusters().Operations(kadm.OpDescribeConfigs)
+	if _, err := adm.CreateACLs(ctx, aliceConfigs); err != nil {
+		t.Fatal(err)
+	}
+	slow := "slow"
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &slow}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1048576}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	s = get()
+	if s.Quotas.Error != "" || len(s.Quotas.Items) != 1 || s.Quotas.Items[0].Entity != "client-id=slow" ||
+		s.Quotas.Items[0].Values["producer_byte_rate"] != 1048576 {
+		t.Fatalf("alice with DESCRIBE_CONFIGS: %+v", s.Quotas)
+	}
 }
