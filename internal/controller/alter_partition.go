@@ -55,9 +55,9 @@ func (c *Controller) alterPartition(img *metadata.Image, req *kmsg.AlterPartitio
 		rt.Topic, rt.TopidID = t.Topic, t.TopicID
 		var topic *metadata.Topic
 		if req.Version >= 2 {
-			topic = img.Topics.ByID[t.TopicID]
+			topic = img.Topics.TopicByID(t.TopicID)
 		} else {
-			topic = img.Topics.ByName[t.Topic]
+			topic = img.Topics.Topic(t.Topic)
 		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]

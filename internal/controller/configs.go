@@ -260,7 +260,7 @@ func (c *Controller) configRecords(img *metadata.Image, res metadata.ConfigResou
 				}
 			}
 		}
-		if img.Topics.ByName[res.Name] == nil {
+		if img.Topics.Topic(res.Name) == nil {
 			return nil, errWith(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
 		}
 	case metadata.ConfigResourceBroker:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -177,7 +178,7 @@ func TestBootstrapAndRestart(t *testing.T) {
 	// epoch's leader change batch.
 	n2 := startNode(t, dir, cfg)
 	after := n2.c.Image()
-	if after.Offset != before.Offset || !reflect.DeepEqual(after.Topics, before.Topics) || !reflect.DeepEqual(after.Configs, before.Configs) ||
+	if after.Offset != before.Offset || !reflect.DeepEqual(maps.Collect(after.Topics.All()), maps.Collect(before.Topics.All())) || !reflect.DeepEqual(after.Configs, before.Configs) ||
 		!reflect.DeepEqual(after.Brokers, before.Brokers) || !reflect.DeepEqual(after.Features, before.Features) || after.ClusterID != "test-cluster" {
 		t.Fatalf("replayed state differs:\n%+v\n%+v", after, before)
 	}
@@ -195,7 +196,7 @@ func TestBootstrapAndRestart(t *testing.T) {
 	if b3.Epoch <= b.Epoch || b3.Listeners[0].Port != 19092 || b3.IncarnationID == b.IncarnationID {
 		t.Fatalf("re-registration = %+v (old %+v)", b3, b)
 	}
-	if n3.c.Image().Topics.ByName["orders"].NumPartitions() != 2 {
+	if n3.c.Image().Topics.Topic("orders").NumPartitions() != 2 {
 		t.Fatal("topic lost")
 	}
 }
@@ -232,7 +233,7 @@ func TestNotController(t *testing.T) {
 	req.Topics = []kmsg.CreateTopicsRequestTopic{newTopic("b", 1, 1)}
 	r := n2.c.CreateTopics(ctx, req)
 	wantErr(t, "cancelled", r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage, kerr.RequestTimedOut, "<nil>")
-	if n2.c.Image().Topics.ByName["b"] != nil {
+	if n2.c.Image().Topics.Topic("b") != nil {
 		t.Fatal("topic created by a cancelled request")
 	}
 }

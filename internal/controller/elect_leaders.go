@@ -74,7 +74,7 @@ func (c *Controller) electLeaders(img *metadata.Image, req *kmsg.ElectLeadersReq
 		rec, e := c.electLeader(img, topic, partition, electionType)
 		if rec != nil {
 			records = append(records, rec)
-			if old := img.Topics.ByName[topic].Partitions[partition]; electionType == electionTypeUnclean && !slices.Contains(old.ISR, rec.Leader) {
+			if old := img.Topics.Topic(topic).Partitions[partition]; electionType == electionTypeUnclean && !slices.Contains(old.ISR, rec.Leader) {
 				c.logger.Warn("unclean leader election: records the old ISR acknowledged may be lost",
 					"topic", topic, "partition", partition, "leader", rec.Leader)
 			}
@@ -89,7 +89,7 @@ func (c *Controller) electLeaders(img *metadata.Image, req *kmsg.ElectLeadersReq
 	}
 	if req.Topics == nil {
 		for _, name := range slices.Sorted(func(yield func(string) bool) {
-			for n := range img.Topics.ByName {
+			for n := range img.Topics.Names() {
 				if !yield(n) {
 					return
 				}
@@ -97,7 +97,7 @@ func (c *Controller) electLeaders(img *metadata.Image, req *kmsg.ElectLeadersReq
 		}) {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = name
-			t := img.Topics.ByName[name]
+			t := img.Topics.Topic(name)
 			for _, id := range slices.Sorted(func(yield func(int32) bool) {
 				for id := range t.Partitions {
 					if !yield(id) {
@@ -135,7 +135,7 @@ type topicPartitionName struct {
 // electLeader is Kafka's ReplicationControlManager.electLeader for one
 // partition: the record of the election (nil if none) and the answer.
 func (c *Controller) electLeader(img *metadata.Image, topicName string, partition int32, electionType int8) (*metadata.PartitionChangeRecord, apiError) {
-	topic := img.Topics.ByName[topicName]
+	topic := img.Topics.Topic(topicName)
 	if topic == nil {
 		return nil, errWith(kerr.UnknownTopicOrPartition, "No such topic as %s", topicName)
 	}

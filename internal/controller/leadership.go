@@ -18,13 +18,13 @@ type topicPartition struct {
 func partitionsWhere(img *metadata.Image, keep func(*metadata.Partition) bool) []topicPartition {
 	var out []topicPartition
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range img.Topics.ByName {
+		for n := range img.Topics.Names() {
 			if !yield(n) {
 				return
 			}
 		}
 	}) {
-		t := img.Topics.ByName[name]
+		t := img.Topics.Topic(name)
 		for _, id := range slices.Sorted(func(yield func(int32) bool) {
 			for id := range t.Partitions {
 				if !yield(id) {

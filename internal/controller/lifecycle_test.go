@@ -83,8 +83,8 @@ func (r *recorder) HandleLeaderChange(_, _ int32) {}
 func (r *recorder) drain(img *metadata.Image) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, t := range img.Topics.ByID {
-		r.names[id] = t.Name
+	for _, t := range img.Topics.All() {
+		r.names[t.ID] = t.Name
 	}
 	var b strings.Builder
 	for _, batch := range r.batches {

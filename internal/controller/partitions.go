@@ -63,7 +63,7 @@ func (c *Controller) createPartitions(img *metadata.Image, req *kmsg.CreateParti
 }
 
 func (c *Controller) createTopicPartitions(img *metadata.Image, t *kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, apiError) {
-	topic := img.Topics.ByName[t.Topic]
+	topic := img.Topics.Topic(t.Topic)
 	if topic == nil {
 		return nil, errBare(kerr.UnknownTopicOrPartition)
 	}

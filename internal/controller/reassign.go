@@ -158,7 +158,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 
 func (c *Controller) alterPartitionReassignment(img *metadata.Image, topicName string,
 	target kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, apiError) {
-	topic := img.Topics.ByName[topicName]
+	topic := img.Topics.Topic(topicName)
 	if topic == nil {
 		return nil, errWith(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topicName)
 	}
@@ -320,7 +320,7 @@ func listReassignments(img *metadata.Image, topics []kmsg.ListPartitionReassignm
 		return out
 	}
 	for _, t := range topics {
-		if topic := img.Topics.ByName[t.Topic]; topic != nil {
+		if topic := img.Topics.Topic(t.Topic); topic != nil {
 			add(topic, t.Partitions)
 		}
 	}

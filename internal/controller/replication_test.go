@@ -129,14 +129,14 @@ func (h *harness) alterPartition(t *testing.T, d *datadriven.TestData) string {
 	d.MaybeScanArgs(t, "broker-epoch", &req.BrokerEpoch)
 	rt := kmsg.NewAlterPartitionRequestTopic()
 	rt.Topic = topic
-	if tp := img.Topics.ByName[topic]; tp != nil {
+	if tp := img.Topics.Topic(topic); tp != nil {
 		rt.TopicID = tp.ID
 	} else {
 		rt.TopicID = testID(topic)
 	}
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
 	rp.Partition = int32(partition)
-	if tp := img.Topics.ByName[topic]; tp != nil && tp.Partitions[int32(partition)] != nil {
+	if tp := img.Topics.Topic(topic); tp != nil && tp.Partitions[int32(partition)] != nil {
 		p := tp.Partitions[int32(partition)]
 		rp.LeaderEpoch, rp.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
 	}

@@ -24,7 +24,7 @@ func alterReq(img *metadata.Image, version int16, broker int32, topic string, pa
 	rt.Topic = topic
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
 	rp.Partition = partition
-	if t := img.Topics.ByName[topic]; t != nil {
+	if t := img.Topics.Topic(topic); t != nil {
 		rt.TopicID = t.ID
 		if p := t.Partitions[partition]; p != nil {
 			rp.LeaderEpoch, rp.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
@@ -101,7 +101,7 @@ func TestAlterPartitionErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
 		}
 	}
-	if p := c.Image().Topics.ByName["t"].Partitions[0]; p.PartitionEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 2, 3}) {
+	if p := c.Image().Topics.Topic("t").Partitions[0]; p.PartitionEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 2, 3}) {
 		t.Fatalf("refused requests changed the partition: %+v", p)
 	}
 
@@ -120,7 +120,7 @@ func TestAlterPartitionErrors(t *testing.T) {
 		rp.PartitionEpoch != 1 || !slices.Equal(rp.ISR, []int32{1, 3}) {
 		t.Fatalf("shrink answer: %+v %+v", resp, rp)
 	}
-	if p := c.Image().Topics.ByName["t"].Partitions[0]; p.PartitionEpoch != 1 || p.LeaderEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 3}) {
+	if p := c.Image().Topics.Topic("t").Partitions[0]; p.PartitionEpoch != 1 || p.LeaderEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 3}) {
 		t.Fatalf("image after shrink: %+v", p)
 	}
 
@@ -140,7 +140,7 @@ func TestAlterPartitionErrors(t *testing.T) {
 	}
 
 	// Version 2 by id echoes the id.
-	id := c.Image().Topics.ByName["t"].ID
+	id := c.Image().Topics.Topic("t").ID
 	r := c.AlterPartition(ctx, alterReq(c.Image(), 2, 1, "t", 0, 1))
 	if r.Topics[0].TopidID != id || r.Topics[0].Partitions[0].ErrorCode != 0 || !slices.Equal(r.Topics[0].Partitions[0].ISR, []int32{1}) {
 		t.Fatalf("v2 answer: %+v", r.Topics[0])
@@ -180,7 +180,7 @@ func TestAlterPartitionWithLeaderOnlyISR(t *testing.T) {
 	c := n.c
 	n.mustCreate(kmsg.CreateTopicsRequestTopic{Topic: "t", NumPartitions: -1, ReplicationFactor: -1,
 		ReplicaAssignment: assignment(map[int32][]int32{0: {1, 2, 3}})})
-	if p := c.Image().Topics.ByName["t"].Partitions[0]; !slices.Equal(p.ISR, []int32{1}) {
+	if p := c.Image().Topics.Topic("t").Partitions[0]; !slices.Equal(p.ISR, []int32{1}) {
 		t.Fatalf("isr %v", p.ISR)
 	}
 	r := c.AlterPartition(context.Background(), alterReq(c.Image(), 3, 1, "t", 0, 1, 2, 3))
@@ -198,7 +198,7 @@ func TestElectLeadersAll(t *testing.T) {
 		ReplicaAssignment: assignment(map[int32][]int32{0: {1, 2}, 1: {2, 1}})})
 	ctx := context.Background()
 	// Move t-0's leadership to 2 with a change record, as a fencing would.
-	rec := metadata.NewPartitionChangeRecord(c.Image().Topics.ByName["t"].ID, 0)
+	rec := metadata.NewPartitionChangeRecord(c.Image().Topics.Topic("t").ID, 0)
 	rec.Leader = 2
 	if _, err := n.q.Append(ctx, []metadata.Record{rec}); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestElectLeadersAll(t *testing.T) {
 		resp.Topics[0].Partitions[0].Partition != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("answer: %+v", resp)
 	}
-	if p := c.Image().Topics.ByName["t"].Partitions[0]; p.Leader != 1 || p.LeaderEpoch != 2 {
+	if p := c.Image().Topics.Topic("t").Partitions[0]; p.Leader != 1 || p.LeaderEpoch != 2 {
 		t.Fatalf("t-0 after election: %+v", p)
 	}
 	// Unknown election type: INVALID_REQUEST everywhere.
@@ -265,13 +265,13 @@ func TestAutoLeaderRebalanceOnEventLoop(t *testing.T) {
 	c := n.c
 	n.mustCreate(kmsg.CreateTopicsRequestTopic{Topic: "t", NumPartitions: -1, ReplicationFactor: -1,
 		ReplicaAssignment: assignment(map[int32][]int32{0: {1, 2}})})
-	rec := metadata.NewPartitionChangeRecord(c.Image().Topics.ByName["t"].ID, 0)
+	rec := metadata.NewPartitionChangeRecord(c.Image().Topics.Topic("t").ID, 0)
 	rec.Leader = 2
 	if _, err := n.q.Append(context.Background(), []metadata.Record{rec}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p := c.Image().Topics.ByName["t"].Partitions[0]
+		p := c.Image().Topics.Topic("t").Partitions[0]
 		if p.Leader == 1 {
 			if p.LeaderEpoch != 2 {
 				t.Fatalf("leader epoch %d, want 2", p.LeaderEpoch)

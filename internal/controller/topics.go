@@ -94,7 +94,7 @@ func (c *Controller) createTopics(img *metadata.Image, req *kmsg.CreateTopicsReq
 	// collisions holds the unified names of existing topics and of the ones
 	// this request creates, so two new topics cannot collide either.
 	collisions := map[string]string{}
-	for name := range img.Topics.ByName {
+	for name := range img.Topics.Names() {
 		collisions[unifyCollisionChars(name)] = name
 	}
 	requestedMetadataTopic := false
@@ -146,7 +146,7 @@ func (c *Controller) createTopic(img *metadata.Image, t *kmsg.CreateTopicsReques
 	if other, ok := collisions[unifyCollisionChars(t.Topic)]; ok && other != t.Topic {
 		return nil, errWith(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, other)
 	}
-	if img.Topics.ByName[t.Topic] != nil {
+	if img.Topics.Topic(t.Topic) != nil {
 		return nil, errWith(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
 	}
 	configRecords, apiErr := c.creationConfigRecords(t)
@@ -374,7 +374,7 @@ func (c *Controller) deleteTopics(img *metadata.Image, req *kmsg.DeleteTopicsReq
 		if idCount[id] > 1 {
 			continue
 		}
-		t := img.Topics.ByID[id]
+		t := img.Topics.TopicByID(id)
 		if t == nil {
 			add(nil, id, errDefault(kerr.UnknownTopicID))
 			continue
@@ -386,7 +386,7 @@ func (c *Controller) deleteTopics(img *metadata.Image, req *kmsg.DeleteTopicsReq
 		if nameCount[n] > 1 {
 			continue
 		}
-		t := img.Topics.ByName[n]
+		t := img.Topics.Topic(n)
 		if t == nil {
 			add(kmsg.StringPtr(n), [16]byte{}, errDefault(kerr.UnknownTopicOrPartition))
 			continue

@@ -28,7 +28,7 @@ func TestCreateTopicsSuccess(t *testing.T) {
 		if rt.Topic != want.name || rt.NumPartitions != want.partitions || rt.ReplicationFactor != 1 || rt.TopicID == ([16]byte{}) {
 			t.Fatalf("answer %+v", rt)
 		}
-		top := img.Topics.ByName[want.name]
+		top := img.Topics.Topic(want.name)
 		if top == nil || top.ID != rt.TopicID || int32(top.NumPartitions()) != want.partitions {
 			t.Fatalf("image topic %+v", top)
 		}
@@ -47,7 +47,7 @@ func TestCreateTopicsSuccess(t *testing.T) {
 func TestCreateTopicsPlacementAndManualAssignment(t *testing.T) {
 	n := startNode(t, metadataDir(t), testConfig(), threeBrokers()...)
 	n.mustCreate(newTopic("spread", 4, 2))
-	top := n.c.Image().Topics.ByName["spread"]
+	top := n.c.Image().Topics.Topic("spread")
 	// Striped placement: the first three partitions have three different
 	// leaders, every partition two different replicas, all in the ISR.
 	leaders := map[int32]bool{}
@@ -74,7 +74,7 @@ func TestCreateTopicsPlacementAndManualAssignment(t *testing.T) {
 	if rt := resp.Topics[0]; rt.ErrorCode != 0 || rt.NumPartitions != 2 || rt.ReplicationFactor != 2 {
 		t.Fatalf("manual answer %+v %s", rt, deref(rt.ErrorMessage))
 	}
-	mt := n.c.Image().Topics.ByName["manual"]
+	mt := n.c.Image().Topics.Topic("manual")
 	if !slices.Equal(mt.Partitions[0].Replicas, []int32{3, 1}) || mt.Partitions[0].Leader != 3 || !slices.Equal(mt.Partitions[1].Replicas, []int32{2, 3}) {
 		t.Fatalf("manual topic = %+v %+v", mt.Partitions[0], mt.Partitions[1])
 	}
@@ -167,8 +167,8 @@ func TestCreateTopicsErrors(t *testing.T) {
 	wantErr(t, "metadata topic", rest[3].ErrorCode, rest[3].ErrorMessage, kerr.InvalidRequest, "Creation of internal topic __cluster_metadata is prohibited.")
 
 	img := n.c.Image()
-	if len(img.Topics.ByName) != 3 || img.Topics.ByName["ok"] == nil {
-		t.Fatalf("topics after the request: %v", img.Topics.ByName)
+	if img.Topics.Len() != 3 || img.Topics.Topic("ok") == nil {
+		t.Fatalf("topics after the request: %v", slices.Collect(img.Topics.Names()))
 	}
 	if n.q.HighWatermark() != before+2 {
 		t.Fatalf("one batch (TopicRecord + PartitionRecord) expected: hw %d -> %d", before, n.q.HighWatermark())
@@ -182,7 +182,7 @@ func TestCreateTopicsValidateOnlyAndFenced(t *testing.T) {
 	if rt := resp.Topics[0]; rt.ErrorCode != 0 || rt.NumPartitions != 5 || rt.ReplicationFactor != 1 {
 		t.Fatalf("validate-only answer %+v", rt)
 	}
-	if n.c.Image().Topics.ByName["dry"] != nil || n.q.HighWatermark() != before {
+	if n.c.Image().Topics.Topic("dry") != nil || n.q.HighWatermark() != before {
 		t.Fatal("validate-only wrote records")
 	}
 	resp = n.createTopics(true, newTopic("bad", 0, 1))
@@ -214,7 +214,7 @@ func TestDeleteTopics(t *testing.T) {
 	n := startNode(t, metadataDir(t), testConfig())
 	n.mustCreate(newTopic("a", 1, 1, "retention.ms", "5"), newTopic("b", 2, 1), newTopic("c", 1, 1), newTopic("d", 1, 1))
 	img := n.c.Image()
-	idB, idC, idD := img.Topics.ByName["b"].ID, img.Topics.ByName["c"].ID, img.Topics.ByName["d"].ID
+	idB, idC, idD := img.Topics.Topic("b").ID, img.Topics.Topic("c").ID, img.Topics.Topic("d").ID
 
 	resp := n.c.DeleteTopics(context.Background(), deleteByNames(5, "a", "missing", "x", "x"))
 	got := map[string]kmsg.DeleteTopicsResponseTopic{}
@@ -227,7 +227,7 @@ func TestDeleteTopics(t *testing.T) {
 	wantErr(t, "a", got["a"].ErrorCode, got["a"].ErrorMessage, nil, "<nil>")
 	wantErr(t, "missing", got["missing"].ErrorCode, got["missing"].ErrorMessage, kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 	wantErr(t, "x", got["x"].ErrorCode, got["x"].ErrorMessage, kerr.InvalidRequest, "Duplicate topic name.")
-	if n.c.Image().Topics.ByName["a"] != nil || n.c.Image().TopicConfigs("a") != nil {
+	if n.c.Image().Topics.Topic("a") != nil || n.c.Image().TopicConfigs("a") != nil {
 		t.Fatal("topic a or its configs survived")
 	}
 	// A new topic of the same name starts without the old configs.
@@ -268,7 +268,7 @@ func TestDeleteTopics(t *testing.T) {
 		t.Fatalf("answers\n%+v\nwant\n%+v", answers, want)
 	}
 	img = n.c.Image()
-	if img.Topics.ByID[idB] != nil || img.Topics.ByID[idC] == nil || img.Topics.ByID[idD] == nil {
+	if img.Topics.TopicByID(idB) != nil || img.Topics.TopicByID(idC) == nil || img.Topics.TopicByID(idD) == nil {
 		t.Fatal("wrong topics deleted")
 	}
 
@@ -291,7 +291,7 @@ func TestDeleteTopicsDisabled(t *testing.T) {
 	req.Version, req.Topics = 6, []kmsg.DeleteTopicsRequestTopic{delTopic(kmsg.StringPtr("a"), [16]byte{})}
 	resp = n.c.DeleteTopics(context.Background(), req)
 	wantErr(t, "v6", resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage, kerr.TopicDeletionDisabled, "<nil>")
-	if n.c.Image().Topics.ByName["a"] == nil {
+	if n.c.Image().Topics.Topic("a") == nil {
 		t.Fatal("deleted although deletion is disabled")
 	}
 }
@@ -328,7 +328,7 @@ func TestCreatePartitions(t *testing.T) {
 	wantErr(t, "c", resp.Topics[3].ErrorCode, resp.Topics[3].ErrorMessage, nil, "<nil>")
 	wantErr(t, "missing", resp.Topics[4].ErrorCode, resp.Topics[4].ErrorMessage, kerr.UnknownTopicOrPartition, "<nil>")
 	img := n.c.Image()
-	a := img.Topics.ByName["a"]
+	a := img.Topics.Topic("a")
 	// Placed replicas keep the topic's replication factor, on two different
 	// brokers, and the two new partitions have different leaders.
 	if a.NumPartitions() != 4 {
@@ -342,7 +342,7 @@ func TestCreatePartitions(t *testing.T) {
 	if a.Partitions[2].Leader == a.Partitions[3].Leader {
 		t.Fatalf("new partitions of a share leader %d", a.Partitions[2].Leader)
 	}
-	c := img.Topics.ByName["c"]
+	c := img.Topics.Topic("c")
 	if c.NumPartitions() != 3 || !slices.Equal(c.Partitions[1].Replicas, []int32{3}) || c.Partitions[2].Leader != 2 {
 		t.Fatalf("c = %+v %+v", c.Partitions[1], c.Partitions[2])
 	}
@@ -368,7 +368,7 @@ func TestCreatePartitions(t *testing.T) {
 	req.Topics, req.ValidateOnly = []kmsg.CreatePartitionsRequestTopic{newPartitions("b", 5)}, true
 	resp = n.c.CreatePartitions(context.Background(), req)
 	wantErr(t, "validate only", resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage, nil, "<nil>")
-	if n.q.HighWatermark() != before || n.c.Image().Topics.ByName["b"].NumPartitions() != 1 {
+	if n.q.HighWatermark() != before || n.c.Image().Topics.Topic("b").NumPartitions() != 1 {
 		t.Fatal("validate-only CreatePartitions wrote records")
 	}
 }
@@ -377,7 +377,7 @@ func TestCreateTopicsTooManyRecords(t *testing.T) {
 	n := startNode(t, metadataDir(t), testConfig())
 	resp := n.createTopics(false, newTopic("huge", maxRecordsPerUserOp, 1))
 	wantErr(t, "huge", resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage, kerr.PolicyViolation, "<nil>")
-	if n.c.Image().Topics.ByName["huge"] != nil {
+	if n.c.Image().Topics.Topic("huge") != nil {
 		t.Fatal("created")
 	}
 }
@@ -399,7 +399,7 @@ func TestLeaderOnlyISR(t *testing.T) {
 	if resp := c.CreateTopics(context.Background(), req); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
 	}
-	for p, part := range c.Image().Topics.ByName["solo"].Partitions {
+	for p, part := range c.Image().Topics.Topic("solo").Partitions {
 		if len(part.Replicas) != 3 || len(part.ISR) != 1 || part.ISR[0] != part.Leader {
 			t.Fatalf("partition %d: replicas %v, isr %v, leader %d: want the leader alone in sync", p, part.Replicas, part.ISR, part.Leader)
 		}

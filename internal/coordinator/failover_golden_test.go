@@ -310,8 +310,8 @@ func (c *cluster) broker(id int32) (*broker, error) {
 
 // meta is the offsets partition as the metadata has it.
 func (c *cluster) meta() (*metadata.Partition, bool) {
-	t, ok := c.img.Topics.ByName[offsetsTopic]
-	if !ok {
+	t := c.img.Topics.Topic(offsetsTopic)
+	if t == nil {
 		return nil, false
 	}
 	p, ok := t.Partitions[0]

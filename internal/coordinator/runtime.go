@@ -159,7 +159,7 @@ func (r *Runtime) Publish(_ *metadata.Delta, img *metadata.Image) {
 		return
 	}
 	lead := map[int32]int32{}
-	if t := img.Topics.ByName[r.cfg.Topic]; t != nil {
+	if t := img.Topics.Topic(r.cfg.Topic); t != nil {
 		for id, p := range t.Partitions {
 			if p.Leader == r.cfg.NodeID {
 				lead[id] = p.LeaderEpoch

@@ -265,7 +265,7 @@ func twoReplicaLeader(t *testing.T) (*replica.Manager, *metadata.Image) {
 func moveLeadership(t *testing.T, m *replica.Manager, img *metadata.Image) *metadata.Image {
 	t.Helper()
 	d := metadata.NewDelta(img)
-	t2 := img.Topics.ByName[testTopic]
+	t2 := img.Topics.Topic(testTopic)
 	rec := &metadata.PartitionChangeRecord{PartitionID: 0, TopicID: t2.ID, Leader: 2, ISR: []int32{2}}
 	if err := d.ReplayBatch(metadata.Batch{BaseOffset: 10, LastOffset: 10, Epoch: 1, Records: []metadata.Record{rec}}); err != nil {
 		t.Fatal(err)

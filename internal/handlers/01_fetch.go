@@ -123,8 +123,8 @@ func (h *Handlers) fetchWatches(r *kmsg.FetchRequest, replicaID int32, denied ma
 	for _, t := range r.Topics {
 		name := t.Topic
 		if r.Version >= 13 {
-			it, ok := img.Topics.ByID[t.TopicID]
-			if !ok {
+			it := img.Topics.TopicByID(t.TopicID)
+			if it == nil {
 				continue
 			}
 			name = it.Name
@@ -150,8 +150,8 @@ func (h *Handlers) fetchDenied(ctx context.Context, req *network.Request, r *kms
 	for _, t := range r.Topics {
 		name := t.Topic
 		if r.Version >= 13 {
-			it, ok := img.Topics.ByID[t.TopicID]
-			if !ok {
+			it := img.Topics.TopicByID(t.TopicID)
+			if it == nil {
 				continue
 			}
 			name = it.Name
@@ -184,7 +184,7 @@ func (h *Handlers) countFetched(resp *fetchResponse) {
 	for ti, t := range resp.Topics {
 		name := t.Topic
 		if name == "" {
-			if it, ok := img.Topics.ByID[t.TopicID]; ok {
+			if it := img.Topics.TopicByID(t.TopicID); it != nil {
 				name = it.Name
 			}
 		}
@@ -219,7 +219,7 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32, denied map[s
 		name := t.Topic
 		topicErr := int16(0)
 		if r.Version >= 13 {
-			if it, ok := img.Topics.ByID[t.TopicID]; ok {
+			if it := img.Topics.TopicByID(t.TopicID); it != nil {
 				name = it.Name
 			} else {
 				topicErr = kerr.UnknownTopicID.Code

@@ -43,7 +43,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 	for _, t := range r.Topics {
 		if t.Topic != nil && *t.Topic != "" {
 			requested = append(requested, *t.Topic)
-		} else if it, ok := img.Topics.ByID[t.TopicID]; ok {
+		} else if it := img.Topics.TopicByID(t.TopicID); it != nil {
 			requested = append(requested, it.Name)
 		}
 	}
@@ -56,7 +56,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 			if t.Topic == nil || *t.Topic == "" || !describable[*t.Topic] {
 				continue
 			}
-			if _, ok := img.Topics.ByName[*t.Topic]; !ok && controller.ValidateTopicName(*t.Topic) == nil && !isInternalTopic(*t.Topic) {
+			if img.Topics.Topic(*t.Topic) == nil && controller.ValidateTopicName(*t.Topic) == nil && !isInternalTopic(*t.Topic) {
 				create = append(create, *t.Topic)
 			}
 		}
@@ -102,8 +102,8 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
-		names := make([]string, 0, len(img.Topics.ByName))
-		for name := range img.Topics.ByName {
+		names := make([]string, 0, img.Topics.Len())
+		for name := range img.Topics.Names() {
 			names = append(names, name)
 		}
 		sort.Strings(names)
@@ -112,7 +112,7 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 			if !listable[name] {
 				continue
 			}
-			resp.Topics = append(resp.Topics, h.describeTopic(img, img.Topics.ByName[name]))
+			resp.Topics = append(resp.Topics, h.describeTopic(img, img.Topics.Topic(name)))
 		}
 		h.metadataAuthorizedOperations(ctx, req, r, resp)
 		return resp, nil
@@ -120,8 +120,8 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 	for _, t := range r.Topics {
 		if t.Topic == nil || *t.Topic == "" {
 			// Named by id.
-			it, ok := img.Topics.ByID[t.TopicID]
-			if !ok {
+			it := img.Topics.TopicByID(t.TopicID)
+			if it == nil {
 				rt := kmsg.NewMetadataResponseTopic()
 				rt.TopicID = t.TopicID
 				rt.ErrorCode = kerr.UnknownTopicID.Code
@@ -145,8 +145,8 @@ func (h *Handlers) metadata(ctx context.Context, req *network.Request) (kmsg.Res
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		it, ok := img.Topics.ByName[*t.Topic]
-		if ok {
+		it := img.Topics.Topic(*t.Topic)
+		if it != nil {
 			resp.Topics = append(resp.Topics, h.describeTopic(img, it))
 			continue
 		}

@@ -83,7 +83,7 @@ func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listen
 		return fail(kerr.InvalidRequest)
 	}
 	img := h.image()
-	t := img.Topics.ByName[topic]
+	t := img.Topics.Topic(topic)
 	if t == nil {
 		return failWhy(kerr.CoordinatorNotAvailable, ensure(ctx))
 	}

@@ -89,7 +89,7 @@ func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest)
 	for _, t := range topics {
 		if t.Topic != nil {
 			names = append(names, *t.Topic)
-		} else if it, ok := img.Topics.ByID[t.TopicID]; ok {
+		} else if it := img.Topics.TopicByID(t.TopicID); it != nil {
 			names = append(names, it.Name)
 		}
 	}
@@ -100,9 +100,9 @@ func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest)
 	for _, t := range topics {
 		var it *metadata.Topic
 		if t.Topic != nil {
-			it = img.Topics.ByName[*t.Topic]
+			it = img.Topics.Topic(*t.Topic)
 		} else {
-			it = img.Topics.ByID[t.TopicID]
+			it = img.Topics.TopicByID(t.TopicID)
 		}
 		n := 0
 		if it != nil && !dup[it.Name] {
@@ -151,7 +151,7 @@ func (h *Handlers) deletableTopics(ctx context.Context, req *network.Request, r 
 			givenNames = append(givenNames, *t.Topic)
 		case t.TopicID != [16]byte{}:
 			ids[t.TopicID]++
-			if it, ok := img.Topics.ByID[t.TopicID]; ok {
+			if it := img.Topics.TopicByID(t.TopicID); it != nil {
 				names = append(names, it.Name)
 			}
 		}
@@ -173,7 +173,7 @@ func (h *Handlers) deletableTopics(ctx context.Context, req *network.Request, r 
 		switch {
 		case t.Topic != nil && *t.Topic != "":
 			name := *t.Topic
-			_, known := img.Topics.ByName[name]
+			known := img.Topics.Topic(name) != nil
 			switch {
 			case dupNames[name]:
 			case !describable[name]:
@@ -184,7 +184,7 @@ func (h *Handlers) deletableTopics(ctx context.Context, req *network.Request, r 
 				continue
 			}
 		case t.TopicID != [16]byte{} && ids[t.TopicID] == 1:
-			if it, ok := img.Topics.ByID[t.TopicID]; ok && !deletable[it.Name] {
+			if it := img.Topics.TopicByID(t.TopicID); it != nil && !deletable[it.Name] {
 				var name *string
 				if describable[it.Name] {
 					name = kmsg.StringPtr(it.Name)

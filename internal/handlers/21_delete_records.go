@@ -61,7 +61,7 @@ func (h *Handlers) deleteRecords(ctx context.Context, req *network.Request) (kms
 			rp := &rt.Partitions[pi]
 			rp.LowWatermark, rp.ErrorCode = -1, 0
 			known := false
-			if it, ok := img.Topics.ByName[t.Topic]; ok {
+			if it := img.Topics.Topic(t.Topic); it != nil {
 				_, known = it.Partitions[p.Partition]
 			}
 			switch {

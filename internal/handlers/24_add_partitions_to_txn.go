@@ -130,7 +130,7 @@ func (h *Handlers) addTxnPartitions(ctx context.Context, req txn.AddPartitionsRe
 	img := h.image()
 	failed := false
 	for _, t := range topics {
-		it := img.Topics.ByName[t.Topic]
+		it := img.Topics.Topic(t.Topic)
 		for _, p := range t.Partitions {
 			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
 			req.Partitions = append(req.Partitions, tp)

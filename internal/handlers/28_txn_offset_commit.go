@@ -66,7 +66,7 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *network.Request) (k
 		}
 		kt := t
 		kt.Partitions = nil
-		meta := img.Topics.ByName[t.Topic]
+		meta := img.Topics.Topic(t.Topic)
 		for _, p := range t.Partitions {
 			if meta == nil || meta.Partitions[p.Partition] == nil {
 				codes[tp{t.Topic, p.Partition}] = kerr.UnknownTopicOrPartition.Code

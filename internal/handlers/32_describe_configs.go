@@ -46,7 +46,7 @@ func (h *Handlers) describeConfigs(ctx context.Context, req *network.Request) (k
 		var err error
 		switch res.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			if _, ok := img.Topics.ByName[res.ResourceName]; !ok {
+			if img.Topics.Topic(res.ResourceName) == nil {
 				err = fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, res.ResourceName)
 				break
 			}

@@ -79,7 +79,7 @@ func (h *Handlers) admitCreatePartitions(mq *mutations, r *kmsg.CreatePartitions
 	charged := map[string]int{}
 	for _, t := range r.Topics {
 		n := 0
-		if it := img.Topics.ByName[t.Topic]; it != nil && !dup[t.Topic] {
+		if it := img.Topics.Topic(t.Topic); it != nil && !dup[t.Topic] {
 			n = max(int(t.Count)-len(it.Partitions), 0)
 		}
 		if !mq.admit(n) {

@@ -27,8 +27,8 @@ var consumerGroupHeartbeatAPI = api{key: 68, min: 0, max: 1, handle: (*Handlers)
 // groupTopics are the cluster's topics as the consumer group assignors see them.
 func (h *Handlers) groupTopics() group.Topics {
 	img := h.image()
-	out := make(group.Topics, len(img.Topics.ByName))
-	for name, t := range img.Topics.ByName {
+	out := make(group.Topics, img.Topics.Len())
+	for name, t := range img.Topics.All() {
 		out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
 	}
 	return out

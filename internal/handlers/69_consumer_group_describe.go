@@ -42,7 +42,7 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Reque
 	img := h.image()
 	name := func(a *kmsg.Assignment) {
 		for i := range a.TopicPartitions {
-			if t, ok := img.Topics.ByID[a.TopicPartitions[i].TopicID]; ok {
+			if t := img.Topics.TopicByID(a.TopicPartitions[i].TopicID); t != nil {
 				a.TopicPartitions[i].Topic = t.Name
 			}
 		}

@@ -36,7 +36,7 @@ func (h *Handlers) describeTopicPartitions(ctx context.Context, req *network.Req
 
 	var names []string
 	if len(r.Topics) == 0 {
-		for name := range img.Topics.ByName {
+		for name := range img.Topics.Names() {
 			names = append(names, name)
 		}
 	} else {
@@ -76,8 +76,8 @@ func (h *Handlers) describeTopicPartitions(ctx context.Context, req *network.Req
 			continue
 		}
 		rt.AuthorizedOperations = h.authorizedOperations(ctx, req, kmsg.ACLResourceTypeTopic, name)
-		t, ok := img.Topics.ByName[name]
-		if !ok {
+		t := img.Topics.Topic(name)
+		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, rt)
 			continue

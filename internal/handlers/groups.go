@@ -22,7 +22,7 @@ const OffsetsTopic = "__consumer_offsets"
 // internalPartitions is how many partitions an internal topic has: its
 // actual count once created, the configured count before.
 func (h *Handlers) internalPartitions(topic string, configured int32) int32 {
-	if t := h.image().Topics.ByName[topic]; t != nil && len(t.Partitions) > 0 {
+	if t := h.image().Topics.Topic(topic); t != nil && len(t.Partitions) > 0 {
 		return int32(len(t.Partitions))
 	}
 	return configured

@@ -83,7 +83,7 @@ func (h *Handlers) alone(img *metadata.Image) bool {
 // for the FindCoordinator answer's error message ("" for Kafka's own).
 func (h *Handlers) ensureInternalTopic(ctx context.Context, it internalTopic) string {
 	img := h.image()
-	if _, ok := img.Topics.ByName[it.name]; ok {
+	if img.Topics.Topic(it.name) != nil {
 		return ""
 	}
 	alone := h.alone(img)

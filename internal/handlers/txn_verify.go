@@ -100,7 +100,7 @@ func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID stri
 		}
 		return out
 	}
-	t := h.image().Topics.ByName[TransactionStateTopic]
+	t := h.image().Topics.Topic(TransactionStateTopic)
 	if t == nil {
 		return all(kerr.CoordinatorNotAvailable.Code)
 	}

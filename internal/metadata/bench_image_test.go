@@ -149,10 +149,10 @@ func heapInUse() uint64 {
 // three replicas and a leader.
 func checkImage(tb testing.TB, img *metadata.Image, s imageShape) {
 	tb.Helper()
-	if got := len(img.Topics.ByName); got != s.topics {
+	if got := img.Topics.Len(); got != s.topics {
 		tb.Fatalf("image has %d topics, want %d", got, s.topics)
 	}
-	for _, t := range img.Topics.ByID {
+	for _, t := range img.Topics.All() {
 		if t.NumPartitions() != s.partitionsPerTopic {
 			tb.Fatalf("topic %s has %d partitions, want %d", t.Name, t.NumPartitions(), s.partitionsPerTopic)
 		}
@@ -186,16 +186,16 @@ func TestBenchImageShape(t *testing.T) {
 
 	commits := newCommitter(l, s)
 	commits.leaderChange(7)
-	p := l.Image().Topics.ByID[benchTopicID(7%s.topics)].Partitions[7]
+	p := l.Image().Topics.TopicByID(benchTopicID(7 % s.topics)).Partitions[7]
 	if p.Leader != p.Replicas[1] || p.LeaderEpoch != 1 {
 		t.Fatalf("after a leader change: %+v", p)
 	}
 	commits.createTopic(0)
-	if l.Image().Topics.ByName["small-0"] == nil || len(l.Image().Topics.ByName) != s.topics+1 {
+	if l.Image().Topics.Topic("small-0") == nil || l.Image().Topics.Len() != s.topics+1 {
 		t.Fatal("small topic not created")
 	}
 	commits.deleteTopic(0)
-	if len(l.Image().Topics.ByName) != s.topics || l.ErrorCount() != 0 {
+	if l.Image().Topics.Len() != s.topics || l.ErrorCount() != 0 {
 		t.Fatalf("small topic not deleted (errors %d)", l.ErrorCount())
 	}
 }
@@ -261,7 +261,7 @@ func (c *committer) commit(records ...metadata.Record) {
 func (c *committer) leaderChange(i int) {
 	id := benchTopicID(i % c.s.topics)
 	part := int32(i % c.s.partitionsPerTopic)
-	p := c.l.Image().Topics.ByID[id].Partitions[part]
+	p := c.l.Image().Topics.TopicByID(id).Partitions[part]
 	next := p.Replicas[0]
 	for k, r := range p.Replicas {
 		if r == p.Leader {

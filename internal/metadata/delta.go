@@ -9,6 +9,7 @@ import (
 
 	"gregor/internal/auth/acl"
 	"gregor/internal/auth/sasl"
+	"gregor/internal/pmap"
 )
 
 // Batch is one committed batch of metadata records, as the Raft layer hands
@@ -197,7 +198,7 @@ func (d *Delta) topic(id [16]byte) *Topic {
 	if _, gone := d.deleted[id]; gone {
 		return nil
 	}
-	return d.base.Topics.ByID[id]
+	return d.base.Topics.TopicByID(id)
 }
 
 // topicByName returns the live topic with a name, as of the records replayed so far.
@@ -205,7 +206,7 @@ func (d *Delta) topicByName(name string) *Topic {
 	if id, ok := d.names[name]; ok {
 		return d.topics[id]
 	}
-	if t := d.base.Topics.ByName[name]; t != nil {
+	if t := d.base.Topics.Topic(name); t != nil {
 		if _, gone := d.deleted[t.ID]; !gone {
 			return t
 		}
@@ -282,7 +283,7 @@ func (d *Delta) replayRemoveTopic(r *RemoveTopicRecord) error {
 		delete(d.created, r.TopicID)
 		delete(d.names, t.Name)
 	} else {
-		d.deleted[r.TopicID] = d.base.Topics.ByID[r.TopicID]
+		d.deleted[r.TopicID] = d.base.Topics.TopicByID(r.TopicID)
 	}
 	delete(d.topics, r.TopicID)
 	delete(d.changedParts, r.TopicID)
@@ -468,18 +469,20 @@ func (d *Delta) Apply() *Image {
 		maps.Copy(img.Brokers, d.brokers)
 	}
 	if len(d.topics) > 0 || len(d.deleted) > 0 {
-		ti := &TopicsImage{ByName: maps.Clone(d.base.Topics.ByName), ByID: maps.Clone(d.base.Topics.ByID)}
+		byName, byID := d.base.Topics.byName, d.base.Topics.byID
 		for id, t := range d.deleted {
-			delete(ti.ByID, id)
-			if cur := ti.ByName[t.Name]; cur != nil && cur.ID == id {
-				delete(ti.ByName, t.Name)
+			byID = byID.Delete(id)
+			if cur, _ := byName.Get(t.Name); cur != nil && cur.ID == id {
+				byName = byName.Delete(t.Name)
 			}
 		}
+		names := make([]pmap.Entry[string, *Topic], 0, len(d.topics))
+		ids := make([]pmap.Entry[[16]byte, *Topic], 0, len(d.topics))
 		for id, t := range d.topics {
-			ti.ByID[id] = t
-			ti.ByName[t.Name] = t
+			names = append(names, pmap.Entry[string, *Topic]{Key: t.Name, Value: t})
+			ids = append(ids, pmap.Entry[[16]byte, *Topic]{Key: id, Value: t})
 		}
-		img.Topics = ti
+		img.Topics = &TopicsImage{byName: byName.SetMany(names), byID: byID.SetMany(ids)}
 	}
 	if len(d.configs) > 0 {
 		img.Configs = withChanges(d.base.Configs, d.configs)
@@ -544,7 +547,7 @@ func (d *Delta) ChangedPartitions() []PartitionChange {
 		t := d.topics[id]
 		var prev *Topic
 		if !d.created[id] {
-			prev = d.base.Topics.ByID[id]
+			prev = d.base.Topics.TopicByID(id)
 		}
 		for p := range parts {
 			c := PartitionChange{TopicName: t.Name, TopicID: id, Partition: p, Current: t.Partitions[p]}

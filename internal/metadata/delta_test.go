@@ -58,8 +58,8 @@ func TestDeltaReplay(t *testing.T) {
 			if img.Offset != 5 || img.Epoch != 1 || img.MetadataVersion() != 25 {
 				t.Fatalf("offset/epoch/mv = %d/%d/%d", img.Offset, img.Epoch, img.MetadataVersion())
 			}
-			top := img.Topics.ByName["orders"]
-			if top == nil || img.Topics.ByID[orders] != top || top.NumPartitions() != 2 || top.Partitions[1].Leader != 1 {
+			top := img.Topics.Topic("orders")
+			if top == nil || img.Topics.TopicByID(orders) != top || top.NumPartitions() != 2 || top.Partitions[1].Leader != 1 {
 				t.Fatalf("topic = %+v", top)
 			}
 			if img.TopicConfigs("orders")["cleanup.policy"] != "compact" {
@@ -93,7 +93,7 @@ func TestDeltaReplay(t *testing.T) {
 			}()},
 		},
 		check: func(t *testing.T, img *Image, d *Delta) {
-			p := img.Topics.ByID[orders].Partitions[0]
+			p := img.Topics.TopicByID(orders).Partitions[0]
 			if p.Leader != 2 || p.LeaderEpoch != 1 || p.PartitionEpoch != 2 || !slices.Equal(p.ISR, []int32{1, 2}) || !slices.Equal(p.Replicas, []int32{1, 2, 3}) {
 				t.Fatalf("partition = %+v", p)
 			}
@@ -114,10 +114,10 @@ func TestDeltaReplay(t *testing.T) {
 			{&RemoveTopicRecord{TopicID: orders}},
 		},
 		check: func(t *testing.T, img *Image, d *Delta) {
-			if img.Topics.ByName["orders"] != nil || img.Topics.ByID[orders] != nil || img.TopicConfigs("orders") != nil {
+			if img.Topics.Topic("orders") != nil || img.Topics.TopicByID(orders) != nil || img.TopicConfigs("orders") != nil {
 				t.Fatalf("orders survived: %+v %v", img.Topics, img.Configs)
 			}
-			if img.Topics.ByName["payments"] == nil {
+			if img.Topics.Topic("payments") == nil {
 				t.Fatal("payments lost")
 			}
 			if del := d.DeletedTopics(); len(del) != 1 || del[0].Name != "orders" || del[0].NumPartitions() != 1 {
@@ -135,7 +135,7 @@ func TestDeltaReplay(t *testing.T) {
 			&TopicRecord{Name: "orders", TopicID: payments}, partRec(payments, 0, 1), partRec(payments, 1, 1),
 		}},
 		check: func(t *testing.T, img *Image, d *Delta) {
-			if top := img.Topics.ByName["orders"]; top == nil || top.ID != payments || top.NumPartitions() != 2 || len(img.Topics.ByID) != 1 {
+			if top := img.Topics.Topic("orders"); top == nil || top.ID != payments || top.NumPartitions() != 2 || img.Topics.Len() != 1 {
 				t.Fatalf("topics = %+v", img.Topics)
 			}
 			if len(d.DeletedTopics()) != 0 || len(d.CreatedTopics()) != 1 {
@@ -254,7 +254,7 @@ func TestImagesAreImmutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := *base.Topics.ByID[orders].Partitions[0]
+	before := *base.Topics.TopicByID(orders).Partitions[0]
 	d := NewDelta(base)
 	change := NewPartitionChangeRecord(orders, 0)
 	change.Leader = NoLeader
@@ -265,13 +265,13 @@ func TestImagesAreImmutable(t *testing.T) {
 		}
 	}
 	next := d.Apply()
-	if got := *base.Topics.ByID[orders].Partitions[0]; !reflect.DeepEqual(got, before) || base.Topics.ByID[orders].NumPartitions() != 1 {
+	if got := *base.Topics.TopicByID(orders).Partitions[0]; !reflect.DeepEqual(got, before) || base.Topics.TopicByID(orders).NumPartitions() != 1 {
 		t.Fatalf("base partition changed: %+v", got)
 	}
 	if base.Brokers[1].Fenced || base.TopicConfigs("orders")["a"] != "1" || base.Offset != 3 {
 		t.Fatal("base image changed")
 	}
-	if next.Topics.ByID[orders].Partitions[0].Leader != NoLeader || next.Topics.ByName["orders"].NumPartitions() != 2 ||
+	if next.Topics.TopicByID(orders).Partitions[0].Leader != NoLeader || next.Topics.Topic("orders").NumPartitions() != 2 ||
 		!next.Brokers[1].Fenced || next.TopicConfigs("orders")["a"] != "2" || next.Offset != 13 {
 		t.Fatalf("next image wrong: %+v", next)
 	}
@@ -319,7 +319,7 @@ func TestLoaderPublishes(t *testing.T) {
 	l.HandleCommit(Batch{BaseOffset: 0, LastOffset: 1, Epoch: 2, Records: []Record{&TopicRecord{Name: "a", TopicID: uuidOf(1)}, partRec(uuidOf(1), 0, 1)}})
 	l.HandleCommit(Batch{BaseOffset: 5, LastOffset: 5, Epoch: 3, Records: []Record{partRec(uuidOf(9), 0, 1)}}) // bad record
 	img := l.Image()
-	if img.ClusterID != "cluster-1" || img.Offset != 5 || img.Epoch != 3 || img.Topics.ByName["a"] == nil {
+	if img.ClusterID != "cluster-1" || img.Offset != 5 || img.Epoch != 3 || img.Topics.Topic("a") == nil {
 		t.Fatalf("image = %+v", img)
 	}
 	if l.ErrorCount() != 1 {

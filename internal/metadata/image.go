@@ -1,11 +1,14 @@
 package metadata
 
 import (
+	"bytes"
+	"iter"
 	"slices"
 	"strconv"
 
 	"gregor/internal/auth/acl"
 	"gregor/internal/auth/sasl"
+	"gregor/internal/pmap"
 )
 
 // Image is the cluster metadata as of one offset of the metadata log (Kafka's
@@ -51,7 +54,7 @@ func EmptyImage() *Image {
 		Epoch:    -1,
 		Features: map[string]int16{},
 		Brokers:  map[int32]*BrokerRegistration{},
-		Topics:   &TopicsImage{ByName: map[string]*Topic{}, ByID: map[[16]byte]*Topic{}},
+		Topics:   NewTopicsImage(),
 		Configs:  map[ConfigResource]map[string]string{},
 		Scram:    map[string]map[int8]sasl.ScramCredential{},
 		ACLs:     map[[16]byte]acl.Binding{},
@@ -112,11 +115,72 @@ type ConfigResource struct {
 	Name string
 }
 
-// TopicsImage indexes the topics by name and by id; both maps hold the same
-// *Topic values.
+// TopicsImage indexes the topics by name and by id; both indexes hold the
+// same *Topic values. The indexes are persistent maps (package pmap): the
+// image after a commit shares every untouched topic's entries with the one
+// before, so a commit costs O(changed · log topics), not O(topics). The
+// zero TopicsImage is empty.
 type TopicsImage struct {
-	ByName map[string]*Topic
-	ByID   map[[16]byte]*Topic
+	byName pmap.Map[string, *Topic, pmap.Ordered[string]]
+	byID   pmap.Map[[16]byte, *Topic, topicIDOrder]
+}
+
+// topicIDOrder orders topic ids as bytes.
+type topicIDOrder struct{}
+
+func (topicIDOrder) Compare(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) }
+
+// NewTopicsImage returns the topics image holding topics (whose names and
+// ids must be distinct), for tests and tools that build an image by hand.
+func NewTopicsImage(topics ...*Topic) *TopicsImage {
+	ti := &TopicsImage{}
+	for _, t := range topics {
+		ti.byName = ti.byName.Set(t.Name, t)
+		ti.byID = ti.byID.Set(t.ID, t)
+	}
+	return ti
+}
+
+// Topic returns the topic with a name, nil if there is none.
+func (ti *TopicsImage) Topic(name string) *Topic {
+	if ti == nil {
+		return nil
+	}
+	t, _ := ti.byName.Get(name)
+	return t
+}
+
+// TopicByID returns the topic with an id, nil if there is none.
+func (ti *TopicsImage) TopicByID(id [16]byte) *Topic {
+	if ti == nil {
+		return nil
+	}
+	t, _ := ti.byID.Get(id)
+	return t
+}
+
+// Len returns the number of topics.
+func (ti *TopicsImage) Len() int {
+	if ti == nil {
+		return 0
+	}
+	return ti.byName.Len()
+}
+
+// All returns the topics in name order.
+func (ti *TopicsImage) All() iter.Seq2[string, *Topic] {
+	if ti == nil {
+		return func(func(string, *Topic) bool) {}
+	}
+	return ti.byName.All()
+}
+
+// Names returns the topic names in order.
+func (ti *TopicsImage) Names() iter.Seq[string] {
+	if ti == nil {
+		return func(func(string) bool) {}
+	}
+	return ti.byName.Keys()
 }
 
 // Topic is one topic and its partitions.

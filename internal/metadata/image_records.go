@@ -113,9 +113,7 @@ func registrationRecord(b *BrokerRegistration) *RegisterBrokerRecord {
 }
 
 func appendTopicRecords(out []Record, topics *TopicsImage) []Record {
-	names := slices.Sorted(maps.Keys(topics.ByName))
-	for _, name := range names {
-		t := topics.ByName[name]
+	for _, t := range topics.All() {
 		out = append(out, &TopicRecord{Name: t.Name, TopicID: t.ID})
 		for _, id := range slices.Sorted(maps.Keys(t.Partitions)) {
 			out = append(out, partitionRecord(t.ID, id, t.Partitions[id]))

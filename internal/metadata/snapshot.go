@@ -88,15 +88,17 @@ func diffNested[K, K2 comparable, V comparable](changes, old, next map[K]map[K2]
 }
 
 func diffTopics(d *Delta, old, next *TopicsImage) {
-	for id, t := range old.ByID {
-		if n := next.ByID[id]; n == nil || n.Name != t.Name {
+	for _, t := range old.All() {
+		id := t.ID
+		if n := next.TopicByID(id); n == nil || n.Name != t.Name {
 			// Topic ids are never reused, and a topic never changes its
 			// name; an id that did anyway is best shown as gone and new.
 			d.deleted[id] = t
 		}
 	}
-	for id, t := range next.ByID {
-		prev := old.ByID[id]
+	for _, t := range next.All() {
+		id := t.ID
+		prev := old.TopicByID(id)
 		if prev == nil || prev.Name != t.Name {
 			d.topics[id] = t
 			d.created[id] = true

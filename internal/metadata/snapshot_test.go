@@ -157,7 +157,7 @@ func TestLoaderSnapshotDelta(t *testing.T) {
 	// find (and delete) the old logs by id.
 	d2 := imageDiff(old, img)
 	for _, top := range d2.DeletedTopics() {
-		if top != old.Topics.ByID[top.ID] {
+		if top != old.Topics.TopicByID(top.ID) {
 			t.Fatalf("deleted topic %s is not the old image's", top.Name)
 		}
 	}
@@ -252,7 +252,7 @@ func TestLoaderSnapshotBadRecords(t *testing.T) {
 	if l.ErrorCount() != 2 {
 		t.Fatalf("error count = %d, want 2", l.ErrorCount())
 	}
-	if top := l.Image().Topics.ByName["a"]; top == nil || top.NumPartitions() != 1 || l.Image().Offset != 4 {
+	if top := l.Image().Topics.Topic("a"); top == nil || top.NumPartitions() != 1 || l.Image().Offset != 4 {
 		t.Fatalf("image = %+v", l.Image())
 	}
 }

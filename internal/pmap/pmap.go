@@ -16,12 +16,25 @@ import (
 	"slices"
 )
 
-// Map is an immutable map from K to V ordered by a comparison function.
-// The zero Map is not usable: make one with New or NewOrdered.
-type Map[K, V any] struct {
-	root    *node[K, V]
-	len     int
-	compare func(a, b K) int
+// Order is a total order of keys: Compare returns a negative number if
+// a < b, zero if they are equal, a positive one if a > b. It is a type
+// parameter rather than a func field so that the zero Map is an empty map
+// ready for use and a Map is two words.
+type Order[K any] interface {
+	Compare(a, b K) int
+}
+
+// Ordered orders the keys of cmp.Ordered types by cmp.Compare.
+type Ordered[K cmp.Ordered] struct{}
+
+// Compare implements Order.
+func (Ordered[K]) Compare(a, b K) int { return cmp.Compare(a, b) }
+
+// Map is an immutable map from K to V in the key order O. The zero Map is
+// empty and ready for use.
+type Map[K, V any, O Order[K]] struct {
+	root *node[K, V]
+	len  int
 }
 
 // node is one entry of the tree. A node is never modified once it is
@@ -33,22 +46,16 @@ type node[K, V any] struct {
 	height      int8 // of the subtree rooted here: 1 for a leaf
 }
 
-// New returns an empty map ordered by compare, which must be a total order
-// (negative if a < b, zero if equal, positive if a > b).
-func New[K, V any](compare func(a, b K) int) Map[K, V] {
-	return Map[K, V]{compare: compare}
-}
-
-// NewOrdered returns an empty map ordered by cmp.Compare.
-func NewOrdered[K cmp.Ordered, V any]() Map[K, V] {
-	return New[K, V](cmp.Compare[K])
+func (Map[K, V, O]) compare(a, b K) int {
+	var order O
+	return order.Compare(a, b)
 }
 
 // Len returns the number of entries.
-func (m Map[K, V]) Len() int { return m.len }
+func (m Map[K, V, O]) Len() int { return m.len }
 
 // Get returns the value of key and whether the map holds it.
-func (m Map[K, V]) Get(key K) (V, bool) {
+func (m Map[K, V, O]) Get(key K) (V, bool) {
 	n := m.root
 	for n != nil {
 		c := m.compare(key, n.key)
@@ -66,7 +73,7 @@ func (m Map[K, V]) Get(key K) (V, bool) {
 }
 
 // Set returns a map with key set to value.
-func (m Map[K, V]) Set(key K, value V) Map[K, V] {
+func (m Map[K, V, O]) Set(key K, value V) Map[K, V, O] {
 	root, added := m.set(m.root, key, value)
 	m.root = root
 	if added {
@@ -75,7 +82,7 @@ func (m Map[K, V]) Set(key K, value V) Map[K, V] {
 	return m
 }
 
-func (m Map[K, V]) set(n *node[K, V], key K, value V) (*node[K, V], bool) {
+func (m Map[K, V, O]) set(n *node[K, V], key K, value V) (*node[K, V], bool) {
 	if n == nil {
 		return &node[K, V]{key: key, value: value, height: 1}, true
 	}
@@ -95,7 +102,7 @@ func (m Map[K, V]) set(n *node[K, V], key K, value V) (*node[K, V], bool) {
 }
 
 // Delete returns a map without key (the receiver itself if it lacks key).
-func (m Map[K, V]) Delete(key K) Map[K, V] {
+func (m Map[K, V, O]) Delete(key K) Map[K, V, O] {
 	root, removed := m.delete(m.root, key)
 	if removed {
 		m.root = root
@@ -104,7 +111,7 @@ func (m Map[K, V]) Delete(key K) Map[K, V] {
 	return m
 }
 
-func (m Map[K, V]) delete(n *node[K, V], key K) (*node[K, V], bool) {
+func (m Map[K, V, O]) delete(n *node[K, V], key K) (*node[K, V], bool) {
 	if n == nil {
 		return nil, false
 	}
@@ -146,21 +153,21 @@ func removeMin[K, V any](n *node[K, V]) (K, V, *node[K, V]) {
 
 // All returns the entries in key order. The sequence reads the version it
 // was called on, whatever versions are derived meanwhile.
-func (m Map[K, V]) All() iter.Seq2[K, V] {
+func (m Map[K, V, O]) All() iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
 		walk(m.root, yield)
 	}
 }
 
 // Keys returns the keys in order.
-func (m Map[K, V]) Keys() iter.Seq[K] {
+func (m Map[K, V, O]) Keys() iter.Seq[K] {
 	return func(yield func(K) bool) {
 		walk(m.root, func(k K, _ V) bool { return yield(k) })
 	}
 }
 
 // Values returns the values in key order.
-func (m Map[K, V]) Values() iter.Seq[V] {
+func (m Map[K, V, O]) Values() iter.Seq[V] {
 	return func(yield func(V) bool) {
 		walk(m.root, func(_ K, v V) bool { return yield(v) })
 	}
@@ -188,7 +195,7 @@ type Entry[K, V any] struct {
 // k), each node allocated once) instead of copying a path per entry, which
 // is how a metadata snapshot of a million partitions loads without
 // churning the heap. entries may be reordered.
-func (m Map[K, V]) SetMany(entries []Entry[K, V]) Map[K, V] {
+func (m Map[K, V, O]) SetMany(entries []Entry[K, V]) Map[K, V, O] {
 	if len(entries) == 0 {
 		return m
 	}
@@ -223,7 +230,7 @@ func (m Map[K, V]) SetMany(entries []Entry[K, V]) Map[K, V] {
 		return true
 	})
 	merged = append(merged, changes[i:]...)
-	return Map[K, V]{root: fromSorted(merged), len: len(merged), compare: m.compare}
+	return Map[K, V, O]{root: fromSorted(merged), len: len(merged)}
 }
 
 // fromSorted builds a balanced tree of entries sorted by key, without

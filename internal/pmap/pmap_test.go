@@ -8,9 +8,11 @@ import (
 	"testing"
 )
 
+type intMap = Map[int, int, Ordered[int]]
+
 // checkTree fails unless m is a valid AVL tree in key order with m.Len()
 // entries.
-func checkTree[K, V any](t *testing.T, m Map[K, V]) {
+func checkTree[K, V any, O Order[K]](t *testing.T, m Map[K, V, O]) {
 	t.Helper()
 	var count int
 	var check func(n *node[K, V]) int8
@@ -45,7 +47,7 @@ func checkTree[K, V any](t *testing.T, m Map[K, V]) {
 }
 
 // checkEqual fails unless m holds exactly the entries of want.
-func checkEqual(t *testing.T, m Map[int, int], want map[int]int) {
+func checkEqual(t *testing.T, m intMap, want map[int]int) {
 	t.Helper()
 	checkTree(t, m)
 	if m.Len() != len(want) {
@@ -70,7 +72,7 @@ func checkEqual(t *testing.T, m Map[int, int], want map[int]int) {
 
 // version is a map at one point of a random walk and what it held then.
 type version struct {
-	m    Map[int, int]
+	m    intMap
 	want map[int]int
 }
 
@@ -82,7 +84,7 @@ func TestRandomAgainstBuiltinMap(t *testing.T) {
 	for seed := range uint64(8) {
 		rng := rand.New(rand.NewPCG(seed, 42))
 		keySpace := []int{8, 64, 1000}[seed%3]
-		versions := []version{{m: NewOrdered[int, int](), want: map[int]int{}}}
+		versions := []version{{m: intMap{}, want: map[int]int{}}}
 		for step := range 3000 {
 			from := versions[len(versions)-1]
 			if rng.IntN(4) == 0 {
@@ -118,7 +120,7 @@ func TestRandomAgainstBuiltinMap(t *testing.T) {
 }
 
 func TestSetManyLastWinsAndBothPaths(t *testing.T) {
-	base := NewOrdered[int, int]()
+	base := intMap{}
 	want := map[int]int{}
 	for k := range 1000 {
 		base = base.Set(k*2, k)
@@ -139,11 +141,11 @@ func TestSetManyLastWinsAndBothPaths(t *testing.T) {
 	}
 	checkEqual(t, base.SetMany(many), manyWant)
 	checkEqual(t, base, want)
-	checkEqual(t, NewOrdered[int, int]().SetMany(nil), map[int]int{})
+	checkEqual(t, intMap{}.SetMany(nil), map[int]int{})
 }
 
 func TestDeleteMissingKeepsMap(t *testing.T) {
-	m := NewOrdered[string, int]().Set("a", 1).Set("c", 3)
+	m := Map[string, int, Ordered[string]]{}.Set("a", 1).Set("c", 3)
 	if d := m.Delete("b"); d.root != m.root || d.Len() != 2 {
 		t.Fatal("deleting a missing key changed the map")
 	}
@@ -156,7 +158,7 @@ func TestDeleteMissingKeepsMap(t *testing.T) {
 }
 
 func TestIterationStopsEarly(t *testing.T) {
-	m := NewOrdered[int, string]()
+	m := Map[int, string, Ordered[int]]{}
 	for k := range 100 {
 		m = m.Set(k, "v")
 	}
@@ -178,8 +180,12 @@ func TestIterationStopsEarly(t *testing.T) {
 	}
 }
 
+type bytesOrder struct{}
+
+func (bytesOrder) Compare(a, b [4]byte) int { return bytes.Compare(a[:], b[:]) }
+
 func TestCustomOrder(t *testing.T) {
-	m := New[[4]byte, int](func(a, b [4]byte) int { return bytes.Compare(a[:], b[:]) })
+	var m Map[[4]byte, int, bytesOrder]
 	for _, k := range [][4]byte{{3}, {1, 9}, {2}, {1}} {
 		m = m.Set(k, int(k[0]))
 	}
@@ -192,7 +198,7 @@ func TestCustomOrder(t *testing.T) {
 // TestUpdateSharesUnchangedNodes checks the point of the package: a Set on
 // a big map allocates a path, not a copy.
 func TestUpdateSharesUnchangedNodes(t *testing.T) {
-	m := NewOrdered[int, int]()
+	m := intMap{}
 	for k := range 1 << 14 {
 		m = m.Set(k, k)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -296,7 +297,7 @@ func (c *testCluster) waitConverged(lastOffset int64, ids ...int32) {
 	want := c.loaders[ids[0]].Image()
 	for _, id := range ids[1:] {
 		got := c.loaders[id].Image()
-		if got.Offset != want.Offset || got.Epoch != want.Epoch || !reflect.DeepEqual(got.Topics, want.Topics) ||
+		if got.Offset != want.Offset || got.Epoch != want.Epoch || !reflect.DeepEqual(maps.Collect(got.Topics.All()), maps.Collect(want.Topics.All())) ||
 			!reflect.DeepEqual(got.Features, want.Features) {
 			c.t.Fatalf("node %d image (offset %d epoch %d) differs from node %d (offset %d epoch %d)",
 				id, got.Offset, got.Epoch, ids[0], want.Offset, want.Epoch)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -129,7 +130,7 @@ func TestNodeLeaderFailoverAndRestart(t *testing.T) {
 	// The old leader restarts from its directory: replay gives its old
 	// state at once, then it catches up.
 	n := c.start(old)
-	if img := c.loaders[old].Image(); img.Topics.ByName["orders"] == nil {
+	if img := c.loaders[old].Image(); img.Topics.Topic("orders") == nil {
 		t.Fatalf("restarted node replayed nothing: offset %d", img.Offset)
 	}
 	if n.HighWatermark() <= 0 {
@@ -146,7 +147,7 @@ func TestNodeLeaderFailoverAndRestart(t *testing.T) {
 		c.start(id)
 	}
 	c.waitConverged(before.Offset, 1, 2, 3)
-	if got := c.loaders[1].Image(); !reflect.DeepEqual(got.Topics, before.Topics) {
+	if got := c.loaders[1].Image(); !reflect.DeepEqual(maps.Collect(got.Topics.All()), maps.Collect(before.Topics.All())) {
 		t.Fatal("topics differ after a full restart")
 	}
 	last = c.append(topicRecords("after-restart", 4, 1))
@@ -189,7 +190,7 @@ func TestNodeIsolatedLeaderCannotCommit(t *testing.T) {
 	// leader's log, and its listeners never saw "lost".
 	c.net.isolate(old, c.voters, false)
 	c.waitConverged(last, c.voters...)
-	if c.loaders[old].Image().Topics.ByName["lost"] != nil {
+	if c.loaders[old].Image().Topics.Topic("lost") != nil {
 		t.Fatal("the uncommitted topic reached a listener")
 	}
 	if got, want := c.recs[old].batchIDs(), c.recs[rest[0]].batchIDs(); !reflect.DeepEqual(got, want) {
@@ -251,7 +252,7 @@ func TestNodeSnapshotCompactsAndCatchesUpNewNode(t *testing.T) {
 	before := c.loaders[3].Image()
 	c.stop(3)
 	c.start(3)
-	if got := c.loaders[3].Image(); got.Offset < before.Offset-10 || got.Topics.ByName["t00"] == nil {
+	if got := c.loaders[3].Image(); got.Offset < before.Offset-10 || got.Topics.Topic("t00") == nil {
 		t.Fatalf("restart from snapshot: offset %d (was %d)", got.Offset, before.Offset)
 	}
 	c.waitConverged(last, 1, 2, 3)
@@ -278,7 +279,7 @@ func TestNodeSingleVoterTornTail(t *testing.T) {
 	}
 	f.Close()
 	c.start(1)
-	if got := c.loaders[1].Image(); got.Offset != before.Offset || !reflect.DeepEqual(got.Topics, before.Topics) {
+	if got := c.loaders[1].Image(); got.Offset != before.Offset || !reflect.DeepEqual(maps.Collect(got.Topics.All()), maps.Collect(before.Topics.All())) {
 		t.Fatalf("after torn tail: offset %d, want %d", got.Offset, before.Offset)
 	}
 	last = c.append(topicRecords("more", 2, 1))
@@ -322,7 +323,7 @@ func TestNodeStorageFailureStopsAcknowledging(t *testing.T) {
 	if got := c.net.sentBy(follower); got != sent {
 		t.Fatalf("the failed node sent %d more messages", got-sent)
 	}
-	if img := c.loaders[follower].Image(); img.Topics.ByName["t2"] != nil {
+	if img := c.loaders[follower].Image(); img.Topics.Topic("t2") != nil {
 		t.Fatal("the failed node applied later batches")
 	}
 	if l, _ := c.nodes[follower].Leader(); l != -1 {
@@ -339,7 +340,7 @@ func TestNodeLateListenerAndContext(t *testing.T) {
 	last := c.append(topicRecords("orders", 1, 2))
 	late := metadata.NewLoader("c1", quietLogger())
 	c.nodes[1].Register(late)
-	if img := late.Image(); img.Offset != last || img.Topics.ByName["orders"] == nil {
+	if img := late.Image(); img.Offset != last || img.Topics.Topic("orders") == nil {
 		t.Fatalf("late listener at offset %d, want %d", img.Offset, last)
 	}
 	if id, _ := late.Leader(); id != 1 {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -83,8 +85,8 @@ func TestSingleVoterAppendRestartReplay(t *testing.T) {
 	}
 	// The listener has the batch when Append returns.
 	img := loader.Image()
-	if img.Offset != 5 || img.Epoch != 1 || img.Topics.ByName["orders"].NumPartitions() != 3 {
-		t.Fatalf("image after append: offset %d epoch %d topics %v", img.Offset, img.Epoch, img.Topics.ByName)
+	if img.Offset != 5 || img.Epoch != 1 || img.Topics.Topic("orders").NumPartitions() != 3 {
+		t.Fatalf("image after append: offset %d epoch %d topics %v", img.Offset, img.Epoch, slices.Collect(img.Topics.Names()))
 	}
 	if _, err := v.Append(context.Background(), topicRecords("payments", 2, 1)); err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func TestSingleVoterAppendRestartReplay(t *testing.T) {
 	defer v2.Close()
 	after := loader2.Image()
 	if after.Offset != before.Offset || after.Epoch != before.Epoch ||
-		!reflect.DeepEqual(after.Topics, before.Topics) || !reflect.DeepEqual(after.Features, before.Features) {
+		!reflect.DeepEqual(maps.Collect(after.Topics.All()), maps.Collect(before.Topics.All())) || !reflect.DeepEqual(after.Features, before.Features) {
 		t.Fatalf("replayed image differs:\n%+v\n%+v", after, before)
 	}
 	if id, epoch := v2.Leader(); id != 1 || epoch != 2 {
@@ -121,7 +123,7 @@ func TestSingleVoterAppendRestartReplay(t *testing.T) {
 	// A listener registered late is brought up to date first.
 	late := metadata.NewLoader("c1", quietLogger())
 	v2.Register(late)
-	if late.Image().Offset != last || late.Image().Topics.ByName["payments"] == nil {
+	if late.Image().Offset != last || late.Image().Topics.Topic("payments") == nil {
 		t.Fatalf("late listener image offset %d", late.Image().Offset)
 	}
 	checkLogLayout(t, v2)
@@ -200,15 +202,15 @@ func TestSingleVoterTornTail(t *testing.T) {
 	v2, loader2 := openVoter(t, dir)
 	defer v2.Close()
 	img := loader2.Image()
-	if img.Offset != kept.Offset || img.Topics.ByName["payments"] != nil || !reflect.DeepEqual(img.Topics, kept.Topics) {
-		t.Fatalf("after a torn tail: offset %d topics %v", img.Offset, img.Topics.ByName)
+	if img.Offset != kept.Offset || img.Topics.Topic("payments") != nil || !reflect.DeepEqual(maps.Collect(img.Topics.All()), maps.Collect(kept.Topics.All())) {
+		t.Fatalf("after a torn tail: offset %d topics %v", img.Offset, slices.Collect(img.Topics.Names()))
 	}
 	// The log goes on from where the good part ends.
 	last, err := v2.Append(context.Background(), topicRecords("payments", 2, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loader2.Image().Topics.ByName["payments"].NumPartitions() != 1 || last != v2.HighWatermark()-1 {
+	if loader2.Image().Topics.Topic("payments").NumPartitions() != 1 || last != v2.HighWatermark()-1 {
 		t.Fatalf("append after recovery: last %d hw %d", last, v2.HighWatermark())
 	}
 }

@@ -94,7 +94,7 @@ func (m *Manager) Layers(img *metadata.Image, topic string) config.Layers {
 func (m *Manager) reconcileAll(img *metadata.Image) {
 	m.image.Store(img)
 	want := make(map[log.TopicPartition]bool)
-	for _, t := range img.Topics.ByName {
+	for _, t := range img.Topics.All() {
 		cfg, err := config.ResolveTopic(m.Layers(img, t.Name))
 		if err != nil {
 			m.cfg.Logger.Error("resolve topic config", "topic", t.Name, "err", err)
@@ -208,8 +208,8 @@ func contains(s []int32, v int32) bool {
 // NOT_LEADER_OR_FOLLOWER when another broker (or none) leads it.
 func (m *Manager) Leader(topic string, p int32) (*partition.Partition, error) {
 	img := m.Image()
-	t, ok := img.Topics.ByName[topic]
-	if !ok {
+	t := img.Topics.Topic(topic)
+	if t == nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	if _, ok := t.Partitions[p]; !ok {

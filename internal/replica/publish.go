@@ -84,7 +84,7 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		m.partitionChanged(tp)
 	}
 	for _, res := range delta.ChangedConfigs() {
-		t := img.Topics.ByName[res.Name]
+		t := img.Topics.Topic(res.Name)
 		if res.Type != metadata.ConfigResourceTopic || t == nil {
 			continue
 		}

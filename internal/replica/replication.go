@@ -277,7 +277,7 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 	img := m.Image()
 	for _, p := range parts {
 		p.SetHooks(m.hooks())
-		if t, ok := img.Topics.ByID[p.TopicID]; ok {
+		if t := img.Topics.TopicByID(p.TopicID); t != nil {
 			if mp, ok := t.Partitions[p.TopicPartition.Partition]; ok && mp.Leader >= 0 && mp.Leader != m.cfg.NodeID {
 				m.follow(p, mp.Leader)
 			}

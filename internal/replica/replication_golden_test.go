@@ -226,8 +226,8 @@ func (c *goldenCluster) up() []*Manager {
 
 // meta is the partition as the metadata has it.
 func (c *goldenCluster) meta() (*metadata.Partition, bool) {
-	t, ok := c.img.Topics.ByName[goldenTopic]
-	if !ok {
+	t := c.img.Topics.Topic(goldenTopic)
+	if t == nil {
 		return nil, false
 	}
 	p, ok := t.Partitions[0]

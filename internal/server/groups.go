@@ -36,8 +36,8 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 			if img == nil {
 				return group.Topics{}
 			}
-			out := make(group.Topics, len(img.Topics.ByName))
-			for name, t := range img.Topics.ByName {
+			out := make(group.Topics, img.Topics.Len())
+			for name, t := range img.Topics.All() {
 				out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
 			}
 			return out

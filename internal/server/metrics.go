@@ -39,8 +39,8 @@ func (s *Server) metricsState() metrics.State {
 		st.Controller = true
 		st.ActiveController = s.controller.Active()
 		img = s.controller.Image()
-		st.GlobalTopicCount = len(img.Topics.ByID)
-		for _, t := range img.Topics.ByID {
+		st.GlobalTopicCount = img.Topics.Len()
+		for _, t := range img.Topics.All() {
 			for _, p := range t.Partitions {
 				st.GlobalPartitionCount++
 				if p.Leader < 0 {

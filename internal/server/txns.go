@@ -65,7 +65,7 @@ func (s *Server) newTxnCoordinator() (*coordinator.Runtime, *txnmarker.Sender) {
 // offsetsPartitions is the partition count of __consumer_offsets (what
 // AddOffsetsToTxn hashes a group over): its actual count once created.
 func (s *Server) offsetsPartitions() int32 {
-	if t := s.replica.Image().Topics.ByName[handlers.OffsetsTopic]; t != nil && len(t.Partitions) > 0 {
+	if t := s.replica.Image().Topics.Topic(handlers.OffsetsTopic); t != nil && len(t.Partitions) > 0 {
 		return int32(len(t.Partitions))
 	}
 	return s.cfg.OffsetsTopicNumPartitions

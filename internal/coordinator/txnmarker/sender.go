@@ -183,7 +183,7 @@ func (s *Sender) dispatch(ctx context.Context, now time.Time, inFlight map[int32
 	s.mu.Unlock()
 	byBroker := map[int32][]*entry{}
 	var keep, gone []*entry
-	state := img.Topics.ByName[s.cfg.StateTopic]
+	state := img.Topics.Topic(s.cfg.StateTopic)
 	for _, e := range pending {
 		if s.cfg.StateTopic != "" && !leads(state, e.txnPartition, s.cfg.NodeID) {
 			continue // not this broker's transaction any more
@@ -195,7 +195,7 @@ func (s *Sender) dispatch(ctx context.Context, now time.Time, inFlight map[int32
 			}
 			continue
 		}
-		t := img.Topics.ByName[e.tp.Topic]
+		t := img.Topics.Topic(e.tp.Topic)
 		var p *metadata.Partition
 		if t != nil {
 			p = t.Partitions[e.tp.Partition]
