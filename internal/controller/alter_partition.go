@@ -95,7 +95,7 @@ func (c *Controller) alterPartition(img *metadata.Image, req *kmsg.AlterPartitio
 // NEW_LEADER_ELECTED, so the requester refreshes its metadata.
 func (c *Controller) alterOnePartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, topic *metadata.Topic,
 	p *kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, metadata.Partition, *kerr.Error) {
-	cur := topic.Partitions[p.Partition]
+	cur := topic.Partition(p.Partition)
 	refuse := func(err *kerr.Error, why string, args ...any) (*metadata.PartitionChangeRecord, metadata.Partition, *kerr.Error) {
 		c.logger.Info("AlterPartition refused: "+why, append([]any{"broker", req.BrokerID, "topic", topic.Name, "partition", p.Partition}, args...)...)
 		return nil, metadata.Partition{}, err

@@ -74,7 +74,7 @@ func (c *Controller) electLeaders(img *metadata.Image, req *kmsg.ElectLeadersReq
 		rec, e := c.electLeader(img, topic, partition, electionType)
 		if rec != nil {
 			records = append(records, rec)
-			if old := img.Topics.Topic(topic).Partitions[partition]; electionType == electionTypeUnclean && !slices.Contains(old.ISR, rec.Leader) {
+			if old := img.Topics.Topic(topic).Partition(partition); electionType == electionTypeUnclean && !slices.Contains(old.ISR, rec.Leader) {
 				c.logger.Warn("unclean leader election: records the old ISR acknowledged may be lost",
 					"topic", topic, "partition", partition, "leader", rec.Leader)
 			}
@@ -99,7 +99,7 @@ func (c *Controller) electLeaders(img *metadata.Image, req *kmsg.ElectLeadersReq
 			rt.Topic = name
 			t := img.Topics.Topic(name)
 			for _, id := range slices.Sorted(func(yield func(int32) bool) {
-				for id := range t.Partitions {
+				for id := range t.Partitions() {
 					if !yield(id) {
 						return
 					}
@@ -139,7 +139,7 @@ func (c *Controller) electLeader(img *metadata.Image, topicName string, partitio
 	if topic == nil {
 		return nil, errWith(kerr.UnknownTopicOrPartition, "No such topic as %s", topicName)
 	}
-	p := topic.Partitions[partition]
+	p := topic.Partition(partition)
 	if p == nil {
 		return nil, errWith(kerr.UnknownTopicOrPartition, "No such partition as %s-%d", topicName, partition)
 	}

@@ -296,7 +296,7 @@ func (c *Controller) untilSessionExpiry() time.Duration {
 // hasLeaderships reports whether a broker leads any partition.
 func hasLeaderships(img *metadata.Image, id int32) bool {
 	for _, t := range img.Topics.All() {
-		for _, p := range t.Partitions {
+		for _, p := range t.Partitions() {
 			if p.Leader == id {
 				return true
 			}

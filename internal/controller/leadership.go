@@ -26,13 +26,13 @@ func partitionsWhere(img *metadata.Image, keep func(*metadata.Partition) bool) [
 	}) {
 		t := img.Topics.Topic(name)
 		for _, id := range slices.Sorted(func(yield func(int32) bool) {
-			for id := range t.Partitions {
+			for id := range t.Partitions() {
 				if !yield(id) {
 					return
 				}
 			}
 		}) {
-			if keep(t.Partitions[id]) {
+			if keep(t.Partition(id)) {
 				out = append(out, topicPartition{topic: t, partition: id})
 			}
 		}
@@ -82,7 +82,7 @@ type partitionChange struct {
 }
 
 func newPartitionChange(img *metadata.Image, topic *metadata.Topic, partition int32, acceptable func(int32) bool) *partitionChange {
-	p := topic.Partitions[partition]
+	p := topic.Partition(partition)
 	if acceptable == nil {
 		acceptable = func(r int32) bool { return isActive(img, r) }
 	}

@@ -401,7 +401,7 @@ func imageSummary(img *metadata.Image) string {
 	}
 	b.WriteString("partitions:\n")
 	for _, tp := range partitionsWhere(img, func(*metadata.Partition) bool { return true }) {
-		p := tp.topic.Partitions[tp.partition]
+		p := tp.topic.Partition(tp.partition)
 		fmt.Fprintf(&b, "  %s-%d replicas=%s isr=%s leader=%d leader-epoch=%d partition-epoch=%d", tp.topic.Name, tp.partition,
 			ints(p.Replicas), ints(p.ISR), p.Leader, p.LeaderEpoch, p.PartitionEpoch)
 		if p.LeaderRecoveryState != metadata.LeaderRecovered {

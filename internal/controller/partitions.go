@@ -79,9 +79,9 @@ func (c *Controller) createTopicPartitions(img *metadata.Image, t *kmsg.CreatePa
 		return nil, errWith(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
 			additional, len(t.Assignment))
 	}
-	first, ok := topic.Partitions[0]
-	if !ok {
-		for _, p := range topic.Partitions {
+	first := topic.Partition(0)
+	if first == nil {
+		for _, p := range topic.Partitions() {
 			first = p
 			break
 		}

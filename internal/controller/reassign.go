@@ -162,7 +162,7 @@ func (c *Controller) alterPartitionReassignment(img *metadata.Image, topicName s
 	if topic == nil {
 		return nil, errWith(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topicName)
 	}
-	part := topic.Partitions[target.Partition]
+	part := topic.Partition(target.Partition)
 	if part == nil {
 		return nil, errWith(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topicName, target.Partition)
 	}
@@ -181,7 +181,7 @@ func (c *Controller) changePartitionReassignment(img *metadata.Image, topic *met
 	if e := validateManualAssignment(img, target, -1); e.err != nil {
 		return nil, e
 	}
-	part := topic.Partitions[partition]
+	part := topic.Partition(partition)
 	if !allowRFChange {
 		// KIP-860: the replication factor before any reassignment in
 		// progress is the replica set without the replicas it adds.
@@ -213,7 +213,7 @@ func (c *Controller) changePartitionReassignment(img *metadata.Image, topic *met
 // are in the ISR, the first original replica becomes the ISR, an unclean
 // election that the topic must allow.
 func (c *Controller) cancelPartitionReassignment(img *metadata.Image, topic *metadata.Topic, partition int32) (*metadata.PartitionChangeRecord, apiError) {
-	part := topic.Partitions[partition]
+	part := topic.Partition(partition)
 	if !reassigning(part) {
 		return nil, errDefault(kerr.NoReassignmentInProgress)
 	}
@@ -288,7 +288,7 @@ func listReassignments(img *metadata.Image, topics []kmsg.ListPartitionReassignm
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name
 		for _, id := range partitions {
-			p := t.Partitions[id]
+			p := t.Partition(id)
 			if p == nil || !reassigning(p) {
 				continue
 			}

@@ -83,7 +83,7 @@ func (c *Controller) commitElections(ctx context.Context, what string, records [
 func (c *Controller) leaderRebalanceRecords(img *metadata.Image) []metadata.Record {
 	groups := map[int32][]topicPartition{}
 	for _, tp := range partitionsWhere(img, func(p *metadata.Partition) bool { return len(p.Replicas) > 0 }) {
-		preferred := tp.topic.Partitions[tp.partition].Replicas[0]
+		preferred := tp.topic.Partition(tp.partition).Replicas[0]
 		groups[preferred] = append(groups[preferred], tp)
 	}
 	var records []metadata.Record
@@ -97,7 +97,7 @@ func (c *Controller) leaderRebalanceRecords(img *metadata.Image) []metadata.Reco
 		group := groups[broker]
 		var imbalanced []topicPartition
 		for _, tp := range group {
-			if tp.topic.Partitions[tp.partition].Leader != broker {
+			if tp.topic.Partition(tp.partition).Leader != broker {
 				imbalanced = append(imbalanced, tp)
 			}
 		}

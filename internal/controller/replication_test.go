@@ -136,8 +136,8 @@ func (h *harness) alterPartition(t *testing.T, d *datadriven.TestData) string {
 	}
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
 	rp.Partition = int32(partition)
-	if tp := img.Topics.Topic(topic); tp != nil && tp.Partitions[int32(partition)] != nil {
-		p := tp.Partitions[int32(partition)]
+	if tp := img.Topics.Topic(topic); tp != nil && tp.Partition(int32(partition)) != nil {
+		p := tp.Partition(int32(partition))
 		rp.LeaderEpoch, rp.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
 	}
 	d.MaybeScanArgs(t, "leader-epoch", &rp.LeaderEpoch)

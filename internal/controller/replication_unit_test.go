@@ -26,7 +26,7 @@ func alterReq(img *metadata.Image, version int16, broker int32, topic string, pa
 	rp.Partition = partition
 	if t := img.Topics.Topic(topic); t != nil {
 		rt.TopicID = t.ID
-		if p := t.Partitions[partition]; p != nil {
+		if p := t.Partition(partition); p != nil {
 			rp.LeaderEpoch, rp.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
 		}
 	}
@@ -101,7 +101,7 @@ func TestAlterPartitionErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
 		}
 	}
-	if p := c.Image().Topics.Topic("t").Partitions[0]; p.PartitionEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 2, 3}) {
+	if p := c.Image().Topics.Topic("t").Partition(0); p.PartitionEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 2, 3}) {
 		t.Fatalf("refused requests changed the partition: %+v", p)
 	}
 
@@ -120,7 +120,7 @@ func TestAlterPartitionErrors(t *testing.T) {
 		rp.PartitionEpoch != 1 || !slices.Equal(rp.ISR, []int32{1, 3}) {
 		t.Fatalf("shrink answer: %+v %+v", resp, rp)
 	}
-	if p := c.Image().Topics.Topic("t").Partitions[0]; p.PartitionEpoch != 1 || p.LeaderEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 3}) {
+	if p := c.Image().Topics.Topic("t").Partition(0); p.PartitionEpoch != 1 || p.LeaderEpoch != 0 || !slices.Equal(p.ISR, []int32{1, 3}) {
 		t.Fatalf("image after shrink: %+v", p)
 	}
 
@@ -180,7 +180,7 @@ func TestAlterPartitionWithLeaderOnlyISR(t *testing.T) {
 	c := n.c
 	n.mustCreate(kmsg.CreateTopicsRequestTopic{Topic: "t", NumPartitions: -1, ReplicationFactor: -1,
 		ReplicaAssignment: assignment(map[int32][]int32{0: {1, 2, 3}})})
-	if p := c.Image().Topics.Topic("t").Partitions[0]; !slices.Equal(p.ISR, []int32{1}) {
+	if p := c.Image().Topics.Topic("t").Partition(0); !slices.Equal(p.ISR, []int32{1}) {
 		t.Fatalf("isr %v", p.ISR)
 	}
 	r := c.AlterPartition(context.Background(), alterReq(c.Image(), 3, 1, "t", 0, 1, 2, 3))
@@ -210,7 +210,7 @@ func TestElectLeadersAll(t *testing.T) {
 		resp.Topics[0].Partitions[0].Partition != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("answer: %+v", resp)
 	}
-	if p := c.Image().Topics.Topic("t").Partitions[0]; p.Leader != 1 || p.LeaderEpoch != 2 {
+	if p := c.Image().Topics.Topic("t").Partition(0); p.Leader != 1 || p.LeaderEpoch != 2 {
 		t.Fatalf("t-0 after election: %+v", p)
 	}
 	// Unknown election type: INVALID_REQUEST everywhere.
@@ -271,7 +271,7 @@ func TestAutoLeaderRebalanceOnEventLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p := c.Image().Topics.Topic("t").Partitions[0]
+		p := c.Image().Topics.Topic("t").Partition(0)
 		if p.Leader == 1 {
 			if p.LeaderEpoch != 2 {
 				t.Fatalf("leader epoch %d, want 2", p.LeaderEpoch)

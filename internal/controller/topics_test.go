@@ -32,7 +32,7 @@ func TestCreateTopicsSuccess(t *testing.T) {
 		if top == nil || top.ID != rt.TopicID || int32(top.NumPartitions()) != want.partitions {
 			t.Fatalf("image topic %+v", top)
 		}
-		for p, part := range top.Partitions {
+		for p, part := range top.Partitions() {
 			if !slices.Equal(part.Replicas, []int32{1}) || !slices.Equal(part.ISR, []int32{1}) || part.Leader != 1 ||
 				part.LeaderEpoch != 0 || part.PartitionEpoch != 0 || len(part.Directories) != 1 {
 				t.Fatalf("partition %d = %+v", p, part)
@@ -52,7 +52,7 @@ func TestCreateTopicsPlacementAndManualAssignment(t *testing.T) {
 	// leaders, every partition two different replicas, all in the ISR.
 	leaders := map[int32]bool{}
 	for p := range int32(4) {
-		part := top.Partitions[p]
+		part := top.Partition(p)
 		if len(part.Replicas) != 2 || part.Replicas[0] == part.Replicas[1] || !slices.Equal(part.ISR, part.Replicas) || part.Leader != part.Replicas[0] {
 			t.Fatalf("partition %d = %+v", p, part)
 		}
@@ -75,8 +75,8 @@ func TestCreateTopicsPlacementAndManualAssignment(t *testing.T) {
 		t.Fatalf("manual answer %+v %s", rt, deref(rt.ErrorMessage))
 	}
 	mt := n.c.Image().Topics.Topic("manual")
-	if !slices.Equal(mt.Partitions[0].Replicas, []int32{3, 1}) || mt.Partitions[0].Leader != 3 || !slices.Equal(mt.Partitions[1].Replicas, []int32{2, 3}) {
-		t.Fatalf("manual topic = %+v %+v", mt.Partitions[0], mt.Partitions[1])
+	if !slices.Equal(mt.Partition(0).Replicas, []int32{3, 1}) || mt.Partition(0).Leader != 3 || !slices.Equal(mt.Partition(1).Replicas, []int32{2, 3}) {
+		t.Fatalf("manual topic = %+v %+v", mt.Partition(0), mt.Partition(1))
 	}
 }
 
@@ -334,17 +334,17 @@ func TestCreatePartitions(t *testing.T) {
 	if a.NumPartitions() != 4 {
 		t.Fatalf("a has %d partitions", a.NumPartitions())
 	}
-	for _, p := range []*metadata.Partition{a.Partitions[2], a.Partitions[3]} {
+	for _, p := range []*metadata.Partition{a.Partition(2), a.Partition(3)} {
 		if len(p.Replicas) != 2 || p.Replicas[0] == p.Replicas[1] || p.Leader != p.Replicas[0] {
 			t.Fatalf("a = %+v", p)
 		}
 	}
-	if a.Partitions[2].Leader == a.Partitions[3].Leader {
-		t.Fatalf("new partitions of a share leader %d", a.Partitions[2].Leader)
+	if a.Partition(2).Leader == a.Partition(3).Leader {
+		t.Fatalf("new partitions of a share leader %d", a.Partition(2).Leader)
 	}
 	c := img.Topics.Topic("c")
-	if c.NumPartitions() != 3 || !slices.Equal(c.Partitions[1].Replicas, []int32{3}) || c.Partitions[2].Leader != 2 {
-		t.Fatalf("c = %+v %+v", c.Partitions[1], c.Partitions[2])
+	if c.NumPartitions() != 3 || !slices.Equal(c.Partition(1).Replicas, []int32{3}) || c.Partition(2).Leader != 2 {
+		t.Fatalf("c = %+v %+v", c.Partition(1), c.Partition(2))
 	}
 
 	cases := []struct {
@@ -399,7 +399,7 @@ func TestLeaderOnlyISR(t *testing.T) {
 	if resp := c.CreateTopics(context.Background(), req); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
 	}
-	for p, part := range c.Image().Topics.Topic("solo").Partitions {
+	for p, part := range c.Image().Topics.Topic("solo").Partitions() {
 		if len(part.Replicas) != 3 || len(part.ISR) != 1 || part.ISR[0] != part.Leader {
 			t.Fatalf("partition %d: replicas %v, isr %v, leader %d: want the leader alone in sync", p, part.Replicas, part.ISR, part.Leader)
 		}

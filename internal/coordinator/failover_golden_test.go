@@ -314,8 +314,8 @@ func (c *cluster) meta() (*metadata.Partition, bool) {
 	if t == nil {
 		return nil, false
 	}
-	p, ok := t.Partitions[0]
-	return p, ok
+	p := t.Partition(0)
+	return p, p != nil
 }
 
 // leader is the broker the metadata names leader, which must be up.

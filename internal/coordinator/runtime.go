@@ -160,7 +160,7 @@ func (r *Runtime) Publish(_ *metadata.Delta, img *metadata.Image) {
 	}
 	lead := map[int32]int32{}
 	if t := img.Topics.Topic(r.cfg.Topic); t != nil {
-		for id, p := range t.Partitions {
+		for id, p := range t.Partitions() {
 			if p.Leader == r.cfg.NodeID {
 				lead[id] = p.LeaderEpoch
 			}

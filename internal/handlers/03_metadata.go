@@ -217,13 +217,13 @@ func (h *Handlers) describeTopic(img *metadata.Image, t *metadata.Topic) kmsg.Me
 	rt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	rt.Topic, rt.TopicID, rt.IsInternal = &name, t.ID, isInternalTopic(t.Name)
-	ids := make([]int32, 0, len(t.Partitions))
-	for id := range t.Partitions {
+	ids := make([]int32, 0, t.NumPartitions())
+	for id := range t.Partitions() {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		p := t.Partitions[id]
+		p := t.Partition(id)
 		rp := kmsg.NewMetadataResponseTopicPartition()
 		rp.Partition, rp.Leader, rp.LeaderEpoch = id, p.Leader, p.LeaderEpoch
 		rp.Replicas, rp.ISR = p.Replicas, p.ISR

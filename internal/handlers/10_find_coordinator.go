@@ -87,7 +87,7 @@ func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listen
 	if t == nil {
 		return failWhy(kerr.CoordinatorNotAvailable, ensure(ctx))
 	}
-	p := t.Partitions[partition(key)]
+	p := t.Partition(partition(key))
 	if p == nil || p.Leader < 0 {
 		return fail(kerr.CoordinatorNotAvailable)
 	}

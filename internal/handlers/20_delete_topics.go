@@ -106,7 +106,7 @@ func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest)
 		}
 		n := 0
 		if it != nil && !dup[it.Name] {
-			n = len(it.Partitions)
+			n = it.NumPartitions()
 		}
 		if !mq.admit(n) {
 			rt := kmsg.NewDeleteTopicsResponseTopic()

@@ -62,7 +62,7 @@ func (h *Handlers) deleteRecords(ctx context.Context, req *network.Request) (kms
 			rp.LowWatermark, rp.ErrorCode = -1, 0
 			known := false
 			if it := img.Topics.Topic(t.Topic); it != nil {
-				_, known = it.Partitions[p.Partition]
+				known = it.Partition(p.Partition) != nil
 			}
 			switch {
 			case !deletable[t.Topic]:

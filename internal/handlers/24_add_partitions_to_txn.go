@@ -134,7 +134,7 @@ func (h *Handlers) addTxnPartitions(ctx context.Context, req txn.AddPartitionsRe
 		for _, p := range t.Partitions {
 			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
 			req.Partitions = append(req.Partitions, tp)
-			if it == nil || it.Partitions[p] == nil {
+			if it == nil || it.Partition(p) == nil {
 				codes[tp] = kerr.UnknownTopicOrPartition.Code
 				failed = true
 			}

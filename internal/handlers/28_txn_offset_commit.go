@@ -68,7 +68,7 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *network.Request) (k
 		kt.Partitions = nil
 		meta := img.Topics.Topic(t.Topic)
 		for _, p := range t.Partitions {
-			if meta == nil || meta.Partitions[p.Partition] == nil {
+			if meta == nil || meta.Partition(p.Partition) == nil {
 				codes[tp{t.Topic, p.Partition}] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}

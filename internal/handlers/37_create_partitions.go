@@ -80,7 +80,7 @@ func (h *Handlers) admitCreatePartitions(mq *mutations, r *kmsg.CreatePartitions
 	for _, t := range r.Topics {
 		n := 0
 		if it := img.Topics.Topic(t.Topic); it != nil && !dup[t.Topic] {
-			n = max(int(t.Count)-len(it.Partitions), 0)
+			n = max(int(t.Count)-it.NumPartitions(), 0)
 		}
 		if !mq.admit(n) {
 			rt := kmsg.NewCreatePartitionsResponseTopic()

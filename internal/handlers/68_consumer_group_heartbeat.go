@@ -29,7 +29,7 @@ func (h *Handlers) groupTopics() group.Topics {
 	img := h.image()
 	out := make(group.Topics, img.Topics.Len())
 	for name, t := range img.Topics.All() {
-		out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
+		out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(t.NumPartitions())}
 	}
 	return out
 }

@@ -22,8 +22,8 @@ const OffsetsTopic = "__consumer_offsets"
 // internalPartitions is how many partitions an internal topic has: its
 // actual count once created, the configured count before.
 func (h *Handlers) internalPartitions(topic string, configured int32) int32 {
-	if t := h.image().Topics.Topic(topic); t != nil && len(t.Partitions) > 0 {
-		return int32(len(t.Partitions))
+	if t := h.image().Topics.Topic(topic); t != nil && t.NumPartitions() > 0 {
+		return int32(t.NumPartitions())
 	}
 	return configured
 }

@@ -104,7 +104,7 @@ func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID stri
 	if t == nil {
 		return all(kerr.CoordinatorNotAvailable.Code)
 	}
-	p := t.Partitions[h.txnPartition(transactionalID)]
+	p := t.Partition(h.txnPartition(transactionalID))
 	if p == nil || p.Leader < 0 {
 		return all(kerr.CoordinatorNotAvailable.Code)
 	}

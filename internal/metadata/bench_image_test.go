@@ -156,7 +156,7 @@ func checkImage(tb testing.TB, img *metadata.Image, s imageShape) {
 		if t.NumPartitions() != s.partitionsPerTopic {
 			tb.Fatalf("topic %s has %d partitions, want %d", t.Name, t.NumPartitions(), s.partitionsPerTopic)
 		}
-		p := t.Partitions[int32(s.partitionsPerTopic-1)]
+		p := t.Partition(int32(s.partitionsPerTopic - 1))
 		if p == nil || len(p.Replicas) != 3 || p.Leader != p.Replicas[0] {
 			tb.Fatalf("topic %s: last partition %+v", t.Name, p)
 		}
@@ -186,7 +186,7 @@ func TestBenchImageShape(t *testing.T) {
 
 	commits := newCommitter(l, s)
 	commits.leaderChange(7)
-	p := l.Image().Topics.TopicByID(benchTopicID(7 % s.topics)).Partitions[7]
+	p := l.Image().Topics.TopicByID(benchTopicID(7 % s.topics)).Partition(7)
 	if p.Leader != p.Replicas[1] || p.LeaderEpoch != 1 {
 		t.Fatalf("after a leader change: %+v", p)
 	}
@@ -261,7 +261,7 @@ func (c *committer) commit(records ...metadata.Record) {
 func (c *committer) leaderChange(i int) {
 	id := benchTopicID(i % c.s.topics)
 	part := int32(i % c.s.partitionsPerTopic)
-	p := c.l.Image().Topics.TopicByID(id).Partitions[part]
+	p := c.l.Image().Topics.TopicByID(id).Partition(part)
 	next := p.Replicas[0]
 	for k, r := range p.Replicas {
 		if r == p.Leader {

@@ -46,13 +46,13 @@ type Delta struct {
 	offset int64
 	epoch  int32
 
-	features       map[string]int16              // changed features; level 0 = removed
-	brokers        map[int32]*BrokerRegistration // changed registrations
-	topics         map[[16]byte]*Topic           // created or changed topics (working copies)
-	names          map[string][16]byte           // names of the topics created in this delta
-	created        map[[16]byte]bool             // topics created in this delta
-	deleted        map[[16]byte]*Topic           // topics of the base deleted in this delta
-	changedParts   map[[16]byte]map[int32]bool
+	features       map[string]int16                     // changed features; level 0 = removed
+	brokers        map[int32]*BrokerRegistration        // changed registrations
+	topics         map[[16]byte]*Topic                  // created or changed topics: as in the base until Apply, then as in the new image
+	names          map[string][16]byte                  // names of the topics created in this delta
+	created        map[[16]byte]bool                    // topics created in this delta
+	deleted        map[[16]byte]*Topic                  // topics of the base deleted in this delta
+	changedParts   map[[16]byte]map[int32]*Partition    // partitions created or changed, as they are now
 	configs        map[ConfigResource]map[string]string // changed resources (working copies)
 	nextProducerID *int64
 	scram          map[string]map[int8]sasl.ScramCredential // users whose credentials changed (working copies)
@@ -72,7 +72,7 @@ func NewDelta(base *Image) *Delta {
 		names:        map[string][16]byte{},
 		created:      map[[16]byte]bool{},
 		deleted:      map[[16]byte]*Topic{},
-		changedParts: map[[16]byte]map[int32]bool{},
+		changedParts: map[[16]byte]map[int32]*Partition{},
 		configs:      map[ConfigResource]map[string]string{},
 		scram:        map[string]map[int8]sasl.ScramCredential{},
 		acls:         map[[16]byte]*acl.Binding{},
@@ -214,27 +214,34 @@ func (d *Delta) topicByName(name string) *Topic {
 	return nil
 }
 
-// mutableTopic returns the delta's own copy of a live topic.
-func (d *Delta) mutableTopic(id [16]byte) (*Topic, error) {
-	if t, ok := d.topics[id]; ok {
-		return t, nil
-	}
+// changingTopic returns a live topic whose partitions the delta is about
+// to change, noting it among the changed topics. Its partitions stay as in
+// the base until Apply: the changes collect in changedParts.
+func (d *Delta) changingTopic(id [16]byte) (*Topic, error) {
 	t := d.topic(id)
 	if t == nil {
 		return nil, fmt.Errorf("unknown topic id %x", id)
 	}
-	c := &Topic{Name: t.Name, ID: t.ID, Partitions: maps.Clone(t.Partitions)}
-	d.topics[id] = c
-	return c, nil
+	d.topics[id] = t
+	return t, nil
 }
 
-func (d *Delta) markPartition(id [16]byte, p int32) {
+// partition returns a partition of a live topic as of the records replayed
+// so far, nil if it has none.
+func (d *Delta) partition(t *Topic, p int32) *Partition {
+	if cur, ok := d.changedParts[t.ID][p]; ok {
+		return cur
+	}
+	return t.Partition(p)
+}
+
+func (d *Delta) setPartition(id [16]byte, p int32, part *Partition) {
 	m := d.changedParts[id]
 	if m == nil {
-		m = map[int32]bool{}
+		m = map[int32]*Partition{}
 		d.changedParts[id] = m
 	}
-	m[p] = true
+	m[p] = part
 }
 
 func (d *Delta) replayTopic(r *TopicRecord) error {
@@ -244,33 +251,30 @@ func (d *Delta) replayTopic(r *TopicRecord) error {
 	if d.topicByName(r.Name) != nil {
 		return fmt.Errorf("topic %q already exists", r.Name)
 	}
-	d.topics[r.TopicID] = &Topic{Name: r.Name, ID: r.TopicID, Partitions: map[int32]*Partition{}}
+	d.topics[r.TopicID] = &Topic{Name: r.Name, ID: r.TopicID}
 	d.created[r.TopicID] = true
 	d.names[r.Name] = r.TopicID
 	return nil
 }
 
 func (d *Delta) replayPartition(r *PartitionRecord) error {
-	t, err := d.mutableTopic(r.TopicID)
-	if err != nil {
+	if _, err := d.changingTopic(r.TopicID); err != nil {
 		return fmt.Errorf("partition %d: %w", r.PartitionID, err)
 	}
-	t.Partitions[r.PartitionID] = partitionFromRecord(r)
-	d.markPartition(r.TopicID, r.PartitionID)
+	d.setPartition(r.TopicID, r.PartitionID, partitionFromRecord(r))
 	return nil
 }
 
 func (d *Delta) replayPartitionChange(r *PartitionChangeRecord) error {
-	t, err := d.mutableTopic(r.TopicID)
+	t, err := d.changingTopic(r.TopicID)
 	if err != nil {
 		return fmt.Errorf("partition change %d: %w", r.PartitionID, err)
 	}
-	p, ok := t.Partitions[r.PartitionID]
-	if !ok {
+	p := d.partition(t, r.PartitionID)
+	if p == nil {
 		return fmt.Errorf("partition change: unknown partition %s-%d", t.Name, r.PartitionID)
 	}
-	t.Partitions[r.PartitionID] = p.merge(r)
-	d.markPartition(r.TopicID, r.PartitionID)
+	d.setPartition(r.TopicID, r.PartitionID, p.merge(r))
 	return nil
 }
 
@@ -479,6 +483,14 @@ func (d *Delta) Apply() *Image {
 		names := make([]pmap.Entry[string, *Topic], 0, len(d.topics))
 		ids := make([]pmap.Entry[[16]byte, *Topic], 0, len(d.topics))
 		for id, t := range d.topics {
+			if parts := d.changedParts[id]; len(parts) > 0 {
+				entries := make([]pmap.Entry[int32, *Partition], 0, len(parts))
+				for p, part := range parts {
+					entries = append(entries, pmap.Entry[int32, *Partition]{Key: p, Value: part})
+				}
+				t = &Topic{Name: t.Name, ID: t.ID, partitions: t.partitions.SetMany(entries)}
+				d.topics[id] = t
+			}
 			names = append(names, pmap.Entry[string, *Topic]{Key: t.Name, Value: t})
 			ids = append(ids, pmap.Entry[[16]byte, *Topic]{Key: id, Value: t})
 		}
@@ -549,10 +561,10 @@ func (d *Delta) ChangedPartitions() []PartitionChange {
 		if !d.created[id] {
 			prev = d.base.Topics.TopicByID(id)
 		}
-		for p := range parts {
-			c := PartitionChange{TopicName: t.Name, TopicID: id, Partition: p, Current: t.Partitions[p]}
+		for p, cur := range parts {
+			c := PartitionChange{TopicName: t.Name, TopicID: id, Partition: p, Current: cur}
 			if prev != nil {
-				c.Previous = prev.Partitions[p]
+				c.Previous = prev.Partition(p)
 			}
 			out = append(out, c)
 		}

@@ -59,7 +59,7 @@ func TestDeltaReplay(t *testing.T) {
 				t.Fatalf("offset/epoch/mv = %d/%d/%d", img.Offset, img.Epoch, img.MetadataVersion())
 			}
 			top := img.Topics.Topic("orders")
-			if top == nil || img.Topics.TopicByID(orders) != top || top.NumPartitions() != 2 || top.Partitions[1].Leader != 1 {
+			if top == nil || img.Topics.TopicByID(orders) != top || top.NumPartitions() != 2 || top.Partition(1).Leader != 1 {
 				t.Fatalf("topic = %+v", top)
 			}
 			if img.TopicConfigs("orders")["cleanup.policy"] != "compact" {
@@ -93,7 +93,7 @@ func TestDeltaReplay(t *testing.T) {
 			}()},
 		},
 		check: func(t *testing.T, img *Image, d *Delta) {
-			p := img.Topics.TopicByID(orders).Partitions[0]
+			p := img.Topics.TopicByID(orders).Partition(0)
 			if p.Leader != 2 || p.LeaderEpoch != 1 || p.PartitionEpoch != 2 || !slices.Equal(p.ISR, []int32{1, 2}) || !slices.Equal(p.Replicas, []int32{1, 2, 3}) {
 				t.Fatalf("partition = %+v", p)
 			}
@@ -254,7 +254,7 @@ func TestImagesAreImmutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := *base.Topics.TopicByID(orders).Partitions[0]
+	before := *base.Topics.TopicByID(orders).Partition(0)
 	d := NewDelta(base)
 	change := NewPartitionChangeRecord(orders, 0)
 	change.Leader = NoLeader
@@ -265,13 +265,13 @@ func TestImagesAreImmutable(t *testing.T) {
 		}
 	}
 	next := d.Apply()
-	if got := *base.Topics.TopicByID(orders).Partitions[0]; !reflect.DeepEqual(got, before) || base.Topics.TopicByID(orders).NumPartitions() != 1 {
+	if got := *base.Topics.TopicByID(orders).Partition(0); !reflect.DeepEqual(got, before) || base.Topics.TopicByID(orders).NumPartitions() != 1 {
 		t.Fatalf("base partition changed: %+v", got)
 	}
 	if base.Brokers[1].Fenced || base.TopicConfigs("orders")["a"] != "1" || base.Offset != 3 {
 		t.Fatal("base image changed")
 	}
-	if next.Topics.TopicByID(orders).Partitions[0].Leader != NoLeader || next.Topics.Topic("orders").NumPartitions() != 2 ||
+	if next.Topics.TopicByID(orders).Partition(0).Leader != NoLeader || next.Topics.Topic("orders").NumPartitions() != 2 ||
 		!next.Brokers[1].Fenced || next.TopicConfigs("orders")["a"] != "2" || next.Offset != 13 {
 		t.Fatalf("next image wrong: %+v", next)
 	}
@@ -332,5 +332,65 @@ func TestLoaderPublishes(t *testing.T) {
 	l.AddPublisher(late)
 	if len(late.images) != 1 || late.images[0] != img || !slices.Equal(late.created[0], []string{"a"}) {
 		t.Fatalf("late publisher saw %d images, created %v", len(late.images), late.created)
+	}
+}
+
+// TestCommitSharesUntouchedTopicsAndPartitions checks what makes a commit
+// cost O(changed): the new image holds the very same *Topic of every topic
+// the delta did not touch, and the same *Partition of every partition it
+// did not change, while partitions changed twice in one delta end as the
+// last record says and the base keeps its own.
+func TestCommitSharesUntouchedTopicsAndPartitions(t *testing.T) {
+	var recs []Record
+	for i := range 50 {
+		id := uuidOf(byte(i + 1))
+		recs = append(recs, &TopicRecord{Name: "t" + strings.Repeat("x", i), TopicID: id})
+		for p := range int32(20) {
+			recs = append(recs, partRec(id, p, 1, 2))
+		}
+	}
+	base, _, err := replayAll(t, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := uuidOf(7)
+	first := NewPartitionChangeRecord(target, 3)
+	first.Leader = 2
+	second := NewPartitionChangeRecord(target, 3)
+	second.ISR = []int32{2}
+	d := NewDelta(base)
+	if err := d.ReplayBatch(Batch{BaseOffset: 2000, LastOffset: 2002, Epoch: 2,
+		Records: []Record{first, second, partRec(target, 20, 2, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	next := d.Apply()
+	for name, old := range base.Topics.All() {
+		cur := next.Topics.Topic(name)
+		if old.ID != target {
+			if cur != old || next.Topics.TopicByID(old.ID) != old {
+				t.Fatalf("untouched topic %s was copied", name)
+			}
+			continue
+		}
+		if cur == old || cur.NumPartitions() != 21 || old.NumPartitions() != 20 {
+			t.Fatalf("changed topic: %d partitions, base %d", cur.NumPartitions(), old.NumPartitions())
+		}
+		for p, part := range old.Partitions() {
+			if p != 3 && cur.Partition(p) != part {
+				t.Fatalf("unchanged partition %d was copied", p)
+			}
+		}
+		got, was := cur.Partition(3), old.Partition(3)
+		if got.Leader != 2 || got.LeaderEpoch != 1 || got.PartitionEpoch != 2 || !slices.Equal(got.ISR, []int32{2}) {
+			t.Fatalf("partition 3 after two changes: %+v", got)
+		}
+		if was.Leader != 1 || was.PartitionEpoch != 0 || !slices.Equal(was.ISR, []int32{1, 2}) {
+			t.Fatalf("base partition 3 changed: %+v", was)
+		}
+	}
+	changes := d.ChangedPartitions()
+	if len(changes) != 2 || changes[0].Partition != 3 || changes[0].Current != next.Topics.TopicByID(target).Partition(3) ||
+		changes[0].Previous != base.Topics.TopicByID(target).Partition(3) || changes[1].Partition != 20 || changes[1].Previous != nil {
+		t.Fatalf("changed partitions: %+v", changes)
 	}
 }

@@ -183,15 +183,37 @@ func (ti *TopicsImage) Names() iter.Seq[string] {
 	return ti.byName.Keys()
 }
 
-// Topic is one topic and its partitions.
+// Topic is one topic and its partitions. Like the image, a Topic is
+// immutable; its partitions are a persistent map, so a commit that changes
+// one partition of a big topic copies a path of that map, not the topic.
 type Topic struct {
 	Name       string
 	ID         [16]byte
-	Partitions map[int32]*Partition
+	partitions pmap.Map[int32, *Partition, pmap.Ordered[int32]]
+}
+
+// NewTopic returns a topic with the given partitions, for tests and tools
+// that build an image by hand.
+func NewTopic(name string, id [16]byte, partitions map[int32]*Partition) *Topic {
+	t := &Topic{Name: name, ID: id}
+	for p, part := range partitions {
+		t.partitions = t.partitions.Set(p, part)
+	}
+	return t
+}
+
+// Partition returns a partition by id, nil if the topic has no such
+// partition. Callers must not modify it.
+func (t *Topic) Partition(id int32) *Partition {
+	p, _ := t.partitions.Get(id)
+	return p
 }
 
 // NumPartitions returns the number of partitions.
-func (t *Topic) NumPartitions() int { return len(t.Partitions) }
+func (t *Topic) NumPartitions() int { return t.partitions.Len() }
+
+// Partitions returns the partitions in id order.
+func (t *Topic) Partitions() iter.Seq2[int32, *Partition] { return t.partitions.All() }
 
 // Partition is one partition's replica assignment and leadership
 // (Kafka's PartitionRegistration).

@@ -115,8 +115,8 @@ func registrationRecord(b *BrokerRegistration) *RegisterBrokerRecord {
 func appendTopicRecords(out []Record, topics *TopicsImage) []Record {
 	for _, t := range topics.All() {
 		out = append(out, &TopicRecord{Name: t.Name, TopicID: t.ID})
-		for _, id := range slices.Sorted(maps.Keys(t.Partitions)) {
-			out = append(out, partitionRecord(t.ID, id, t.Partitions[id]))
+		for id, p := range t.Partitions() {
+			out = append(out, partitionRecord(t.ID, id, p))
 		}
 	}
 	return out

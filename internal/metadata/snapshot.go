@@ -103,22 +103,25 @@ func diffTopics(d *Delta, old, next *TopicsImage) {
 			d.topics[id] = t
 			d.created[id] = true
 			d.names[t.Name] = id
-			parts := make(map[int32]bool, len(t.Partitions))
-			for p := range t.Partitions {
-				parts[p] = true
+			parts := make(map[int32]*Partition, t.NumPartitions())
+			for p, cur := range t.Partitions() {
+				parts[p] = cur
 			}
 			d.changedParts[id] = parts
 			continue
 		}
+		if prev == t {
+			continue // topics are immutable: the same one has not changed
+		}
 		// Partitions are never removed from a topic (Kafka can only add
 		// them), so only new and changed ones need reporting.
-		var parts map[int32]bool
-		for p, cur := range t.Partitions {
-			if !samePartition(prev.Partitions[p], cur) {
+		var parts map[int32]*Partition
+		for p, cur := range t.Partitions() {
+			if !samePartition(prev.Partition(p), cur) {
 				if parts == nil {
-					parts = map[int32]bool{}
+					parts = map[int32]*Partition{}
 				}
-				parts[p] = true
+				parts[p] = cur
 			}
 		}
 		if parts != nil {

@@ -100,7 +100,7 @@ func (m *Manager) reconcileAll(img *metadata.Image) {
 			m.cfg.Logger.Error("resolve topic config", "topic", t.Name, "err", err)
 			continue
 		}
-		for id, p := range t.Partitions {
+		for id, p := range t.Partitions() {
 			if !contains(p.Replicas, m.cfg.NodeID) {
 				continue
 			}
@@ -212,7 +212,7 @@ func (m *Manager) Leader(topic string, p int32) (*partition.Partition, error) {
 	if t == nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	if _, ok := t.Partitions[p]; !ok {
+	if t.Partition(p) == nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	m.mu.RLock()

@@ -41,7 +41,7 @@ func (m *Manager) brokerConfigsChanged(delta *metadata.Delta) bool {
 // applyDelta hosts, updates and removes the partitions the delta touched.
 func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 	for _, t := range delta.DeletedTopics() {
-		for id := range t.Partitions {
+		for id := range t.Partitions() {
 			tp := log.TopicPartition{Topic: t.Name, Partition: id}
 			// A topic recreated under the same name is handled by host.
 			if part, ok := m.Hosted(tp); ok && part.TopicID == t.ID {
@@ -92,7 +92,7 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		if !ok {
 			continue
 		}
-		for id, p := range t.Partitions {
+		for id, p := range t.Partitions() {
 			tp := log.TopicPartition{Topic: t.Name, Partition: id}
 			if _, hosted := m.Hosted(tp); hosted {
 				if err := m.host(tp, t.ID, cfg, p); err != nil {

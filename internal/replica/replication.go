@@ -278,7 +278,7 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 	for _, p := range parts {
 		p.SetHooks(m.hooks())
 		if t := img.Topics.TopicByID(p.TopicID); t != nil {
-			if mp, ok := t.Partitions[p.TopicPartition.Partition]; ok && mp.Leader >= 0 && mp.Leader != m.cfg.NodeID {
+			if mp := t.Partition(p.TopicPartition.Partition); mp != nil && mp.Leader >= 0 && mp.Leader != m.cfg.NodeID {
 				m.follow(p, mp.Leader)
 			}
 		}

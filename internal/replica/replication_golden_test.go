@@ -230,8 +230,8 @@ func (c *goldenCluster) meta() (*metadata.Partition, bool) {
 	if t == nil {
 		return nil, false
 	}
-	p, ok := t.Partitions[0]
-	return p, ok
+	p := t.Partition(0)
+	return p, p != nil
 }
 
 // become publishes the controller's decision to the brokers that are up;

@@ -38,7 +38,7 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 			}
 			out := make(group.Topics, img.Topics.Len())
 			for name, t := range img.Topics.All() {
-				out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
+				out[name] = group.TopicInfo{ID: t.ID, Partitions: int32(t.NumPartitions())}
 			}
 			return out
 		},

@@ -41,7 +41,7 @@ func (s *Server) metricsState() metrics.State {
 		img = s.controller.Image()
 		st.GlobalTopicCount = img.Topics.Len()
 		for _, t := range img.Topics.All() {
-			for _, p := range t.Partitions {
+			for _, p := range t.Partitions() {
 				st.GlobalPartitionCount++
 				if p.Leader < 0 {
 					st.OfflinePartitionsCount++

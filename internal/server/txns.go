@@ -65,8 +65,8 @@ func (s *Server) newTxnCoordinator() (*coordinator.Runtime, *txnmarker.Sender) {
 // offsetsPartitions is the partition count of __consumer_offsets (what
 // AddOffsetsToTxn hashes a group over): its actual count once created.
 func (s *Server) offsetsPartitions() int32 {
-	if t := s.replica.Image().Topics.Topic(handlers.OffsetsTopic); t != nil && len(t.Partitions) > 0 {
-		return int32(len(t.Partitions))
+	if t := s.replica.Image().Topics.Topic(handlers.OffsetsTopic); t != nil && t.NumPartitions() > 0 {
+		return int32(t.NumPartitions())
 	}
 	return s.cfg.OffsetsTopicNumPartitions
 }

@@ -198,7 +198,7 @@ func (s *Sender) dispatch(ctx context.Context, now time.Time, inFlight map[int32
 		t := img.Topics.Topic(e.tp.Topic)
 		var p *metadata.Partition
 		if t != nil {
-			p = t.Partitions[e.tp.Partition]
+			p = t.Partition(e.tp.Partition)
 		}
 		switch {
 		case p == nil:
@@ -273,7 +273,7 @@ func leads(t *metadata.Topic, partition, node int32) bool {
 	if t == nil {
 		return false
 	}
-	p := t.Partitions[partition]
+	p := t.Partition(partition)
 	return p != nil && p.Leader == node
 }
 

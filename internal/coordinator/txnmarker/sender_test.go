@@ -71,9 +71,9 @@ func startLeader(t *testing.T, f *fakeLeader) *metadata.Image {
 	addr := srv.Addr("PLAINTEXT").(*net.TCPAddr)
 	img := metadata.EmptyImage()
 	img.Brokers[2] = &metadata.BrokerRegistration{ID: 2, Listeners: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: addr.Port}}}
-	img.Topics = metadata.NewTopicsImage(&metadata.Topic{Name: "out", ID: [16]byte{1}, Partitions: map[int32]*metadata.Partition{
+	img.Topics = metadata.NewTopicsImage(metadata.NewTopic("out", [16]byte{1}, map[int32]*metadata.Partition{
 		0: {Leader: 2, Replicas: []int32{2}}, 1: {Leader: 2, Replicas: []int32{2}},
-	}})
+	}))
 	return img
 }
 
@@ -190,7 +190,7 @@ func TestSenderWaitsForLeader(t *testing.T) {
 	var mu sync.Mutex
 	img := base
 	offline := *base
-	offline.Topics = metadata.NewTopicsImage(&metadata.Topic{Name: "out", ID: [16]byte{1}, Partitions: map[int32]*metadata.Partition{0: {Leader: -1}}})
+	offline.Topics = metadata.NewTopicsImage(metadata.NewTopic("out", [16]byte{1}, map[int32]*metadata.Partition{0: {Leader: -1}}))
 	img = &offline
 	reports := make(chan report, 4)
 	s := New(Config{
@@ -224,7 +224,7 @@ func TestSenderDropsMovedCoordinator(t *testing.T) {
 	img := *base
 	img.Topics = metadata.NewTopicsImage(
 		base.Topics.Topic("out"),
-		&metadata.Topic{Name: "state", ID: [16]byte{2}, Partitions: map[int32]*metadata.Partition{0: {Leader: 1}, 1: {Leader: 3}}},
+		metadata.NewTopic("state", [16]byte{2}, map[int32]*metadata.Partition{0: {Leader: 1}, 1: {Leader: 3}}),
 	)
 	reports := make(chan report, 4)
 	s := New(Config{
