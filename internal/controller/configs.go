@@ -139,7 +139,7 @@ func (c *Controller) incrementalAlterResource(img *metadata.Image, res *kmsg.Inc
 	if e := c.checkResourceKind(resource); e.err != nil {
 		return nil, e
 	}
-	current := img.Configs[resource]
+	current := img.Configs(resource)
 	var changes []configChange
 	for _, cfg := range res.Configs {
 		var newValue *string
@@ -187,7 +187,7 @@ func (c *Controller) alterResource(img *metadata.Image, res *kmsg.AlterConfigsRe
 	if e := c.checkResourceKind(resource); e.err != nil {
 		return nil, e
 	}
-	current := img.Configs[resource]
+	current := img.Configs(resource)
 	var changes []configChange
 	for _, cfg := range res.Configs {
 		changes = append(changes, configChange{name: cfg.Name, value: cfg.Value})

@@ -56,7 +56,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		t.Fatalf("topic configs = %v, want %v", got, want)
 	}
 	if img.ClusterConfigs()["log.retention.ms"] != "7" || img.BrokerConfigs(1)["log.cleaner.threads"] != "2" {
-		t.Fatalf("broker configs = %v", img.Configs)
+		t.Fatalf("broker configs = %v", maps.Collect(img.AllConfigs()))
 	}
 
 	resp = n.incAlter(false, incResource(topic, "t",
@@ -120,7 +120,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	wantErr(t, "other", resp.Resources[1].ErrorCode, resp.Resources[1].ErrorMessage, nil, "<nil>")
 	wantErr(t, "dup 2", resp.Resources[2].ErrorCode, resp.Resources[2].ErrorMessage, kerr.InvalidRequest, "Each resource must appear at most once.")
 	if n.c.Image().ClusterConfigs()["log.retention.ms"] != "9" || n.c.Image().TopicConfigs("t")["retention.ms"] != "200" {
-		t.Fatalf("configs = %v", n.c.Image().Configs)
+		t.Fatalf("configs = %v", maps.Collect(n.c.Image().AllConfigs()))
 	}
 
 	// validate_only answers without writing.

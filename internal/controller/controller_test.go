@@ -178,7 +178,7 @@ func TestBootstrapAndRestart(t *testing.T) {
 	// epoch's leader change batch.
 	n2 := startNode(t, dir, cfg)
 	after := n2.c.Image()
-	if after.Offset != before.Offset || !reflect.DeepEqual(maps.Collect(after.Topics.All()), maps.Collect(before.Topics.All())) || !reflect.DeepEqual(after.Configs, before.Configs) ||
+	if after.Offset != before.Offset || !reflect.DeepEqual(maps.Collect(after.Topics.All()), maps.Collect(before.Topics.All())) || !reflect.DeepEqual(maps.Collect(after.AllConfigs()), maps.Collect(before.AllConfigs())) ||
 		!reflect.DeepEqual(after.Brokers, before.Brokers) || !reflect.DeepEqual(after.Features, before.Features) || after.ClusterID != "test-cluster" {
 		t.Fatalf("replayed state differs:\n%+v\n%+v", after, before)
 	}

@@ -238,15 +238,18 @@ func TestUncleanLeaderElectionConfig(t *testing.T) {
 		{name: "topic over node", topic: "false", node: "true", cluster: "true", static: true, want: false},
 		{name: "topic alone", topic: "TRUE", want: true},
 	} {
-		img := &metadata.Image{Configs: map[metadata.ConfigResource]map[string]string{}}
-		set := func(res metadata.ConfigResource, v string) {
+		d := metadata.NewDelta(metadata.EmptyImage())
+		set := func(typ int8, name, v string) {
 			if v != "" {
-				img.Configs[res] = map[string]string{key: v}
+				if err := d.Replay(0, &metadata.ConfigRecord{ResourceType: typ, ResourceName: name, Name: key, Value: &v}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		set(metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}, tc.topic)
-		set(metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: "1"}, tc.node)
-		set(metadata.ConfigResource{Type: metadata.ConfigResourceBroker}, tc.cluster)
+		set(metadata.ConfigResourceTopic, "t", tc.topic)
+		set(metadata.ConfigResourceBroker, "1", tc.node)
+		set(metadata.ConfigResourceBroker, "", tc.cluster)
+		img := d.Apply()
 		c := &Controller{cfg: Config{NodeID: 1, UncleanLeaderElectionEnable: tc.static}}
 		if got := c.uncleanLeaderElectionEnabled(img, "t"); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

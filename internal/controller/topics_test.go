@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestCreateTopicsSuccess(t *testing.T) {
 		}
 	}
 	if img.TopicConfigs("orders")["retention.ms"] != "1000" || img.TopicConfigs("payments") != nil {
-		t.Fatalf("configs = %v", img.Configs)
+		t.Fatalf("configs = %v", maps.Collect(img.AllConfigs()))
 	}
 }
 

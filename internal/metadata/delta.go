@@ -298,7 +298,15 @@ func (d *Delta) replayRemoveTopic(r *RemoveTopicRecord) error {
 }
 
 func (d *Delta) replayConfig(r *ConfigRecord) {
-	m := workingCopy(d.configs, d.base.Configs, ConfigResource{Type: r.ResourceType, Name: r.ResourceName})
+	res := ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
+	m, ok := d.configs[res]
+	if !ok {
+		m = maps.Clone(d.base.Configs(res))
+		if m == nil {
+			m = map[string]string{}
+		}
+		d.configs[res] = m
+	}
 	if r.Value == nil {
 		delete(m, r.Name)
 	} else {
@@ -497,7 +505,13 @@ func (d *Delta) Apply() *Image {
 		img.Topics = &TopicsImage{byName: byName.SetMany(names), byID: byID.SetMany(ids)}
 	}
 	if len(d.configs) > 0 {
-		img.Configs = withChanges(d.base.Configs, d.configs)
+		for res, m := range d.configs {
+			if len(m) == 0 {
+				img.configs = img.configs.Delete(res)
+			} else {
+				img.configs = img.configs.Set(res, m)
+			}
+		}
 	}
 	if d.nextProducerID != nil {
 		img.NextProducerID = *d.nextProducerID

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func TestDeltaReplay(t *testing.T) {
 				t.Fatalf("topic = %+v", top)
 			}
 			if img.TopicConfigs("orders")["cleanup.policy"] != "compact" {
-				t.Fatalf("configs = %v", img.Configs)
+				t.Fatalf("configs = %v", maps.Collect(img.AllConfigs()))
 			}
 			if b := img.Brokers[1]; b == nil || b.Fenced || b.Epoch != 10 || b.Listeners[0].Port != 9091 {
 				t.Fatalf("broker = %+v", b)
@@ -115,7 +116,7 @@ func TestDeltaReplay(t *testing.T) {
 		},
 		check: func(t *testing.T, img *Image, d *Delta) {
 			if img.Topics.Topic("orders") != nil || img.Topics.TopicByID(orders) != nil || img.TopicConfigs("orders") != nil {
-				t.Fatalf("orders survived: %+v %v", img.Topics, img.Configs)
+				t.Fatalf("orders survived: %v %v", slices.Collect(img.Topics.Names()), maps.Collect(img.AllConfigs()))
 			}
 			if img.Topics.Topic("payments") == nil {
 				t.Fatal("payments lost")
@@ -123,7 +124,7 @@ func TestDeltaReplay(t *testing.T) {
 			if del := d.DeletedTopics(); len(del) != 1 || del[0].Name != "orders" || del[0].NumPartitions() != 1 {
 				t.Fatalf("deleted = %+v", del)
 			}
-			if _, ok := img.Configs[ConfigResource{ConfigResourceTopic, "orders"}]; ok {
+			if img.Configs(ConfigResource{ConfigResourceTopic, "orders"}) != nil {
 				t.Fatal("config entry kept")
 			}
 		},
@@ -152,7 +153,7 @@ func TestDeltaReplay(t *testing.T) {
 		},
 		check: func(t *testing.T, img *Image, d *Delta) {
 			if img.ClusterConfigs()["log.retention.ms"] != "6" || img.BrokerConfigs(1) != nil {
-				t.Fatalf("configs = %v", img.Configs)
+				t.Fatalf("configs = %v", maps.Collect(img.AllConfigs()))
 			}
 		},
 	}, {

@@ -27,9 +27,10 @@ type Image struct {
 	Features map[string]int16
 	Brokers  map[int32]*BrokerRegistration
 	Topics   *TopicsImage
-	// Configs holds the dynamic configs (ConfigRecords) per resource. A
-	// resource without configs has no entry.
-	Configs map[ConfigResource]map[string]string
+	// configs holds the dynamic configs (ConfigRecords) per resource, in a
+	// persistent map since topics' configs grow with the topics. A resource
+	// without configs has no entry.
+	configs pmap.Map[ConfigResource, map[string]string, resourceOrder]
 	// NextProducerID is the first producer id of the next block the
 	// controller will hand out (ProducerIdsRecord).
 	NextProducerID int64
@@ -55,7 +56,6 @@ func EmptyImage() *Image {
 		Features: map[string]int16{},
 		Brokers:  map[int32]*BrokerRegistration{},
 		Topics:   NewTopicsImage(),
-		Configs:  map[ConfigResource]map[string]string{},
 		Scram:    map[string]map[int8]sasl.ScramCredential{},
 		ACLs:     map[[16]byte]acl.Binding{},
 
@@ -69,21 +69,34 @@ func (img *Image) IsEmpty() bool { return img.Offset < 0 }
 // MetadataVersion returns the finalized metadata.version level, 0 if unset.
 func (img *Image) MetadataVersion() int16 { return img.Features[MetadataVersionFeature] }
 
+// Configs returns the dynamic configs of a resource (nil if none). Callers
+// must not modify the map.
+func (img *Image) Configs(resource ConfigResource) map[string]string {
+	m, _ := img.configs.Get(resource)
+	return m
+}
+
+// AllConfigs returns every resource's dynamic configs, by type and name.
+// Callers must not modify the maps.
+func (img *Image) AllConfigs() iter.Seq2[ConfigResource, map[string]string] {
+	return img.configs.All()
+}
+
 // TopicConfigs returns a topic's dynamic configs (nil if none). Callers must
 // not modify the map.
 func (img *Image) TopicConfigs(topic string) map[string]string {
-	return img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: topic}]
+	return img.Configs(ConfigResource{Type: ConfigResourceTopic, Name: topic})
 }
 
 // BrokerConfigs returns the dynamic configs of one broker (nil if none);
 // ClusterConfigs returns the cluster-wide defaults.
 func (img *Image) BrokerConfigs(id int32) map[string]string {
-	return img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: strconv.Itoa(int(id))}]
+	return img.Configs(ConfigResource{Type: ConfigResourceBroker, Name: strconv.Itoa(int(id))})
 }
 
 // ClusterConfigs returns the cluster-wide dynamic broker configs (nil if none).
 func (img *Image) ClusterConfigs() map[string]string {
-	return img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: ""}]
+	return img.Configs(ConfigResource{Type: ConfigResourceBroker, Name: ""})
 }
 
 // ScramCredential returns a user's credential for a SCRAM mechanism named
@@ -114,6 +127,11 @@ type ConfigResource struct {
 	Type int8 // ConfigResourceTopic or ConfigResourceBroker
 	Name string
 }
+
+// resourceOrder orders config resources by type, then name.
+type resourceOrder struct{}
+
+func (resourceOrder) Compare(a, b ConfigResource) int { return compareResources(a, b) }
 
 // TopicsImage indexes the topics by name and by id; both indexes hold the
 // same *Topic values. The indexes are persistent maps (package pmap): the

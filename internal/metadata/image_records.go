@@ -3,6 +3,7 @@ package metadata
 import (
 	"bytes"
 	"cmp"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -26,7 +27,7 @@ func (img *Image) Records() []Record {
 		out = append(out, registrationRecord(img.Brokers[id]))
 	}
 	out = appendTopicRecords(out, img.Topics)
-	out = appendConfigRecords(out, img.Configs)
+	out = appendConfigRecords(out, img.AllConfigs())
 	out = appendClientQuotaRecords(out, img.ClientQuotas)
 	if img.NextProducerID > 0 {
 		// Which broker got the last block is not part of the image; Kafka's
@@ -152,10 +153,8 @@ func partitionRecord(topicID [16]byte, id int32, p *Partition) *PartitionRecord 
 	}
 }
 
-func appendConfigRecords(out []Record, configs map[ConfigResource]map[string]string) []Record {
-	resources := slices.SortedFunc(maps.Keys(configs), compareResources)
-	for _, res := range resources {
-		m := configs[res]
+func appendConfigRecords(out []Record, configs iter.Seq2[ConfigResource, map[string]string]) []Record {
+	for res, m := range configs {
 		for _, name := range slices.Sorted(maps.Keys(m)) {
 			value := m[name]
 			out = append(out, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: name, Value: &value})

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"reflect"
 	"testing"
+
+	"gregor/internal/pmap"
 )
 
 // historyBatches is a metadata log that uses every record kind the image
@@ -153,11 +155,13 @@ func sameState(t *testing.T, what string, got, want *Image) {
 	t.Helper()
 	g, w := *got, *want
 	g.Offset, g.Epoch, w.Offset, w.Epoch = 0, 0, 0, 0
-	// The topic indexes are trees whose shape depends on the order of
-	// their updates: compare what they hold.
+	// The topic indexes and the configs are trees whose shape depends on
+	// the order of their updates: compare what they hold.
 	g.Topics, w.Topics = nil, nil
+	g.configs, w.configs = pmap.Map[ConfigResource, map[string]string, resourceOrder]{}, pmap.Map[ConfigResource, map[string]string, resourceOrder]{}
 	if !reflect.DeepEqual(&g, &w) || !reflect.DeepEqual(maps.Collect(got.Topics.All()), maps.Collect(want.Topics.All())) ||
-		!reflect.DeepEqual(topicsByID(got.Topics), topicsByID(want.Topics)) {
+		!reflect.DeepEqual(topicsByID(got.Topics), topicsByID(want.Topics)) ||
+		!reflect.DeepEqual(maps.Collect(got.AllConfigs()), maps.Collect(want.AllConfigs())) {
 		t.Fatalf("%s: images differ\n got %s\nwant %s", what, describe(&g), describe(&w))
 	}
 }

@@ -51,7 +51,7 @@ func imageDiff(old, next *Image) *Delta {
 		}
 	}
 	diffTopics(d, old.Topics, next.Topics)
-	diffNested(d.configs, old.Configs, next.Configs)
+	diffNested(d.configs, maps.Collect(old.AllConfigs()), maps.Collect(next.AllConfigs()))
 	if next.NextProducerID != old.NextProducerID {
 		nextProducerID := next.NextProducerID
 		d.nextProducerID = &nextProducerID
