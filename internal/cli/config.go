@@ -307,7 +307,7 @@ func firstAlterErr(resps kadm.AlterConfigsResponses) error {
 			if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
 				return r.Err
 			}
-			return fmt.Errorf("%w%s", r.Err, errDetail(r.ErrMessage, r.Err))
+			return withBrokerMessage(r.Err, r.ErrMessage)
 		}
 	}
 	return nil
