@@ -218,23 +218,7 @@ func TestClusterACLsSurvive(t *testing.T) {
 		t.Fatalf("mallory produces to guarded: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 
-	var leader int32
-	c.eventually("quorum leader", 20*time.Second, func() (err error) {
-		leader, err = c.quorumLeader()
-		return err
-	})
-	c.controller(leader).kill9()
-	t.Logf("killed active controller %d", leader)
-	c.eventually("a new quorum leader", 30*time.Second, func() error {
-		l, err := c.quorumLeader()
-		if err != nil {
-			return err
-		}
-		if l == leader {
-			return fmt.Errorf("leader still %d", l)
-		}
-		return nil
-	})
+	c.failOverController(30 * time.Second)
 	c.everyBroker("the ACLs on every broker after the failover", acls, asked, before)
 
 	// A new ACL, through the new controller.

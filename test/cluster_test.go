@@ -570,24 +570,7 @@ func clusterControllerFailover(t *testing.T, c *cluster) {
 	produceSome(t, cl, "before", 60)
 	before := c.sameImages()
 
-	var leader int32
-	c.eventually("quorum leader", 20*time.Second, func() (err error) {
-		leader, err = c.quorumLeader()
-		return err
-	})
-	c.controller(leader).kill9()
-	t.Logf("killed active controller %d", leader)
-
-	c.eventually("a new quorum leader", 20*time.Second, func() error {
-		l, err := c.quorumLeader()
-		if err != nil {
-			return err
-		}
-		if l == leader {
-			return fmt.Errorf("leader still %d", l)
-		}
-		return nil
-	})
+	leader := c.failOverController(20 * time.Second)
 	c.createTopic("after", 3)
 	produceSome(t, cl, "after", 30)
 	c.consumeCount("before", 60)
@@ -796,6 +779,24 @@ func (c *cluster) killActiveController() int32 {
 	c.controller(leader).kill9()
 	c.t.Logf("killed controller %d, the active one", leader)
 	return leader
+}
+
+// failOverController kills the active controller with kill -9 and waits
+// until another one leads the quorum; it returns the killed one's id.
+func (c *cluster) failOverController(within time.Duration) int32 {
+	c.t.Helper()
+	killed := c.killActiveController()
+	c.eventually("a new quorum leader", within, func() error {
+		l, err := c.quorumLeader()
+		if err != nil {
+			return err
+		}
+		if l == killed {
+			return fmt.Errorf("leader still %d", l)
+		}
+		return nil
+	})
+	return killed
 }
 
 // proxy forwards TCP connections to a target until cut.

@@ -7,20 +7,29 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"gregor/internal/cli"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "gregor",
-		Short:         "Gregor: Apache Kafka's design in one Go binary",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(newServerCommand())
-	root.AddCommand(newToolCommands()...)
-	root.AddCommand(newStorageCommand())
-	if err := root.Execute(); err != nil {
+	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gregor:", err)
 		os.Exit(1)
 	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gregor",
+		Short:         "Gregor: Apache Kafka's design in one Go binary",
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	// kafka-topics --list habits: `gregor topic --list` names `gregor topic list`.
+	root.SetFlagErrorFunc(cli.HintFlagError)
+	root.AddCommand(newServerCommand())
+	root.AddCommand(newToolCommands()...)
+	root.AddCommand(newStorageCommand())
+	return root
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +38,7 @@ func newStorageCommand() *cobra.Command {
 		clusterID, configFile string
 		overrides, addScram   []string
 		ignoreFormatted       bool
+		standalone            bool
 	)
 	format := &cobra.Command{
 		Use:   "format --cluster-id ID --config FILE",
@@ -53,6 +55,11 @@ func newStorageCommand() *cobra.Command {
 			}
 			for _, w := range warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
+			if standalone {
+				if err := checkStandalone(cfg); err != nil {
+					return err
+				}
 			}
 			bootstrap, err := bootstrapRecords(addScram)
 			if err != nil {
@@ -72,19 +79,50 @@ func newStorageCommand() *cobra.Command {
 			for _, d := range formatted {
 				fmt.Fprintf(cmd.OutOrStdout(), "Formatting %s with cluster.id %s and node.id %d\n", d, clusterID, cfg.NodeID)
 			}
+			if err == nil && standalone {
+				v := cfg.ControllerQuorumVoters[0]
+				fmt.Fprintf(cmd.OutOrStdout(), "Node %d at %s is the only voter of the metadata quorum\n", v.ID, v.Addr())
+			}
 			return err
 		},
 	}
-	format.Flags().StringVarP(&clusterID, "cluster-id", "t", "", "the cluster id (from `gregor storage random-uuid`), the same on every node")
+	// A back-quoted word in a usage string is pflag's name for the value.
+	format.Flags().StringVarP(&clusterID, "cluster-id", "t", "", "the cluster `ID` (from gregor storage random-uuid), the same on every node")
 	format.Flags().StringVarP(&configFile, "config", "c", "", "the node's server.properties")
 	format.Flags().StringArrayVar(&overrides, "override", nil, "a config override key=value (repeatable)")
 	format.Flags().BoolVarP(&ignoreFormatted, "ignore-formatted", "g", false, "skip directories already formatted with the same ids")
 	format.Flags().StringArrayVarP(&addScram, "add-scram", "S", nil,
 		"a SCRAM credential for the new cluster (repeatable), e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]' or\n"+
 			"'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'")
+	format.Flags().BoolVarP(&standalone, "standalone", "s", false,
+		"format a controller as the only voter of its metadata quorum (Kafka 4.0's single-node quorum); the config must name no other voter")
 	format.MarkFlagRequired("cluster-id")
 	cmd.AddCommand(format)
 	return cmd
+}
+
+// checkStandalone is `storage format --standalone`: in Kafka 4.0 it starts
+// a dynamic (KIP-853) quorum with this controller as its only voter.
+// Gregor's quorum is static, always the voters its configuration resolves
+// (controller.quorum.voters, or for a controller given neither voters nor
+// more than its own bootstrap server, itself alone), so --standalone holds
+// only where that set is exactly this node, and fails naming the setting
+// that makes it otherwise.
+func checkStandalone(cfg *config.Broker) error {
+	if !cfg.HasRole("controller") {
+		return fmt.Errorf("--standalone formats a controller as the only voter of its quorum, but process.roles=%s has no controller role",
+			strings.Join(cfg.ProcessRoles, ","))
+	}
+	voters := cfg.ControllerQuorumVoters
+	if len(voters) == 1 && voters[0].ID == cfg.NodeID {
+		return nil
+	}
+	names := make([]string, len(voters))
+	for i, v := range voters {
+		names[i] = v.String()
+	}
+	return fmt.Errorf("--standalone makes node %d the only voter, but controller.quorum.voters=%s; Gregor's quorum is static: "+
+		"format each node without --standalone, with the same controller.quorum.voters", cfg.NodeID, strings.Join(names, ","))
 }
 
 // bootstrapRecords is the metadata a new cluster starts with, as

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
 	"gregor/internal/server"
@@ -112,5 +115,121 @@ func TestFormatAddScram(t *testing.T) {
 	after, _ := os.ReadFile(filepath.Join(dir, "bootstrap.checkpoint"))
 	if !bytes.Equal(before, after) {
 		t.Fatal("formatting a formatted directory rewrote its bootstrap.checkpoint")
+	}
+}
+
+// TestFormatStandalone: `storage format --standalone`, as Kafka 4.0's
+// quick start runs it on a controller configured with only its own
+// bootstrap server, formats a node that then starts as the single voter;
+// where the configuration names other voters, or the node is no
+// controller, it fails before writing anything.
+func TestFormatStandalone(t *testing.T) {
+	dir := t.TempDir()
+	overrides := []string{
+		"process.roles=broker,controller",
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"controller.listener.names=CONTROLLER",
+		"controller.quorum.bootstrap.servers=127.0.0.1:0", // Kafka 4.0's config/server.properties, no voters
+		"log.dirs=" + dir,
+		"gregor.http.listen=",
+	}
+	args := func(extra ...string) []string {
+		out := []string{"format", "--cluster-id", server.RandomUUID()}
+		for _, o := range append(append([]string{}, overrides...), extra...) {
+			out = append(out, "--override", o)
+		}
+		return out
+	}
+
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"other voters", []string{"controller.quorum.voters=1@127.0.0.1:0,2@127.0.0.1:1,3@127.0.0.1:2"},
+			"--standalone makes node 1 the only voter, but controller.quorum.voters=1@127.0.0.1:0,2@127.0.0.1:1,3@127.0.0.1:2; Gregor's quorum is static"},
+		{"broker only", []string{"process.roles=broker", "listeners=PLAINTEXT://127.0.0.1:0", "controller.quorum.voters=2@127.0.0.1:1"},
+			"--standalone formats a controller as the only voter of its quorum, but process.roles=broker has no controller role"},
+	} {
+		_, err := runStorage(t, append(args(tc.extra...), "--standalone")...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("%s: a refused format wrote %d files", tc.name, len(entries))
+		}
+	}
+
+	out, err := runStorage(t, append(args(), "-s")...)
+	if err != nil {
+		t.Fatalf("format --standalone: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Formatting "+dir+" with cluster.id ") || !strings.Contains(out, "Node 1 at 127.0.0.1:0 is the only voter of the metadata quorum\n") {
+		t.Fatalf("format --standalone printed:\n%s", out)
+	}
+	props, err := loadProperties("", overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("describe quorum: %v %+v", err, resp)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.LeaderID != 1 || len(p.CurrentVoters) != 1 || p.CurrentVoters[0].ReplicaID != 1 {
+		t.Fatalf("quorum after --standalone: leader %d, voters %+v", p.LeaderID, p.CurrentVoters)
+	}
+}
+
+// TestFlagValueNames: pflag takes a back-quoted word in a flag's usage as
+// the name of its value (`--cluster-id ID`); a back-quoted command there
+// would print as `--cluster-id gregor storage random-uuid`.
+func TestFlagValueNames(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if name, _ := pflag.UnquoteUsage(f); strings.Contains(name, " ") {
+				t.Errorf("%s --%s: value name %q", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+
+	cmd, _, err := newRootCommand().Find([]string{"storage", "format"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage := cmd.LocalFlags().FlagUsages(); !strings.Contains(usage, "-t, --cluster-id ID ") {
+		t.Errorf("storage format usage:\n%s", usage)
 	}
 }

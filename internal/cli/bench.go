@@ -381,12 +381,8 @@ func (t *throttler) wait(ctx context.Context, sent int64) error {
 	if d < time.Millisecond {
 		return nil // sleeping less than the timer's grain costs more than it saves
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
+	if !sleepCtx(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }

@@ -62,44 +62,131 @@ type connFlags struct {
 	commandConfig string
 
 	cmd      *cobra.Command  // where warnings go (its stderr)
-	security *securityConfig // --command-config, read once
+	clients  clientConfigs   // the client configs a producing or consuming command takes
+	security *securityConfig // read once, with settings
+	settings *clientSettings
+}
+
+// clientConfigs are what a command adds to --command-config: the kind of
+// client it runs, the key=value items of its property flag
+// (--producer-property, --consumer-property), and its flags that stand for
+// a client config.
+type clientConfigs struct {
+	role     clientRole
+	propFlag string
+	props    []string
+	flagKeys []flagKey
+}
+
+// flagKey ties a client config to the flags that set it (a flag and its
+// Kafka-named alias, which share one value).
+type flagKey struct {
+	key   string
+	flags []string
 }
 
 // register adds the flags to fs, a flag set of cmd.
 func (c *connFlags) register(cmd *cobra.Command, fs *pflag.FlagSet) {
 	c.cmd = cmd
 	fs.StringVar(&c.bootstrap, "bootstrap-server", "",
-		"broker(s) to connect to, host:port[,host:port...] (default $"+BootstrapEnv+", else "+defaultBootstrap+")")
+		"broker(s) to connect to, host:port[,host:port...] (default bootstrap.servers of --command-config, else $"+BootstrapEnv+", else "+defaultBootstrap+")")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second,
 		"give up when the cluster does not answer within this long")
 	fs.StringVar(&c.commandConfig, "command-config", "",
-		"a Kafka client properties file: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* (as Kafka's tools take it)")
+		"a Kafka client properties file: security.protocol, sasl.*, ssl.*, and the client's configs (acks, group.id, ...) as Kafka's tools take it")
 }
 
-// securityOpts reads --command-config (once: a command may make several
-// clients) and returns the client options it asks for, printing its
-// warnings on the command's stderr.
-func (c *connFlags) securityOpts() ([]kgo.Opt, error) {
-	if c.commandConfig == "" {
-		return nil, nil
+// registerClientConfigs gives a producing or consuming command its property
+// flag (--producer-property or --consumer-property, repeatable key=value)
+// and names its flags that stand for client configs. It follows register.
+func (c *connFlags) registerClientConfigs(fs *pflag.FlagSet, role clientRole, propFlag, usage string, flagKeys ...flagKey) {
+	c.clients = clientConfigs{role: role, propFlag: propFlag, flagKeys: flagKeys}
+	fs.StringArrayVar(&c.clients.props, propFlag, nil, usage)
+}
+
+// loadConfigs reads the client configs once (a command may make several
+// clients), printing their warnings on the command's stderr. As Kafka's
+// tools merge them: the --command-config file, then the property flag's
+// items over it, then each flag that stands for a client config, if it was
+// given or its config was not (so --acks beats acks=1 in the file, and
+// acks=1 in the file beats --acks's default).
+func (c *connFlags) loadConfigs() error {
+	if c.security != nil {
+		return nil
 	}
-	if c.security == nil {
-		sc, err := readCommandConfig(c.commandConfig)
+	props := map[string]string{}
+	sources := map[string]configSource{}
+	var labels []string // where the security settings may come from
+	if c.commandConfig != "" {
+		fileProps, err := readCommandConfigFile(c.commandConfig)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		c.security = &sc
-		if c.cmd != nil {
-			for _, w := range sc.warnings {
-				fmt.Fprintf(c.cmd.ErrOrStderr(), "warning: --command-config %s: %s\n", c.commandConfig, w)
+		for k, v := range fileProps {
+			props[k], sources[k] = v, fileSource(c.commandConfig)
+		}
+		labels = append(labels, fileSource(c.commandConfig).label())
+	}
+	for _, item := range c.clients.props {
+		k, v, ok := strings.Cut(item, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return fmt.Errorf("--%s %q: want key=value", c.clients.propFlag, item)
+		}
+		props[k], sources[k] = v, propertySource(c.clients.propFlag)
+	}
+	if len(c.clients.props) > 0 {
+		labels = append(labels, propertySource(c.clients.propFlag).label())
+	}
+	for _, fk := range c.clients.flagKeys {
+		var given *pflag.Flag
+		for _, name := range fk.flags {
+			if f := c.cmd.Flags().Lookup(name); f != nil && f.Changed {
+				given = f
 			}
 		}
+		_, set := props[fk.key]
+		switch first := c.cmd.Flags().Lookup(fk.flags[0]); {
+		case given != nil:
+			props[fk.key], sources[fk.key] = given.Value.String(), flagSource(given.Name)
+		case !set && first.DefValue != "": // an empty default gives no value
+			props[fk.key], sources[fk.key] = first.DefValue, flagSource(first.Name)
+		}
 	}
-	return c.security.kgoOpts()
+	where := strings.Join(labels, ", ")
+	sc, err := parseCommandConfig(props)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	settings, warnings, err := parseClientSettings(props, sources, c.clients.role)
+	if err != nil {
+		return err
+	}
+	if c.cmd != nil {
+		for _, w := range sc.warnings {
+			fmt.Fprintf(c.cmd.ErrOrStderr(), "warning: %s: %s\n", where, w)
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(c.cmd.ErrOrStderr(), "warning: %s\n", w)
+		}
+	}
+	c.security, c.settings = &sc, &settings
+	return nil
+}
+
+// clientSettings returns the client configs the command was given.
+func (c *connFlags) clientSettings() (*clientSettings, error) {
+	if err := c.loadConfigs(); err != nil {
+		return nil, err
+	}
+	return c.settings, nil
 }
 
 func (c *connFlags) seeds() []string {
 	b := c.bootstrap
+	if b == "" && c.settings != nil && len(c.settings.bootstrap) > 0 {
+		b = strings.Join(c.settings.bootstrap, ",")
+	}
 	if b == "" {
 		b = os.Getenv(BootstrapEnv)
 	}
@@ -138,16 +225,20 @@ func (d *dialRecorder) last() error {
 
 // client connects to the cluster and checks within the timeout that a broker
 // answers, so that an unreachable cluster is one clear error instead of a
-// command that hangs.
+// command that hangs. The client configs the command was given apply over
+// opts.
 func (c *connFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 	if c.timeout <= 0 {
 		return nil, fmt.Errorf("--timeout must be positive, got %s", c.timeout)
+	}
+	if err := c.loadConfigs(); err != nil {
+		return nil, err
 	}
 	seeds := c.seeds()
 	if len(seeds) == 0 {
 		return nil, errors.New("--bootstrap-server is empty")
 	}
-	security, err := c.securityOpts()
+	security, err := c.security.kgoOpts()
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +250,8 @@ func (c *connFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, e
 		kgo.ClientID("gregor-cli"),
 	}
 	base = append(base, security...)
-	cl, err := kgo.NewClient(append(base, opts...)...)
+	base = append(base, opts...)
+	cl, err := kgo.NewClient(append(base, c.settings.opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

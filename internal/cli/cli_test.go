@@ -113,6 +113,7 @@ func (c *testCluster) fails(want string, args ...string) {
 func runCommand(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	root := &cobra.Command{Use: "gregor", SilenceUsage: true, SilenceErrors: true}
+	root.SetFlagErrorFunc(HintFlagError) // as cmd/gregor does
 	root.AddCommand(Commands()...)
 	var out, errOut bytes.Buffer
 	root.SetIn(strings.NewReader(stdin))

@@ -46,27 +46,23 @@ func (s securityConfig) kgoOpts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// readCommandConfig reads and checks a --command-config file.
-func readCommandConfig(path string) (securityConfig, error) {
+// readCommandConfigFile reads the properties of a --command-config file.
+func readCommandConfigFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return securityConfig{}, fmt.Errorf("--command-config: %w", err)
+		return nil, fmt.Errorf("--command-config: %w", err)
 	}
 	defer f.Close()
 	props, err := config.ParseProperties(f)
 	if err != nil {
-		return securityConfig{}, fmt.Errorf("--command-config %s: %w", path, err)
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
 	}
-	sc, err := parseCommandConfig(props)
-	if err != nil {
-		return securityConfig{}, fmt.Errorf("--command-config %s: %w", path, err)
-	}
-	return sc, nil
+	return props, nil
 }
 
-// The keys parseCommandConfig applies. Kafka's other client settings
-// (client.id, request.timeout.ms, ...) are warned about and ignored: the
-// commands have flags for what they need of those.
+// The keys parseCommandConfig applies. Kafka's client settings that are not
+// about security (acks, client.id, group.id, ...) are parseClientSettings';
+// any other key is warned about and ignored.
 var (
 	saslKeys = []string{
 		"sasl.mechanism", "sasl.jaas.config",
@@ -88,8 +84,8 @@ var (
 
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
-// parseCommandConfig turns the properties of a Kafka client configuration
-// into a securityConfig. Bad values are errors naming the key (never
+// parseCommandConfig turns the security properties of a Kafka client
+// configuration into a securityConfig. Bad values are errors naming the key (never
 // quoting a secret); keys it does not use become warnings, as Kafka's
 // clients log "supplied but isn't a known config".
 func parseCommandConfig(props map[string]string) (securityConfig, error) {
@@ -104,7 +100,7 @@ func parseCommandConfig(props map[string]string) (securityConfig, error) {
 	var unknown, jvmOnly, unusedSSL, unusedSASL []string
 	for k := range props {
 		switch {
-		case k == "security.protocol":
+		case k == "security.protocol", isClientKey(k):
 		case slices.Contains(sslKeys, k):
 			if !sc.usesTLS() {
 				unusedSSL = append(unusedSSL, k)

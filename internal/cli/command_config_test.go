@@ -250,7 +250,7 @@ func TestCommandConfigPlaintextDefault(t *testing.T) {
 func TestCommandConfigWarnings(t *testing.T) {
 	sc, err := parseCommandConfig(map[string]string{
 		"security.protocol":        "PLAINTEXT",
-		"client.id":                "mine",
+		"client.id":                "mine", // a client config: parseClientSettings' to apply, not warned about here
 		"sasl.jaas.config":         scramJAAS("alice", testPassword),
 		"sasl.mechanism":           "PLAIN",
 		"ssl.truststore.password":  testStorePW,
@@ -262,7 +262,6 @@ func TestCommandConfigWarnings(t *testing.T) {
 	}
 	want := []string{
 		`the configuration "bogus.key" was supplied but isn't a known config; ignored`,
-		`the configuration "client.id" was supplied but isn't a known config; ignored`,
 		`the configuration "ssl.keymanager.algorithm" chooses a Java security provider and has no meaning here; ignored`,
 		`ssl.truststore.password: not used with security.protocol=PLAINTEXT`,
 		`sasl.jaas.config, sasl.mechanism: not used with security.protocol=PLAINTEXT`,
@@ -348,7 +347,11 @@ func TestReadCommandConfigFile(t *testing.T) {
 	}
 	good := write("good.properties", "# client\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
 		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\"alice\" \\\n    password=\""+testPassword+"\";\n")
-	sc, err := readCommandConfig(good)
+	props, err := readCommandConfigFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := parseCommandConfig(props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,12 +359,12 @@ func TestReadCommandConfigFile(t *testing.T) {
 		t.Fatalf("%s %q", name, msg)
 	}
 
-	if _, err := readCommandConfig(filepath.Join(dir, "missing.properties")); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := readCommandConfigFile(filepath.Join(dir, "missing.properties")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
 	}
 	// A malformed escape in a password: the error gives the line, not the text.
 	bad := write("bad.properties", "security.protocol=SSL\nssl.truststore.password="+testStorePW+`\u12`+"\n")
-	_, err = readCommandConfig(bad)
+	_, err = readCommandConfigFile(bad)
 	if err == nil || !strings.Contains(err.Error(), "line 2: malformed") {
 		t.Errorf("malformed escape: %v", err)
 	} else {

@@ -114,9 +114,10 @@ func (e *entityFlags) resolve() (entity, error) {
 func newConfigGet(conn *connFlags, ent *entityFlags) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "get --entity-type topics|brokers --entity-name X",
-		Short: "Show the configs set on a topic or broker (--all: every config with its source)",
-		Args:  cobra.NoArgs,
+		Use:     "get --entity-type topics|brokers --entity-name X",
+		Aliases: []string{"describe"}, // kafka-configs --describe
+		Short:   "Show the configs set on a topic or broker (--all: every config with its source)",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := ent.resolve()
 			if err != nil {
@@ -306,7 +307,7 @@ func firstAlterErr(resps kadm.AlterConfigsResponses) error {
 			if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
 				return r.Err
 			}
-			return fmt.Errorf("%w%s", r.Err, errDetail(r.ErrMessage, r.Err))
+			return withBrokerMessage(r.Err, r.ErrMessage)
 		}
 	}
 	return nil

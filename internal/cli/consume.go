@@ -42,7 +42,9 @@ func NewConsumeCommand() *cobra.Command {
 		Long: `Print the records of one or more topics, one value per line by default.
 Without --group it reads partitions directly, from the end unless --from-beginning,
 --offset or --from-timestamp says otherwise; with --group it joins the consumer
-group and commits what it printed. --format json prints one JSON object per
+group and commits what it printed. --consumer-property key=value passes one of
+Kafka's consumer configs (group.id, auto.offset.reset, fetch.max.bytes,
+enable.auto.commit, ...); a flag given on the command line wins over it. --format json prints one JSON object per
 record; a format with % is kcat's: %t topic, %p partition, %o offset, %k key,
 %v (or %s) value, %K/%S key/value length, %T timestamp, %h headers, \n \t.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args) },
@@ -50,24 +52,34 @@ record; a format with % is kcat's: %t topic, %p partition, %o offset, %k key,
 	f.conn.register(cmd, cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.topics, "topic", nil, "topic to consume (repeatable)")
-	fs.StringVar(&f.group, "group", "", "consume as this consumer group, committing offsets")
+	fs.StringVar(&f.group, "group", "", "group.id: consume as this consumer group, committing offsets")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "start at the earliest offset (for a group: when it has no committed offset)")
 	fs.StringVar(&f.offset, "offset", "", "start offset: earliest, latest, or a number (not with --group)")
 	fs.Int32SliceVar(&f.partitions, "partition", nil, "only these partitions (not with --group)")
 	fs.StringVar(&f.fromTimestamp, "from-timestamp", "", "start at the first record at or after this time (ms since epoch or RFC 3339)")
 	fs.IntVar(&f.maxMessages, "max-messages", -1, "exit after this many records")
 	fs.IntVar(&f.timeoutMs, "timeout-ms", -1, "exit when no record arrives for this many milliseconds")
-	fs.StringVar(&f.isolation, "isolation-level", "read_uncommitted", "read_uncommitted or read_committed")
+	fs.StringVar(&f.isolation, "isolation-level", "read_uncommitted", "isolation.level: read_uncommitted or read_committed")
 	fs.StringArrayVar(&f.props, "property", nil, "output property key=value (repeatable): print.key, print.timestamp, print.partition, print.offset, print.headers, print.value, key.separator, line.separator, headers.separator, null.literal")
 	fs.StringVar(&f.format, "format", "", "output: default, json, or a kcat-like format string ('%k %v %p %o %T\\n')")
+	f.conn.registerClientConfigs(fs, consumerClient, "consumer-property",
+		"a Kafka consumer config key=value (repeatable), e.g. fetch.max.bytes=104857600 or auto.offset.reset=earliest",
+		flagKey{"group.id", []string{"group"}},
+		flagKey{"isolation.level", []string{"isolation-level"}},
+	)
 	_ = cmd.RegisterFlagCompletionFunc("isolation-level", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"read_uncommitted", "read_committed"}, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
 
-// startOffset resolves --from-beginning, --offset and --from-timestamp.
-func (f *consumeFlags) startOffset() (kgo.Offset, error) {
+// startOffset resolves --from-beginning, --offset and --from-timestamp,
+// and else auto.offset.reset (latest by default).
+func (f *consumeFlags) startOffset(autoOffsetReset string) (kgo.Offset, error) {
+	if f.fromBeginning && autoOffsetReset == "latest" {
+		// As kafka-console-consumer refuses it.
+		return kgo.Offset{}, errors.New("--from-beginning and auto.offset.reset=latest cannot be used together")
+	}
 	given := 0
 	for _, set := range []bool{f.fromBeginning, f.offset != "", f.fromTimestamp != ""} {
 		if set {
@@ -98,6 +110,8 @@ func (f *consumeFlags) startOffset() (kgo.Offset, error) {
 			return kgo.Offset{}, fmt.Errorf("--from-timestamp: %w", err)
 		}
 		return kgo.NewOffset().AfterMilli(ms), nil
+	case autoOffsetReset == "earliest":
+		return kgo.NewOffset().AtStart(), nil
 	}
 	return kgo.NewOffset().AtEnd(), nil
 }
@@ -130,15 +144,12 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 	if f.timeoutMs == 0 || f.timeoutMs < -1 {
 		return fmt.Errorf("--timeout-ms must be positive, got %d", f.timeoutMs)
 	}
-	var isolation kgo.IsolationLevel
-	switch f.isolation {
-	case "read_uncommitted":
-		isolation = kgo.ReadUncommitted()
-	case "read_committed":
-		isolation = kgo.ReadCommitted()
-	default:
-		return fmt.Errorf("--isolation-level %q: want read_uncommitted or read_committed", f.isolation)
+	settings, err := f.conn.clientSettings()
+	if err != nil {
+		return err
 	}
+	f.group = settings.groupID // --group, else group.id
+	commit := f.group != "" && !settings.noAutoCommit
 	if f.group != "" && (f.offset != "" || len(f.partitions) > 0) {
 		return errors.New("--offset and --partition cannot be used with --group (reset a group's offsets with `gregor group reset-offsets`)")
 	}
@@ -149,7 +160,7 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 		// As kafka-console-consumer: an offset is the offset of a partition.
 		return errors.New("--offset needs --partition")
 	}
-	start, err := f.startOffset()
+	start, err := f.startOffset(settings.autoOffsetReset)
 	if err != nil {
 		return err
 	}
@@ -162,11 +173,16 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 	defer stop()
 	// fetch.max.wait.ms as Kafka's consumer has it (kgo's default is 5 s), so
 	// an exit does not leave a long poll waiting on the broker.
-	opts := []kgo.Opt{kgo.FetchIsolationLevel(isolation), kgo.FetchMaxWait(500 * time.Millisecond)}
+	// isolation.level and the other consumer configs apply over these.
+	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
 	switch {
 	case f.group != "":
-		opts = append(opts, kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(topics...),
-			kgo.ConsumeResetOffset(start), kgo.AutoCommitMarks())
+		opts = append(opts, kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(start))
+		if commit {
+			opts = append(opts, kgo.AutoCommitMarks())
+		} else {
+			opts = append(opts, kgo.DisableAutoCommit()) // enable.auto.commit=false
+		}
 	case len(f.partitions) > 0:
 		ps := map[int32]kgo.Offset{}
 		for _, p := range f.partitions {
@@ -186,7 +202,7 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 	}
 
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	count, err := f.poll(ctx, cl, out, formatter)
+	count, err := f.poll(ctx, cl, out, formatter, commit)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write output: %w", ferr)
 	}
@@ -195,8 +211,10 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 		// even after an interrupt.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.conn.timeout)
 		defer cancel()
-		if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
-			err = fmt.Errorf("commit offsets of group %q: %w", f.group, cerr)
+		if commit {
+			if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
+				err = fmt.Errorf("commit offsets of group %q: %w", f.group, cerr)
+			}
 		}
 		if lerr := cl.LeaveGroupContext(cctx); lerr != nil && err == nil {
 			err = fmt.Errorf("leave group %q: %w", f.group, lerr)
@@ -208,7 +226,7 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 
 // poll prints records until --max-messages, --timeout-ms without a record,
 // or an interrupt.
-func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writer, format recordFormatter) (int, error) {
+func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writer, format recordFormatter, commit bool) (int, error) {
 	count := 0
 	var buf []byte
 	for f.maxMessages < 0 || count < f.maxMessages {
@@ -253,7 +271,7 @@ func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writ
 		if err := out.Flush(); err != nil {
 			return count, fmt.Errorf("write output: %w", err)
 		}
-		if f.group != "" {
+		if commit {
 			cl.MarkCommitRecords(printed...)
 		}
 	}

@@ -116,47 +116,38 @@ func (f lineFormat) record(line []byte, lineNo int64) (*kgo.Record, error) {
 	return r, nil
 }
 
+// parseCompression is compressionCodec for a --compression flag.
 func parseCompression(s string) (kgo.CompressionCodec, error) {
-	switch s {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	codec, err := compressionCodec(s)
+	if err != nil {
+		return codec, fmt.Errorf("--compression %q: %w", s, err)
 	}
-	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
+	return codec, nil
 }
 
+// parseAcks is acksOpts for an --acks flag.
 func parseAcks(s string) ([]kgo.Opt, error) {
-	switch s {
-	case "all", "-1":
-		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}, nil
-	case "1":
-		return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}, nil
-	case "0":
-		return []kgo.Opt{kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite()}, nil
+	opts, err := acksOpts(s)
+	if err != nil {
+		return nil, fmt.Errorf("--acks %q: %w", s, err)
 	}
-	return nil, fmt.Errorf("--acks %q: want all, -1, 1 or 0", s)
+	return opts, nil
 }
 
 // NewProduceCommand returns `produce`, Gregor's kafka-console-producer: each
 // input line is one record value.
 func NewProduceCommand() *cobra.Command {
 	var (
-		conn        connFlags
-		topics      []string
-		file        string
-		props       []string
-		compression string
-		acks        string
-		partition   int32
-		partitioner string
-		lingerMs    int
+		conn           connFlags
+		topics         []string
+		file           string
+		props          []string
+		compression    string
+		acks           string
+		partition      int32
+		partitioner    string
+		lingerMs       int
+		maxRequestSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC [--file FILE] [--property parse.key=true] ...",
@@ -165,7 +156,12 @@ func NewProduceCommand() *cobra.Command {
 --property parse.key=true splits key and value at key.separator (default a tab);
 --property parse.headers=true reads headers first: h1:v1,h2:v2<TAB>... (Kafka's
 headers.delimiter, headers.separator, headers.key.separator). With --file a
-progress line (records, bytes, rate, ETA) is written to stderr.`,
+progress line (records, bytes, rate, ETA) is written to stderr.
+A record may be as large as the topic's max.message.bytes allows, unless
+--max-request-size (max.request.size) sets a lower limit of the client's own.
+--producer-property key=value passes one of Kafka's producer configs (acks,
+linger.ms, max.request.size, enable.idempotence, delivery.timeout.ms, ...);
+a flag given on the command line wins over it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic, err := oneTopic(args, topics)
 			if err != nil {
@@ -175,19 +171,12 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 			if err != nil {
 				return err
 			}
-			codec, err := parseCompression(compression)
-			if err != nil {
-				return err
-			}
-			ackOpts, err := parseAcks(acks)
-			if err != nil {
-				return err
-			}
 			if partition < -1 {
 				return fmt.Errorf("--partition must be a partition number, got %d", partition)
 			}
-			if lingerMs < 0 {
-				return fmt.Errorf("--linger-ms must not be negative, got %d", lingerMs)
+			settings, err := conn.clientSettings()
+			if err != nil {
+				return err
 			}
 			in, size := cmd.InOrStdin(), int64(-1)
 			if file != "" && file != "-" {
@@ -204,25 +193,26 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
-			opts := append(ackOpts,
+			// The batch limit is known once the topic's config is: franz-go
+			// asks for it when it first meets a partition of the topic, at
+			// the first record.
+			batchMax := &atomic.Int32{}
+			batchMax.Store(defaultMaxRequestSize)
+			opts := []kgo.Opt{
 				kgo.DefaultProduceTopic(topic),
-				kgo.ProducerBatchCompression(codec),
-				kgo.ProducerLinger(time.Duration(lingerMs)*time.Millisecond),
 				kgo.AllowAutoTopicCreation(),
 				kgo.UnknownTopicRetries(2),
 				kgo.RecordDeliveryTimeout(conn.timeout),
-			)
+				kgo.BrokerMaxWriteBytes(1 << 30),
+				kgo.ProducerBatchMaxBytesFn(func(string) int32 { return batchMax.Load() }),
+			}
 			switch {
-			case partition >= 0 && partitioner != "default":
+			case partition >= 0 && settings.partitioner != "default":
 				return errors.New("--partition and --partitioner cannot be used together")
 			case partition >= 0:
 				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			default:
-				p, err := parsePartitioner(partitioner)
-				if err != nil {
-					return err
-				}
-				opts = append(opts, kgo.RecordPartitioner(p))
+			case settings.partitionerImpl != nil:
+				opts = append(opts, kgo.RecordPartitioner(settings.partitionerImpl))
 			}
 			cl, err := conn.client(ctx, opts...)
 			if err != nil {
@@ -233,6 +223,8 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 				return err
 			}
 			p := &producer{cl: cl, partition: partition, format: format}
+			p.limits = recordLimits(ctx, &conn, cl, topic, settings)
+			batchMax.Store(p.limits.batchBytes())
 			var prog *progress
 			if file != "" {
 				prog = newProgress(cmd.ErrOrStderr(), size, isTerminal(cmd.ErrOrStderr()))
@@ -251,13 +243,22 @@ progress line (records, bytes, rate, ETA) is written to stderr.`,
 	fs.StringArrayVar(&topics, "topic", nil, "topic to produce to")
 	fs.StringVar(&file, "file", "", "read lines from this file instead of stdin")
 	fs.StringArrayVar(&props, "property", nil, "line format property key=value (repeatable): parse.key, key.separator, parse.headers, headers.delimiter, headers.separator, headers.key.separator, null.marker, ignore.error")
-	fs.StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.StringVar(&compression, "compression", "none", "compression.type: none, gzip, snappy, lz4 or zstd")
 	fs.StringVar(&compression, "compression-codec", "none", "same as --compression (kafka-console-producer's name)")
-	fs.StringVar(&acks, "acks", "all", "all (-1), 1 or 0")
+	fs.StringVar(&acks, "acks", "all", "acks: all (-1), 1 or 0")
 	fs.StringVar(&acks, "request-required-acks", "all", "same as --acks (kafka-console-producer's name)")
 	fs.Int32Var(&partition, "partition", -1, "send every record to this partition (default: Kafka's partitioner, by key hash)")
 	fs.StringVar(&partitioner, "partitioner", "default", "partitioner.class: default (murmur2 of the key, sticky batches for keyless records), round-robin, or uniform-sticky (ignores keys)")
-	fs.IntVar(&lingerMs, "linger-ms", 5, "how long to wait to fill a batch")
+	fs.IntVar(&lingerMs, "linger-ms", 5, "linger.ms: how long to wait to fill a batch")
+	fs.StringVar(&maxRequestSize, "max-request-size", "", "max.request.size: the largest record, in bytes, this client sends (default: what the topic's max.message.bytes allows)")
+	conn.registerClientConfigs(fs, producerClient, "producer-property",
+		"a Kafka producer config key=value (repeatable), e.g. max.request.size=3000000 or enable.idempotence=false",
+		flagKey{"acks", []string{"acks", "request-required-acks"}},
+		flagKey{"compression.type", []string{"compression", "compression-codec"}},
+		flagKey{"linger.ms", []string{"linger-ms"}},
+		flagKey{"partitioner.class", []string{"partitioner"}},
+		flagKey{"max.request.size", []string{"max-request-size"}},
+	)
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"none", "gzip", "snappy", "lz4", "zstd"}, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -300,6 +301,7 @@ type producer struct {
 	partition int32
 	format    lineFormat
 	progress  *progress
+	limits    sizeLimits
 
 	mu       sync.Mutex
 	firstErr error
@@ -337,6 +339,10 @@ func (p *producer) run(ctx context.Context, in io.Reader) error {
 			}
 			if p.partition >= 0 {
 				rec.Partition = p.partition
+			}
+			if err := p.limits.check(rec); err != nil {
+				p.fail(fmt.Errorf("line %d: %w", lineNo, err))
+				break
 			}
 			p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 				if err != nil {
@@ -443,19 +449,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// parsePartitioner maps Kafka's partitioner.class choices to franz-go's.
-func parsePartitioner(name string) (kgo.Partitioner, error) {
-	switch name {
-	case "default", "org.apache.kafka.clients.producer.internals.DefaultPartitioner":
-		return kgo.StickyKeyPartitioner(nil), nil
-	case "round-robin", "org.apache.kafka.clients.producer.RoundRobinPartitioner":
-		return kgo.RoundRobinPartitioner(), nil
-	case "uniform-sticky", "org.apache.kafka.clients.producer.UniformStickyPartitioner":
-		return kgo.StickyPartitioner(), nil
-	}
-	return nil, fmt.Errorf("--partitioner %q: want default, round-robin or uniform-sticky", name)
 }
 
 // progressBar draws a 20-cell bar for a fraction done.

@@ -196,7 +196,7 @@ func alterQuotas(ctx context.Context, adm *kadm.Client, entity kadm.ClientQuotaE
 		return errors.New("the cluster did not answer for this entity")
 	}
 	if r := res[0]; r.Err != nil {
-		return fmt.Errorf("%w%s", r.Err, errDetail(r.ErrMessage, r.Err))
+		return withBrokerMessage(r.Err, r.ErrMessage)
 	}
 	return nil
 }

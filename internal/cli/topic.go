@@ -77,7 +77,7 @@ func newTopicCreate(conn *connFlags) *cobra.Command {
 					case errors.Is(r.Err, kerr.TopicAlreadyExists):
 						return fmt.Errorf("topic %q already exists", name)
 					default:
-						return fmt.Errorf("create topic %q: %w%s", name, r.Err, errDetail(r.ErrMessage, r.Err))
+						return fmt.Errorf("create topic %q: %w", name, withBrokerMessage(r.Err, r.ErrMessage))
 					}
 				}
 				return nil
@@ -93,12 +93,27 @@ func newTopicCreate(conn *connFlags) *cobra.Command {
 	return cmd
 }
 
-// errDetail appends the broker's error message when it says more than the code.
-func errDetail(msg string, err error) string {
-	if msg == "" || err == nil || strings.Contains(err.Error(), msg) {
-		return ""
+// brokerError is a Kafka error code with the broker's message for it
+// (the response's ErrorMessage), which says what happened where the code's
+// generic text may not: INVALID_PARTITIONS is described as "Number of
+// partitions is below 1." also when the count did not grow.
+type brokerError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *brokerError) Error() string { return e.code.Message + ": " + e.msg }
+func (e *brokerError) Unwrap() error { return e.code }
+
+// withBrokerMessage puts the broker's message in place of the code's
+// generic text; without a message, or for an error that is no Kafka code,
+// err is returned as it is.
+func withBrokerMessage(err error, msg string) error {
+	var code *kerr.Error
+	if msg == "" || !errors.As(err, &code) || code != err {
+		return err
 	}
-	return " (" + msg + ")"
+	return &brokerError{code: code, msg: msg}
 }
 
 func newTopicList(conn *connFlags) *cobra.Command {
@@ -346,7 +361,7 @@ func newTopicAddPartitions(conn *connFlags) *cobra.Command {
 					if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
 						return topicErr(topic, r.Err)
 					}
-					return fmt.Errorf("add partitions to %q: %w%s", topic, r.Err, errDetail(r.ErrMessage, r.Err))
+					return fmt.Errorf("add partitions to %q: %w", topic, withBrokerMessage(r.Err, r.ErrMessage))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Topic %s now has %d partitions.\n", topic, partitions)
 				return nil

@@ -67,7 +67,11 @@ func TestTopicCommands(t *testing.T) {
 	if !strings.Contains(c.ok("topic", "describe", "orders"), "PartitionCount: 5") {
 		t.Error("describe does not show 5 partitions")
 	}
-	c.fails("INVALID_PARTITIONS", "topic", "add-partitions", "orders", "--partitions", "2")
+	// The broker's words, as kafka-topics prints them, not the code's
+	// generic "Number of partitions is below 1."
+	c.fails(`add partitions to "orders": INVALID_PARTITIONS: The topic orders currently has 5 partition(s); 2 would not be an increase.`,
+		"topic", "add-partitions", "orders", "--partitions", "2")
+	c.fails(`add partitions to "orders": INVALID_PARTITIONS: Topic already has 5 partition(s).`, "topic", "add-partitions", "orders", "--partitions", "5")
 	c.fails(`topic "nope" does not exist`, "topic", "add-partitions", "nope", "--partitions", "2")
 	c.fails("--partitions N (the new total, at least 1) is required", "topic", "add-partitions", "orders")
 
@@ -78,6 +82,13 @@ func TestTopicCommands(t *testing.T) {
 	}
 	c.fails(`topic "nope" does not exist`, "topic", "alter", "nope", "--config", "retention.ms=1")
 	c.fails("INVALID_CONFIG", "topic", "alter", "orders", "--config", "retention.ms=x")
+	// An unknown key: the broker's message with its suggestion.
+	c.fails(`topic "orders": INVALID_CONFIG: unknown topic config name: max.mesage.bytes (did you mean max.message.bytes?)`,
+		"topic", "alter", "orders", "--config", "max.mesage.bytes=3000000")
+	c.fails(`create topic "typo": INVALID_CONFIG: unknown topic config name: retention.msec (did you mean retention.ms?)`,
+		"topic", "create", "typo", "--config", "retention.msec=1000")
+	c.fails(`alter configs of broker 1: INVALID_REQUEST: unknown broker config name: log.retention.hour (did you mean log.retention.hours?)`,
+		"config", "set", "--broker", "1", "--add-config", "log.retention.hour=1")
 	c.fails("nothing to change", "topic", "alter", "orders")
 
 	if out := c.ok("topic", "delete", "audit"); out != "Deleted topic audit.\n" {

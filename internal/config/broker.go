@@ -264,7 +264,7 @@ func Load(props map[string]string) (*Broker, []Warning, error) {
 		}
 		d, ok := BrokerDef(name)
 		if !ok {
-			warnings = append(warnings, Warning(fmt.Sprintf("unknown configuration %q is ignored", k)))
+			warnings = append(warnings, Warning(fmt.Sprintf("unknown configuration %q is ignored%s", k, didYouMean(SuggestBrokerConfig(k)))))
 			continue
 		}
 		if err := d.Check(props[k]); err != nil {

@@ -329,7 +329,7 @@ func DescribeBrokerDefault(l Layers, names []string, includeSynonyms, includeDoc
 func ValidateBrokerDynamic(name string, value *string, perBroker bool) error {
 	d, exact, known := brokerEntryDef(name)
 	if !known {
-		return fmt.Errorf("unknown broker config name: %s", name)
+		return fmt.Errorf("unknown broker config name: %s%s", name, didYouMean(SuggestBrokerConfig(name)))
 	}
 	scope := d.Dynamic
 	if !exact {

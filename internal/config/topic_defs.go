@@ -161,7 +161,7 @@ func TopicDefs() []TopicConfigDef {
 func ValidateTopicConfig(name string, value *string) error {
 	d, ok := TopicDef(name)
 	if !ok {
-		return fmt.Errorf("unknown topic config name: %s", name)
+		return fmt.Errorf("unknown topic config name: %s%s", name, didYouMean(SuggestTopicConfig(name)))
 	}
 	if value == nil {
 		return nil

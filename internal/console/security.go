@@ -81,10 +81,7 @@ func describeAllACLs(ctx context.Context, cl *kgo.Client) ([]aclView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("describe ACLs: %w", err)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		if resp.ErrorMessage != nil && *resp.ErrorMessage != "" {
-			return nil, fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
-		}
+	if err := responseError(resp.ErrorCode, resp.ErrorMessage); err != nil {
 		return nil, err
 	}
 	out := []aclView{}
@@ -113,10 +110,7 @@ func describeAllQuotas(ctx context.Context, cl *kgo.Client) ([]quotaView, error)
 	if err != nil {
 		return nil, fmt.Errorf("describe client quotas: %w", err)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		if resp.ErrorMessage != nil && *resp.ErrorMessage != "" {
-			return nil, fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
-		}
+	if err := responseError(resp.ErrorCode, resp.ErrorMessage); err != nil {
 		return nil, err
 	}
 	out := []quotaView{}
@@ -138,4 +132,14 @@ func describeAllQuotas(ctx context.Context, cl *kgo.Client) ([]quotaView, error)
 	}
 	slices.SortFunc(out, func(a, b quotaView) int { return strings.Compare(a.Entity, b.Entity) })
 	return out, nil
+}
+
+// responseError is a response's top-level error with the broker's message,
+// nil for none.
+func responseError(code int16, msg *string) error {
+	err := kerr.ErrorForCode(code)
+	if err != nil && msg != nil && *msg != "" {
+		return fmt.Errorf("%w: %s", err, *msg)
+	}
+	return err
 }

@@ -76,15 +76,7 @@ func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest)
 		return r, nil, charged
 	}
 	img := h.image()
-	topics := r.Topics
-	if r.Version < 6 {
-		topics = nil
-		for _, n := range r.TopicNames {
-			t := kmsg.NewDeleteTopicsRequestTopic()
-			t.Topic = kmsg.StringPtr(n)
-			topics = append(topics, t)
-		}
-	}
+	topics := deleteTopicsOf(r)
 	var names []string
 	for _, t := range topics {
 		if t.Topic != nil {
@@ -119,11 +111,7 @@ func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest)
 			charged.partitions[it.Name] = n
 			charged.byID[it.ID] = it.Name
 		}
-		if r.Version < 6 {
-			admitted.TopicNames = append(admitted.TopicNames, *t.Topic)
-		} else {
-			admitted.Topics = append(admitted.Topics, t)
-		}
+		addDeleteTopic(&admitted, t)
 	}
 	return &admitted, throttled, charged
 }
@@ -133,15 +121,7 @@ func (h *Handlers) admitDeleteTopics(mq *mutations, r *kmsg.DeleteTopicsRequest)
 // missing) and the answers for the rest.
 func (h *Handlers) deletableTopics(ctx context.Context, req *network.Request, r *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsRequest, []kmsg.DeleteTopicsResponseTopic) {
 	img := h.image()
-	topics := r.Topics
-	if r.Version < 6 {
-		topics = nil
-		for _, n := range r.TopicNames {
-			t := kmsg.NewDeleteTopicsRequestTopic()
-			t.Topic = kmsg.StringPtr(n)
-			topics = append(topics, t)
-		}
-	}
+	topics := deleteTopicsOf(r)
 	var names, givenNames []string
 	ids := map[[16]byte]int{}
 	for _, t := range topics {
@@ -193,11 +173,32 @@ func (h *Handlers) deletableTopics(ctx context.Context, req *network.Request, r 
 				continue
 			}
 		}
-		if r.Version < 6 {
-			allowed.TopicNames = append(allowed.TopicNames, *t.Topic)
-		} else {
-			allowed.Topics = append(allowed.Topics, t)
-		}
+		addDeleteTopic(&allowed, t)
 	}
 	return &allowed, denied
+}
+
+// deleteTopicsOf is the topics a DeleteTopics request names, in the v6+
+// form (before v6 the request has names only).
+func deleteTopicsOf(r *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic {
+	if r.Version >= 6 {
+		return r.Topics
+	}
+	topics := make([]kmsg.DeleteTopicsRequestTopic, 0, len(r.TopicNames))
+	for _, n := range r.TopicNames {
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr(n)
+		topics = append(topics, t)
+	}
+	return topics
+}
+
+// addDeleteTopic adds a topic to a DeleteTopics request in the form of the
+// request's version.
+func addDeleteTopic(r *kmsg.DeleteTopicsRequest, t kmsg.DeleteTopicsRequestTopic) {
+	if r.Version < 6 {
+		r.TopicNames = append(r.TopicNames, *t.Topic)
+	} else {
+		r.Topics = append(r.Topics, t)
+	}
 }

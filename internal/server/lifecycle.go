@@ -263,7 +263,12 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 		l.logger.Info("unfenced by the controller", "brokerEpoch", req.BrokerEpoch, "metadataOffset", req.CurrentMetadataOffset)
 		l.unfenceOnce.Do(func() { close(l.unfenced) })
 	} else if !wasFenced && resp.IsFenced {
-		l.logger.Warn("fenced by the controller", "brokerEpoch", req.BrokerEpoch)
+		if req.WantShutdown {
+			// The last step of a controlled shutdown: expected, not a fault.
+			l.logger.Info("fenced by the controller for the controlled shutdown", "brokerEpoch", req.BrokerEpoch)
+		} else {
+			l.logger.Warn("fenced by the controller", "brokerEpoch", req.BrokerEpoch)
+		}
 	}
 	if req.WantShutdown && resp.ShouldShutdown {
 		l.okOnce.Do(func() { close(l.shutDownOK) })

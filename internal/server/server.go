@@ -131,16 +131,25 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) start(ctx, runCtx context.Context) error {
 	isBroker, isController := s.cfg.HasRole("broker"), s.cfg.HasRole("controller")
 	metaDir := s.cfg.MetadataLogDir
+	// The directories this node keeps data in: a broker's log.dirs and
+	// metadata.log.dir, which by default is the first of them.
 	dirs := []string{metaDir}
 	if isBroker {
-		dirs = append(slices.Clone(s.cfg.LogDirs), metaDir)
+		dirs = slices.Clone(s.cfg.LogDirs)
+		if !slices.Contains(dirs, metaDir) {
+			dirs = append(dirs, metaDir)
+		}
 	}
 	clusterID, err := ensureFormatted(dirs, s.cfg.NodeID, s.singleNode(), s.logger)
 	if err != nil {
 		return err
 	}
 	s.clusterID = clusterID
-	s.logger.Info("starting gregor", "node.id", s.cfg.NodeID, "process.roles", s.cfg.ProcessRoles, "cluster.id", clusterID, "log.dirs", dirs)
+	startAttrs := []any{"node.id", s.cfg.NodeID, "process.roles", s.cfg.ProcessRoles, "cluster.id", clusterID}
+	if isBroker {
+		startAttrs = append(startAttrs, "log.dirs", s.cfg.LogDirs)
+	}
+	s.logger.Info("starting gregor", append(startAttrs, "metadata.log.dir", metaDir)...)
 	s.voterAddrs = map[int32]string{}
 	for _, v := range s.cfg.ControllerQuorumVoters {
 		s.voterAddrs[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(v.Port))
