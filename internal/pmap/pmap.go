@@ -6,8 +6,9 @@
 // A Map is a small immutable value. Set and Delete return a new Map and
 // leave the receiver as it was, so any number of goroutines may read any
 // version without locks while another goroutine derives new versions. The
-// metadata image (internal/metadata) keeps its topics in Maps so that a
-// commit costs O(changed · log topics), not O(topics).
+// metadata image (internal/metadata) keeps its topics, each topic's
+// partitions and the dynamic configs in Maps, so that a commit costs
+// O(changed · log n), not O(topics).
 package pmap
 
 import (
