@@ -172,6 +172,16 @@ func TestFetchSessionsFranzGo(t *testing.T) {
 	if st := ts.srv.fetchSessions.Stats(); st.Sessions != 1 || st.Partitions != partitions {
 		t.Fatalf("cache %+v, want one session of %d partitions", st, partitions)
 	}
+	_, text := scrape(t, ts, "/metrics")
+	for series, want := range map[string]float64{
+		"kafka_server_fetchsessioncache_numincrementalfetchsessions":            1,
+		"kafka_server_fetchsessioncache_numincrementalfetchpartitionscached":    partitions,
+		"kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total": 0,
+	} {
+		if got := sample(text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 }
 
 // TestFetchSessionsWire drives a session with raw requests: only changed
@@ -320,8 +330,9 @@ func TestFetchSessionEviction(t *testing.T) {
 			t.Fatalf("after %d rounds: cache %+v; a sent %+v; b sent %+v", round, ts.srv.fetchSessions.Stats(), recA.snapshot(), recB.snapshot())
 		}
 	}
-	if ts.srv.fetchSessions.Stats().Evictions == 0 {
-		t.Fatal("no eviction counted")
+	_, text := scrape(t, ts, "/metrics")
+	if got := sample(text, "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total"); got < 1 {
+		t.Fatalf("evictions metric %v, want at least 1", got)
 	}
 }
 
