@@ -18,10 +18,10 @@ package handlers
 // FETCH_SESSION_ID_NOT_FOUND or INVALID_FETCH_SESSION_EPOCH with no
 // partitions, and the client starts over with a full fetch. Followers'
 // sessions are privileged. A fetch does not hold up later requests of its
-// connection while it waits (network.Request.Dispatched). Fetches from
-// replicas (replica id >= 0) are not served until replication exists:
-// NOT_LEADER_OR_FOLLOWER. Record batches are not copied: they stay in their
-// segment files and the connection writer sends them with sendfile
+// connection while it waits (network.Request.Dispatched). A follower's
+// fetch (replica id >= 0) reads up to the log end and records the
+// follower's progress on the leader. A consumer's record batches are not
+// copied: they stay in their segment files and the connection writer sends them with sendfile
 // (01_fetch_zerocopy.go).
 //
 // Client quotas (quotas.go): a consumer's fetch is capped to what its
