@@ -2,6 +2,7 @@ package fetchsession
 
 import (
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,5 +361,50 @@ func TestNextEpoch(t *testing.T) {
 		if got := NextEpoch(tc[0]); got != tc[1] {
 			t.Errorf("NextEpoch(%d) = %d, want %d", tc[0], got, tc[1])
 		}
+	}
+}
+
+// TestConcurrentUse runs many clients' sessions at once, with evictions
+// (run with -race); the cached partition count stays the sum of the
+// sessions' partitions.
+func TestConcurrentUse(t *testing.T) {
+	c := New(4, time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			now := t0
+			var id, epoch int32
+			for i := range 200 {
+				now = now.Add(time.Millisecond)
+				var x *Context
+				if id == 0 {
+					x = c.NewContext(Request{Epoch: InitialEpoch, Follower: g%2 == 0, Partitions: []Partition{part("t", int32(g), 0), part("u", int32(i%3), 0)}}, now)
+				} else {
+					x = c.NewContext(Request{SessionID: id, Epoch: epoch, Partitions: []Partition{part("u", int32(i%3), int64(i))}}, now)
+				}
+				res := make([]Result, len(x.Partitions))
+				a := x.Respond(res, now)
+				switch {
+				case a.ErrorCode != 0 || x.Kind == SessionError:
+					id = 0
+				case x.Kind == Full:
+					id, epoch = a.SessionID, 1
+				default:
+					epoch = NextEpoch(epoch)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := 0
+	for _, s := range c.sessions {
+		sum += len(s.parts)
+	}
+	if len(c.sessions) > 4 || sum != c.partitions {
+		t.Fatalf("%d sessions with %d partitions, cache counts %d", len(c.sessions), sum, c.partitions)
 	}
 }
