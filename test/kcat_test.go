@@ -39,6 +39,16 @@ func TestKcat(t *testing.T) {
 		})
 	}
 	t.Run("metadata", func(t *testing.T) { kcatMetadata(t, b) })
+	t.Run("many-partitions", func(t *testing.T) {
+		// One consumer over 64 partitions. librdkafka does not ask for
+		// fetch sessions (KIP-227): its full fetches, beside the
+		// sessions of other clients, must bring every record once, in
+		// order per partition.
+		t.Parallel()
+		topic := "kcat-many"
+		createTopic(t, cl, topic, 64, nil)
+		kcatMultiPartition(t, b, topic, "none")
+	})
 }
 
 // skipIfLibrdkafkaDropsCodec skips the check that librdkafka's batches are

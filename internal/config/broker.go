@@ -52,6 +52,8 @@ type Broker struct {
 	SocketSendBufferBytes    int   // socket.send.buffer.bytes
 	SocketReceiveBufferBytes int   // socket.receive.buffer.bytes
 	FetchMaxBytes            int32 // fetch.max.bytes
+	// max.incremental.fetch.session.cache.slots
+	MaxIncrementalFetchSessionCacheSlots int
 
 	// Client quota windows.
 	QuotaWindowNum                   int // quota.window.num
@@ -455,6 +457,7 @@ func loadTunables(b *Broker, v values) {
 	b.SocketSendBufferBytes = v.int("socket.send.buffer.bytes")
 	b.SocketReceiveBufferBytes = v.int("socket.receive.buffer.bytes")
 	b.FetchMaxBytes = v.i32("fetch.max.bytes")
+	b.MaxIncrementalFetchSessionCacheSlots = v.int("max.incremental.fetch.session.cache.slots")
 	b.QuotaWindowNum = v.int("quota.window.num")
 	b.QuotaWindowSizeSeconds = v.int("quota.window.size.seconds")
 	b.ControllerQuotaWindowNum = v.int("controller.quota.window.num")

@@ -10,13 +10,18 @@ package handlers
 // always returned", so a large batch cannot block a consumer). With less
 // than min bytes available and no error, the fetch waits up to max wait for
 // appends. v13+ names topics by id (UNKNOWN_TOPIC_ID). Fetch sessions
-// (KIP-227) are declined consistently: every response carries session id 0,
-// so clients send full fetches; a request naming a session gets
-// FETCH_SESSION_ID_NOT_FOUND. A fetch does not hold up later requests of its
-// connection while it waits (network.Request.Dispatched). Fetches from
-// replicas (replica id >= 0) are not served until replication exists:
-// NOT_LEADER_OR_FOLLOWER. Record batches are not copied: they stay in their
-// segment files and the connection writer sends them with sendfile
+// (KIP-227, v7+, 01_fetch_session.go and internal/fetchsession): a full
+// fetch with epoch 0 opens a session when the cache has room (up to
+// max.incremental.fetch.session.cache.slots, evicting as Kafka does); an
+// incremental fetch reads all its session's partitions and is answered
+// with only those that changed; a wrong session id or epoch is answered
+// FETCH_SESSION_ID_NOT_FOUND or INVALID_FETCH_SESSION_EPOCH with no
+// partitions, and the client starts over with a full fetch. Followers'
+// sessions are privileged. A fetch does not hold up later requests of its
+// connection while it waits (network.Request.Dispatched). A follower's
+// fetch (replica id >= 0) reads up to the log end and records the
+// follower's progress on the leader. A consumer's record batches are not
+// copied: they stay in their segment files and the connection writer sends them with sendfile
 // (01_fetch_zerocopy.go).
 //
 // Client quotas (quotas.go): a consumer's fetch is capped to what its
@@ -38,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
+	"gregor/internal/fetchsession"
 	"gregor/internal/log"
 	"gregor/internal/network"
 	"gregor/internal/replica"
@@ -50,17 +56,15 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 	// A fetch changes nothing, and may wait: later requests of the
 	// connection need not queue behind it.
 	req.Dispatched()
-	if r.SessionID != 0 {
-		resp := r.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
-	}
-	if r.SessionEpoch > 0 {
-		resp := r.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
-		return resp, nil
-	}
 	replicaID := fetchReplicaID(r)
+	sc := h.d.FetchSessions.NewContext(fetchSessionRequest(r, replicaID), time.Now())
+	if sc.Kind == fetchsession.SessionError {
+		// The client starts over with a full fetch.
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = sc.ErrorCode
+		return resp, nil
+	}
+	r = sessionFetch(r, sc)
 	rq := requestQuotaOf(ctx) // nil for followers
 	if rq != nil {
 		r = rq.capFetch(r)
@@ -74,7 +78,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		seen := h.d.Replica.FetchPositions(watches)
 		resp, bytes, hasError := h.readFetch(r, replicaID, denied)
 		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) {
-			return h.fetched(rq, resp), nil
+			return h.fetched(rq, sc, resp), nil
 		}
 		// The records read so far are read again after the wait.
 		resp.Release()
@@ -89,7 +93,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 			// The max wait passed (or the broker is stopping): one last
 			// read, so data that arrived at the deadline is not missed.
 			resp, _, _ := h.readFetch(r, replicaID, denied)
-			return h.fetched(rq, resp), nil
+			return h.fetched(rq, sc, resp), nil
 		}
 	}
 }
@@ -103,12 +107,26 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 	return r.ReplicaID
 }
 
-// fetched is the answer to a fetch once read: throttled by the client
-// quotas (rq nil: none apply), its bytes counted.
-func (h *Handlers) fetched(rq *requestQuota, resp *fetchResponse) *fetchResponse {
+// fetched is the answer to a fetch once read: cut to what its fetch
+// session must carry, throttled by the client quotas (rq nil: none apply),
+// its bytes counted. A throttled answer is empty and changes no session
+// (no new one, nothing recorded as sent), as Kafka's.
+func (h *Handlers) fetched(rq *requestQuota, sc *fetchsession.Context, resp *fetchResponse) *fetchResponse {
+	results := fetchResults(resp)
 	if rq != nil {
-		resp = rq.throttleFetch(resp)
+		// The quota measures the answer the session would send.
+		kept := keepPartitions(resp, sc.Preview(results).Include, false)
+		if out := rq.throttleFetch(kept); out != kept {
+			resp.Release() // what kept did not hold
+			a := sc.Throttled()
+			out.SessionID, out.ErrorCode = a.SessionID, a.ErrorCode
+			h.countFetched(out)
+			return out
+		}
 	}
+	a := sc.Respond(results, time.Now())
+	resp = keepPartitions(resp, a.Include, true)
+	resp.SessionID, resp.ErrorCode = a.SessionID, a.ErrorCode
 	h.countFetched(resp)
 	return resp
 }

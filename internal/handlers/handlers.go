@@ -15,6 +15,7 @@ import (
 	"gregor/internal/config"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
+	"gregor/internal/fetchsession"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
 	"gregor/internal/metrics"
@@ -72,6 +73,10 @@ type Deps struct {
 	// Quotas are the client quotas applied to broker listeners' requests
 	// (quotas.go); nil applies none.
 	Quotas *quota.Managers
+	// FetchSessions are the broker's incremental fetch sessions (KIP-227);
+	// nil: NewBroker makes a cache of
+	// max.incremental.fetch.session.cache.slots.
+	FetchSessions *fetchsession.Cache
 }
 
 // ControllerAPI is what handlers ask of the active controller.
@@ -159,7 +164,16 @@ var controllerAPIs = []*api{
 }
 
 // NewBroker returns the handlers of a broker listener.
-func NewBroker(d Deps) *Handlers { return newHandlers(d, brokerAPIs) }
+func NewBroker(d Deps) *Handlers {
+	if d.FetchSessions == nil {
+		slots := 0
+		if d.Broker != nil {
+			slots = d.Broker.MaxIncrementalFetchSessionCacheSlots
+		}
+		d.FetchSessions = fetchsession.New(slots, fetchsession.DefaultEvictionAfter)
+	}
+	return newHandlers(d, brokerAPIs)
+}
 
 // NewController returns the handlers of a controller listener.
 func NewController(d Deps) *Handlers {

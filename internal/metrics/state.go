@@ -26,6 +26,16 @@ type State struct {
 	Purgatories map[string]int
 	// ClientQuotas are the client quota sensors (broker role).
 	ClientQuotas []ClientQuotaSensor
+	// FetchSessions is the broker's fetch session cache (broker role).
+	FetchSessions FetchSessionCache
+}
+
+// FetchSessionCache is the broker's cache of incremental fetch sessions
+// (kafka.server:type=FetchSessionCache).
+type FetchSessionCache struct {
+	Sessions   int   // NumIncrementalFetchSessions
+	Partitions int   // NumIncrementalFetchPartitionsCached
+	Evictions  int64 // sessions evicted so far (IncrementalFetchSessionEvictionsPerSec)
 }
 
 // ClientQuotaSensor is one client quota sensor: the clients of one quota
@@ -82,6 +92,13 @@ var (
 		"Requests waiting in a purgatory (kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize).", []string{"delayedOperation"}, nil)
 )
 
+// The fetch session cache (kafka.server:type=FetchSessionCache).
+var (
+	descFetchSessions         = desc("kafka_server_fetchsessioncache_numincrementalfetchsessions", "Incremental fetch sessions cached (kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions).")
+	descFetchSessionParts     = desc("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached", "Partitions in the cached incremental fetch sessions (NumIncrementalFetchPartitionsCached).")
+	descFetchSessionEvictions = desc("kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total", "Incremental fetch sessions evicted to make room for others (IncrementalFetchSessionEvictionsPerSec).")
+)
+
 // quotaDescs are the client quota metrics by quota type: the rate and the
 // throttle time.
 var quotaDescs = map[string][2]*prometheus.Desc{
@@ -106,7 +123,8 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descAtMinISR,
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions, descFencedBrokers, descActiveBrokers,
-		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize} {
+		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize,
+		descFetchSessions, descFetchSessionParts, descFetchSessionEvictions} {
 		ch <- d
 	}
 	for _, d := range quotaDescs {
@@ -145,6 +163,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLogEnd, float64(p.LogEndOffset), p.Topic, part)
 		}
 		gauge(descPartitionCount, float64(len(s.Partitions)))
+		gauge(descFetchSessions, float64(s.FetchSessions.Sessions))
+		gauge(descFetchSessionParts, float64(s.FetchSessions.Partitions))
+		ch <- prometheus.MustNewConstMetric(descFetchSessionEvictions, prometheus.CounterValue, float64(s.FetchSessions.Evictions))
 		gauge(descLeaderCount, float64(leaders))
 		gauge(descUnderReplicated, float64(under))
 		gauge(descUnderMinISR, float64(underMin))

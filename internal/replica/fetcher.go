@@ -39,6 +39,7 @@ const fetchVersion = 12
 
 // fetcher pulls the partitions this broker follows from one leader, as
 // Kafka's ReplicaFetcherThread does: one Fetch at a time for all of them,
+// in an incremental fetch session (KIP-227) when the leader grants one,
 // batches appended unchanged, the high watermark learnt from the answers.
 type fetcher struct {
 	m      *Manager
@@ -48,6 +49,10 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[log.TopicPartition]*partition.Partition
+
+	// session is the fetch session with the leader (fetcher_session.go),
+	// used by run's goroutine only.
+	session followerSession
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -136,10 +141,11 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	req.MaxWaitMillis = int32(cfg.MaxWait.Milliseconds())
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.ResponseMax
-	byTopic := map[string]int{}
 	// The leader epoch each partition was fetched in: an answer is applied
 	// only while the partition still follows in that epoch.
 	epochs := map[log.TopicPartition]int32{}
+	want := make(map[log.TopicPartition]kmsg.FetchRequestTopicPartition, len(parts))
+	order := make([]log.TopicPartition, 0, len(parts))
 	for _, p := range parts {
 		l := p.Log()
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -153,24 +159,27 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 			rp.LastFetchedEpoch = e
 		}
 		rp.PartitionMaxBytes = cfg.MaxBytes
-		i, ok := byTopic[p.TopicPartition.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.TopicPartition.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.TopicPartition.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		want[p.TopicPartition] = rp
+		order = append(order, p.TopicPartition)
 	}
+	// Only the partitions whose parameters changed, in a fetch session.
+	f.session.fill(req, want, order)
 	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+30*time.Second)
 	defer cancel()
 	kresp, err := client.Request(rctx, req)
 	if err != nil {
+		f.session.failed()
 		return err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 {
+	f.session.answered(resp)
+	switch resp.ErrorCode {
+	case 0:
+	case kerr.FetchSessionIDNotFound.Code, kerr.InvalidFetchSessionEpoch.Code:
+		// The session is gone (evicted, or the leader restarted): the
+		// next fetch is a full one, at once, as Kafka's fetcher does.
+		return nil
+	default:
 		return fmt.Errorf("fetch from leader %d: %w", f.leader, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	var firstErr error

@@ -19,6 +19,8 @@ func (s *Server) metricsState() metrics.State {
 	}
 	if s.replica != nil {
 		st.Broker = true
+		fs := s.fetchSessions.Stats()
+		st.FetchSessions = metrics.FetchSessionCache{Sessions: fs.Sessions, Partitions: fs.Partitions, Evictions: fs.Evictions}
 		for name, n := range s.replica.PurgatorySizes() {
 			st.Purgatories[name] = n
 		}

@@ -25,6 +25,7 @@ import (
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
 	"gregor/internal/coordinator/txnmarker"
+	"gregor/internal/fetchsession"
 	"gregor/internal/handlers"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
@@ -76,6 +77,8 @@ type Server struct {
 	lifecycle   *lifecycle
 	// quotas enforce the client quotas on the broker listeners.
 	quotas *quota.Managers
+	// fetchSessions are the broker's incremental fetch sessions (KIP-227).
+	fetchSessions *fetchsession.Cache
 
 	// sec owns the listeners' TLS contexts and SASL mechanisms;
 	// brokerClient and controllerClient are how this node dials the
@@ -105,7 +108,8 @@ func New(cfg *config.Broker, logger *slog.Logger) (*Server, error) {
 		return nil, errors.New("controller.quorum.voters is empty: Gregor finds the controllers only through it (controller.quorum.bootstrap.servers alone, KIP-853, is not supported yet)")
 	}
 	stopping, endWaiting := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, logger: logger, stopping: stopping, endWaiting: endWaiting}, nil
+	return &Server{cfg: cfg, logger: logger, stopping: stopping, endWaiting: endWaiting,
+		fetchSessions: fetchsession.New(cfg.MaxIncrementalFetchSessionCacheSlots, fetchsession.DefaultEvictionAfter)}, nil
 }
 
 // singleNode reports a node that is the whole cluster's quorum: combined
@@ -484,6 +488,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Metrics:     s.metrics,
 		Authorizer:  s.authorizer,
 		Quotas:      quotas,
+
+		FetchSessions: s.fetchSessions,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.txnMarkers.Start()
