@@ -129,7 +129,10 @@ func (c *Console) cluster(ctx context.Context, _ *http.Request, cl *kgo.Client) 
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return nil, fmt.Errorf("describe cluster: %w", err)
 	}
-	v := &clusterView{ClusterID: resp.ClusterID, ControllerID: resp.ControllerID, Brokers: []brokerView{}}
+	// A KRaft broker's DescribeCluster names a broker as the controller (the
+	// clients cannot reach the controllers), so the active controller is
+	// the metadata quorum's leader, unknown (-1) when DescribeQuorum fails.
+	v := &clusterView{ClusterID: resp.ClusterID, ControllerID: -1, Brokers: []brokerView{}}
 	leaders, replicas := map[int32]int{}, map[int32]int{}
 	if tds, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx); err == nil {
 		for _, td := range tds {
@@ -151,7 +154,7 @@ func (c *Console) cluster(ctx context.Context, _ *http.Request, cl *kgo.Client) 
 	if q, err := describeQuorum(ctx, cl); err != nil {
 		v.QuorumError = err.Error()
 	} else {
-		v.Quorum = q
+		v.Quorum, v.ControllerID = q, q.LeaderID
 	}
 	return v, nil
 }

@@ -113,7 +113,7 @@ function viewOverview() {
       el("td", {}, b.id === c.controllerId ? el("span", {class: "tag"}, "controller") : "")));
     const parts = [
       el("div", {class: "cards"}, card("Cluster id", c.clusterId), card("Brokers", c.brokers.length),
-        card("Active controller", c.controllerId >= 0 ? c.controllerId : "none", c.controllerId >= 0 ? "" : "bad")),
+        card("Active controller", c.controllerId >= 0 ? c.controllerId : "unknown", c.controllerId >= 0 ? "" : "bad")),
       el("h2", {}, "Brokers"),
       table("brokers", [["Id", "num"], "Address", "Rack", ["Leaders", "num"], ["Replicas", "num"], ""], brokers),
       el("h2", {}, "Controller quorum (__cluster_metadata)"),
