@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // chromium finds a Chromium or Chrome binary (Debian's package "chromium"
@@ -32,6 +33,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	n := startNode(t)
 	seed(t, n, "e2e-orders", "e2e-billing", 3) // lag 7 on partition 0
 	css, text, do := b.css, b.text, b.do
+	retention := "86400000"
+	if _, err := kadm.NewClient(n.client()).AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "retention.ms", Value: &retention}}, "e2e-orders"); err != nil {
+		t.Fatal(err)
+	}
 
 	topicLink := `#topics a[data-topic="e2e-orders"]`
 	lagCell := `#topic-groups td[data-group-lag="e2e-billing"]`
@@ -48,6 +53,28 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(css(`#topic-partitions tr[data-partition="0"] a`)),
 		chromedp.WaitVisible(css(`#records tr[data-offset="9"]`)))
 	records := text(`#records`)
+	if out := text(`#browse-out`); strings.HasSuffix(strings.TrimSpace(out), "null") {
+		t.Errorf("a stray null under the records: %q", out)
+	}
+	// The topic's own override is listed first, before the defaults.
+	do("wait for the configs", chromedp.WaitVisible(css(`#topic-configs tr[data-config="retention.ms"]`)))
+	firstConfig := evalJS[string](b, `document.querySelector("#topic-configs tbody tr").dataset.config`)
+	if firstConfig != "retention.ms" {
+		t.Errorf("first config listed: %q, want the override retention.ms", firstConfig)
+	}
+
+	// A topic that does not exist: one error, no record browser.
+	do("open a missing topic",
+		chromedp.Navigate(n.url("/#/topics/no-such-topic")),
+		chromedp.WaitVisible(css(`main p.error`)))
+	errorsShown := evalJS[int](b, `document.querySelectorAll("main p.error").length`)
+	browserShown := evalJS[bool](b, `!!document.getElementById("browse-out") && document.getElementById("browse-out").offsetParent !== null`)
+	if errorsShown != 1 || browserShown {
+		t.Errorf("missing topic: %d errors shown, record browser shown %v; want one error and no browser", errorsShown, browserShown)
+	}
+	do("back to the topic",
+		chromedp.Navigate(n.url("/#/topics/e2e-orders")),
+		chromedp.WaitVisible(css(`#topic-partitions tr[data-partition="0"]`)))
 
 	do("open the group",
 		chromedp.Click(css(`#topic-groups a[data-group="e2e-billing"]`)),
@@ -136,6 +163,16 @@ func (b *browser) text(sel string) string {
 	v, err := chromedp.Run(b.ctx, chromedp.Text(b.css(sel), chromedp.NodeVisible))
 	if err != nil {
 		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+// evalJS evaluates a JavaScript expression in the page.
+func evalJS[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}
 	return v
 }

@@ -217,7 +217,9 @@ function viewTopic(name) {
   main.append(el("h1", {}, "Topic ", el("span", {id: "topic-name"}, name)));
   const path = "topics/" + encodeURIComponent(name);
   const browse = recordBrowser(name);
+  browse.box.hidden = true; // shown once the topic is known to exist
   section(main, () => api(path), t => {
+    browse.box.hidden = false;
     const parts = [el("div", {class: "cards"},
       card("Partitions", t.partitions), card("Replication factor", t.replicationFactor),
       card("Records", fmtNum(t.records)), card("Size (one copy)", fmtBytes(t.size)),
@@ -241,11 +243,16 @@ function viewTopic(name) {
   main.append(browse.box);
   // Configs change rarely and make a long table: below the records, on a
   // slower refresh.
-  section(main, () => api(path).then(t => t.configs), configs => {
+  // A failure is shown once, by the section above.
+  section(main, () => api(path).then(t => t.configs, () => null), configs => {
+    if (!configs) return el("div");
+    // Overrides first (the topic's, then the broker's), then defaults.
+    const rank = c => c.source === "DYNAMIC_TOPIC_CONFIG" ? 0 : c.source === "DEFAULT_CONFIG" ? 2 : 1;
+    configs = configs.slice().sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name));
     const nonDefault = configs.filter(c => c.source !== "DEFAULT_CONFIG");
     return el("div", {}, el("h2", {}, "Configs"),
       el("p", {class: "muted"}, nonDefault.length + " set on the topic or broker, " + (configs.length - nonDefault.length) + " defaults"),
-      table("topic-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {},
+      table("topic-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {"data-config": c.name},
         el("td", {}, c.name), el("td", {class: "data"}, c.value),
         el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source)))));
   }, 30000);
@@ -286,7 +293,7 @@ function recordBrowser(topic) {
         el("p", {class: "muted"}, "Partition " + r.partition + ": offsets " + r.startOffset + " to " + r.endOffset +
           "; showing " + r.records.length + " from " + r.from + ". "),
         rows.length ? table("records", [["Offset", "num"], "Timestamp", "Key", "Value", "Headers"], rows) : el("p", {class: "muted"}, "No records there."),
-        next < r.endOffset ? el("p", {}, el("button", {onclick: () => { offset.value = String(next); load(); }}, "Next")) : null);
+        ...(next < r.endOffset ? [el("p", {}, el("button", {onclick: () => { offset.value = String(next); load(); }}, "Next"))] : []));
     } catch (e) {
       out.replaceChildren(el("p", {class: "error"}, e.message));
     }
