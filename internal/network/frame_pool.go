@@ -33,9 +33,10 @@ const (
 
 // framePool holds request frame buffers in power-of-two size classes, so
 // a buffer is at most twice the frame it holds (queued.max.request.bytes
-// counts the frame, not the buffer). A sync.Pool per class: idle buffers
-// are dropped by the garbage collector, so the pool holds memory only
-// while frames of that size keep arriving.
+// counts the frame, not the buffer). A sync.Pool per class: a buffer idle
+// through two garbage collections is dropped (and the runtime collects at
+// least every two minutes), so the pool holds memory only while frames of
+// that size keep arriving.
 type framePool struct {
 	classes [maxPooledFrameShift - minPooledFrameShift + 1]sync.Pool
 }
