@@ -441,14 +441,21 @@ func (c *conn) readFrame() ([]byte, bool, error) {
 // readFull fills buf, keeping partial progress across read deadlines. The
 // deadline implements connections.max.idle.ms: it expires at lastActivity +
 // idle; at expiry the connection is closed only if nothing is in flight.
+// The deadline is set once per call and again after each expiry, not
+// before every read: a large frame arrives in many reads, and the
+// decision is only ever taken at expiry, with lastActivity as it is then.
 func (c *conn) readFull(buf []byte) error {
 	idle := c.srv.cfg.ConnectionsMaxIdle
+	armed := false
 	for n := 0; n < len(buf); {
-		deadline := time.Unix(0, c.lastActivity.Load()).Add(idle)
-		if c.busy() {
-			deadline = time.Now().Add(idle)
+		if !armed {
+			deadline := time.Unix(0, c.lastActivity.Load()).Add(idle)
+			if c.busy() {
+				deadline = time.Now().Add(idle)
+			}
+			_ = c.nc.SetReadDeadline(deadline)
+			armed = true
 		}
-		_ = c.nc.SetReadDeadline(deadline)
 		if c.stopping.Load() {
 			return errStopped
 		}
@@ -464,6 +471,7 @@ func (c *conn) readFull(buf []byte) error {
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			return err
 		}
+		armed = false
 		if c.stopping.Load() {
 			return errStopped
 		}
