@@ -234,7 +234,7 @@ func (c *conn) readLoop() {
 		case <-c.stopCh:
 			return
 		}
-		frame, err := c.readFrame()
+		frame, pooled, err := c.readFrame()
 		if err != nil {
 			<-c.inflight
 			c.logReadError(err)
@@ -284,6 +284,9 @@ func (c *conn) readLoop() {
 				c.queueReply(reply, true)
 				return
 			}
+		}
+		if pooled && req.Header.APIKey == produceKey {
+			req.recycle = frame
 		}
 		req.Principal = c.principal
 		req.SecurityProtocol = c.lc.SecurityProtocol
@@ -399,49 +402,60 @@ func (c *conn) queueReply(frame []byte, closeAfter bool) {
 
 // readFrame reads one size-prefixed frame, checking the size against
 // socket.request.max.bytes (sasl.server.max.receive.size before a SASL
-// connection is authenticated) before allocating.
-func (c *conn) readFrame() ([]byte, error) {
+// connection is authenticated) before allocating. The boolean reports that
+// the frame's buffer came from the server's frame pool (frame_pool.go).
+func (c *conn) readFrame() ([]byte, bool, error) {
 	var sizeBuf [4]byte
 	if err := c.readFull(sizeBuf[:]); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 	switch {
 	case size < 0:
-		return nil, fmt.Errorf("invalid receive (size = %d)", size)
+		return nil, false, fmt.Errorf("invalid receive (size = %d)", size)
 	case c.sasl != nil && c.sasl.phase != saslComplete && size > c.srv.cfg.SASLMaxReceiveSize:
 		// Say, a TLS client on a SASL_PLAINTEXT port: its ClientHello
 		// read as a size is hundreds of megabytes.
 		err := fmt.Errorf("invalid receive (size = %d larger than sasl.server.max.receive.size %d before authentication)", size, c.srv.cfg.SASLMaxReceiveSize)
 		c.observeAuth(c.sasl.mechanism, err)
-		return nil, loggedError{err}
+		return nil, false, loggedError{err}
 	case size > c.srv.cfg.SocketRequestMaxBytes:
-		return nil, fmt.Errorf("invalid receive (size = %d larger than socket.request.max.bytes %d)", size, c.srv.cfg.SocketRequestMaxBytes)
+		return nil, false, fmt.Errorf("invalid receive (size = %d larger than socket.request.max.bytes %d)", size, c.srv.cfg.SocketRequestMaxBytes)
 	}
 	// Kafka mutes a channel whose request does not get memory from the
 	// pool: the body stays in the socket until bytes are given back.
 	if !c.srv.requestBytes.acquire(int64(size), c.stopCh) {
-		return nil, errStopped
+		return nil, false, errStopped
 	}
-	frame := make([]byte, size)
+	frame, pooled := c.srv.frames.get(int(size))
 	if err := c.readFull(frame); err != nil {
 		c.srv.requestBytes.release(int64(size))
-		return nil, err
+		if pooled {
+			c.srv.frames.put(frame)
+		}
+		return nil, false, err
 	}
-	return frame, nil
+	return frame, pooled, nil
 }
 
 // readFull fills buf, keeping partial progress across read deadlines. The
 // deadline implements connections.max.idle.ms: it expires at lastActivity +
 // idle; at expiry the connection is closed only if nothing is in flight.
+// The deadline is set once per call and again after each expiry, not
+// before every read: a large frame arrives in many reads, and the
+// decision is only ever taken at expiry, with lastActivity as it is then.
 func (c *conn) readFull(buf []byte) error {
 	idle := c.srv.cfg.ConnectionsMaxIdle
+	armed := false
 	for n := 0; n < len(buf); {
-		deadline := time.Unix(0, c.lastActivity.Load()).Add(idle)
-		if c.busy() {
-			deadline = time.Now().Add(idle)
+		if !armed {
+			deadline := time.Unix(0, c.lastActivity.Load()).Add(idle)
+			if c.busy() {
+				deadline = time.Now().Add(idle)
+			}
+			_ = c.nc.SetReadDeadline(deadline)
+			armed = true
 		}
-		_ = c.nc.SetReadDeadline(deadline)
 		if c.stopping.Load() {
 			return errStopped
 		}
@@ -457,6 +471,7 @@ func (c *conn) readFull(buf []byte) error {
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			return err
 		}
+		armed = false
 		if c.stopping.Load() {
 			return errStopped
 		}
@@ -515,6 +530,12 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	// behind it are dropped unhandled, as Kafka drops them with the channel.
 	if !c.failed.Load() {
 		frame, release, th, ok = c.handle(req)
+	}
+	if req.recycle != nil {
+		// The handler has returned and the response is encoded: nothing
+		// refers to the request's frame any more (frame_pool.go).
+		c.srv.frames.put(req.recycle)
+		req.recycle = nil
 	}
 	if !ok {
 		c.failed.Store(true)

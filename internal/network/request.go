@@ -21,6 +21,10 @@ import (
 // broker's versions can parse it.
 const apiVersionsKey = 18
 
+// produceKey is Produce's API key: its frames go back to the frame pool
+// once handled (frame_pool.go).
+const produceKey = 0
+
 // controlledShutdownKey is ControlledShutdown's API key; its v0 request uses
 // request header v0 (no client id).
 const controlledShutdownKey = 7
@@ -74,6 +78,9 @@ type Request struct {
 	// the request took when read (nil in tests); queuedOnce runs it once.
 	releaseQueued func()
 	queuedOnce    sync.Once
+	// recycle is the frame the request was decoded from when it goes back
+	// to the server's frame pool once handled (a Produce frame), else nil.
+	recycle []byte
 }
 
 // Dispatched lets the connection start its next request while this one is

@@ -135,6 +135,8 @@ type Server struct {
 	queued chan struct{}
 	// requestBytes is the pool of queued.max.request.bytes.
 	requestBytes *requestBytes
+	// frames recycles the buffers of large Produce request frames.
+	frames framePool
 	// quotas are the connection limits; quotaMu guards them and slotFreed
 	// (on quotaMu) wakes accept loops waiting for a connection slot.
 	// Lock order: quotaMu before mu.

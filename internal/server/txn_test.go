@@ -427,8 +427,18 @@ func TestTxnProduceVerification(t *testing.T) {
 			t.Fatalf("abort marker not written: %v", stable)
 		}
 	}
-	if p := produce(); p.ErrorCode != kerr.InvalidTxnState.Code {
-		t.Fatalf("batch after the transaction ended: %v", kerr.ErrorForCode(p.ErrorCode))
+	// The abort marker is in the log before the coordinator completes the
+	// abort; until then verification answers CONCURRENT_TRANSACTIONS, sent
+	// to the producer as the retriable NOT_ENOUGH_REPLICAS, which a client
+	// retries.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p := produce()
+		if p.ErrorCode == kerr.InvalidTxnState.Code {
+			break
+		}
+		if p.ErrorCode != kerr.NotEnoughReplicas.Code || time.Now().After(deadline) {
+			t.Fatalf("batch after the transaction ended: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
 	}
 	if stable, _ := adm.ListCommittedOffsets(ctx, topic); stable["verified"][0].Offset != 3 {
 		t.Fatalf("last stable offset moved: %v", stable)
