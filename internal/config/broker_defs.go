@@ -474,6 +474,8 @@ var brokerDefList = []Def{
 		"Claim holding an OAUTHBEARER token's principal name."),
 
 	// Gregor additions.
+	bdef("gregor.broker.fence.on.connection.close", Boolean, ptr("true"), nil, ReadOnly,
+		"Gregor: the active controller fences a broker at once when the broker closes the connection its heartbeats come on (its process died), instead of after broker.session.timeout.ms; silence still waits for the session timeout."),
 	bdef("gregor.http.listen", String, ptr(GregorDefaultHTTPListen), func(v string) error {
 		if v == "" {
 			return nil

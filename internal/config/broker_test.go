@@ -101,6 +101,7 @@ func TestLoadZeroConfig(t *testing.T) {
 		{"GroupMaxSessionTimeoutMs", b.GroupMaxSessionTimeoutMs, int64(1800000)},
 		{"ReplicaLagTimeMaxMs", b.ReplicaLagTimeMaxMs, int64(30000)},
 		{"BrokerSessionTimeoutMs", b.BrokerSessionTimeoutMs, int64(9000)},
+		{"FenceOnConnectionClose", b.FenceOnConnectionClose, true},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

@@ -86,6 +86,12 @@ type Config struct {
 	// long. Zero disables session expiry (brokers registered by Bootstrap
 	// never heartbeat).
 	BrokerSessionTimeout time.Duration
+	// FenceOnConnectionClose is gregor.broker.fence.on.connection.close:
+	// the active controller fences a broker at once when the broker's side
+	// closes the connection its latest heartbeat came on (its process died:
+	// the kernel closes a killed process's sockets), instead of waiting out
+	// BrokerSessionTimeout. Silence still waits for the session timeout.
+	FenceOnConnectionClose bool
 	// UncleanLeaderElectionEnable is the static
 	// unclean.leader.election.enable (Kafka's default false); a topic's
 	// config, this node's dynamic broker config and the cluster default
@@ -156,7 +162,10 @@ type Controller struct {
 	started bool
 	stop    context.CancelFunc
 	stopped chan struct{} // closed when the event loop has exited
-	wg      sync.WaitGroup
+	// runCtx is the event loop's context (set by Start, read-only after):
+	// goroutines the loop starts use it.
+	runCtx context.Context
+	wg     sync.WaitGroup
 }
 
 // New returns a controller writing through q and registers its state
@@ -213,6 +222,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.startOffset = c.q.HighWatermark()
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.stop = cancel
+	c.runCtx = loopCtx
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,10 +27,32 @@ type brokerSession struct {
 	// controlled shutdown completes (its leaderships are moved by then), -1
 	// if it is not shutting down.
 	controlledShutdownOffset int64
+	// conn is the connection the broker's latest heartbeat came on (its
+	// network.Request.PeerClosed), watched while FenceOnConnectionClose is
+	// on; stopWatch ends the watch. Nil when none is watched.
+	conn      <-chan struct{}
+	stopWatch func()
 }
 
 func newBrokerSession(now time.Time) *brokerSession {
 	return &brokerSession{lastContact: now, metadataOffset: -1, controlledShutdownOffset: -1}
+}
+
+// unwatch stops watching the session's heartbeat connection.
+func (s *brokerSession) unwatch() {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+	s.conn, s.stopWatch = nil, nil
+}
+
+// dropSessions forgets every broker session (leadership moved), ending
+// their connection watches.
+func (c *Controller) dropSessions() {
+	for _, s := range c.sessions {
+		s.unwatch()
+	}
+	c.sessions = map[int32]*brokerSession{}
 }
 
 func (s *brokerSession) shuttingDown() bool { return s.controlledShutdownOffset >= 0 }
@@ -139,8 +162,11 @@ func (c *Controller) lowestActiveOffset(img *metadata.Image) int64 {
 // session alive and moves it between fenced, unfenced, controlled shutdown
 // and shutdown, writing the registration and partition changes that go
 // with each move.
-func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse {
-	resp, err := c.heartbeat(ctx, req)
+//
+// peerClosed is closed when the broker closes the connection the heartbeat
+// came on (nil for an in-process heartbeat); see heartbeatConnClosed.
+func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, peerClosed <-chan struct{}) *kmsg.BrokerHeartbeatResponse {
+	resp, err := c.heartbeat(ctx, req, peerClosed)
 	if err != nil {
 		c.logger.Info("broker heartbeat refused", "broker", req.BrokerID, "err", err)
 		resp.ErrorCode = errorCode(err)
@@ -150,7 +176,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 
 // heartbeat answers a heartbeat; on error the response holds the defaults
 // and the error wraps the *kerr.Error to answer with.
-func (c *Controller) heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+func (c *Controller) heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, peerClosed <-chan struct{}) (*kmsg.BrokerHeartbeatResponse, error) {
 	resp := kmsg.NewPtrBrokerHeartbeatResponse()
 	resp.Version = req.Version
 	var failure error
@@ -159,7 +185,7 @@ func (c *Controller) heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatReq
 			failure = kerr.NotController
 			return
 		}
-		failure = c.brokerHeartbeat(ctx, req, resp)
+		failure = c.brokerHeartbeat(ctx, req, resp, peerClosed)
 	})
 	if err != nil {
 		return resp, fmt.Errorf("%w: %v", kafkaError(err), err)
@@ -167,7 +193,7 @@ func (c *Controller) heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatReq
 	return resp, failure
 }
 
-func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, resp *kmsg.BrokerHeartbeatResponse) error {
+func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, resp *kmsg.BrokerHeartbeatResponse, peerClosed <-chan struct{}) error {
 	img := c.image.Image()
 	id := req.BrokerID
 	b := img.Brokers[id]
@@ -202,6 +228,14 @@ func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 		lastOffset = off
 	}
 	s.touch(c.cfg.Now(), next.fenced(), req.CurrentMetadataOffset)
+	if s.conn != peerClosed {
+		// The broker heartbeats on another connection (or in process): the
+		// old one's close no longer says anything about the broker.
+		s.unwatch()
+		if c.cfg.FenceOnConnectionClose && peerClosed != nil {
+			s.conn, s.stopWatch = peerClosed, c.watchHeartbeatConn(id, req.BrokerEpoch, peerClosed)
+		}
+	}
 	if next == stateControlledShutdown && !s.shuttingDown() {
 		// Kafka's processBatchEndOffset: the shutdown completes once every
 		// active broker has seen the records that moved the leaderships.
@@ -268,6 +302,63 @@ func (c *Controller) fenceStaleBrokers(ctx context.Context) {
 		}
 		c.session(id).touch(c.cfg.Now(), true, c.session(id).metadataOffset)
 	}
+}
+
+// watchHeartbeatConn waits, in a goroutine owned by c.wg, until the broker
+// closes the connection its heartbeats come on, then hands the close to the
+// event loop. The returned func stops the watch.
+func (c *Controller) watchHeartbeatConn(id int32, epoch int64, peerClosed <-chan struct{}) (stop func()) {
+	stopped := make(chan struct{})
+	ctx := c.runCtx
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-peerClosed:
+		case <-stopped:
+			return
+		case <-ctx.Done():
+			return
+		}
+		// Fails only when the event loop stops: nothing to fence then.
+		_ = c.submit(ctx, func() { c.heartbeatConnClosed(ctx, id, epoch, peerClosed) })
+	}()
+	return sync.OnceFunc(func() { close(stopped) })
+}
+
+// heartbeatConnClosed fences a broker whose side closed the connection its
+// latest heartbeat came on, if it is still registered in that epoch and
+// unfenced. This is Gregor's, not Kafka's (Kafka fences on silence only):
+// the close is a fact the kernel reports, not a guess from a missing
+// heartbeat. A broker process that dies has its sockets closed by its
+// kernel (FIN, or RST with unread data); a live broker keeps its heartbeat
+// connection open and closes it only when shutting down (after its
+// controlled shutdown has fenced it) or after a failed heartbeat. Should
+// a live broker's connection be closed anyway (a reset on the path), the
+// broker's next heartbeat, on a new connection and in the same epoch,
+// finds it fenced and unfences it once caught up, as after any fencing: it
+// loses its leaderships for a moment, never its registration or data. A
+// broker that stays silent on an open connection is fenced by the session
+// timeout only (fenceStaleBrokers).
+func (c *Controller) heartbeatConnClosed(ctx context.Context, id int32, epoch int64, peerClosed <-chan struct{}) {
+	s := c.sessions[id]
+	if s == nil || s.conn != peerClosed {
+		return // a later heartbeat came on another connection, or leadership moved
+	}
+	s.unwatch()
+	if !c.active.Load() {
+		return
+	}
+	img := c.image.Image()
+	if b := img.Brokers[id]; b == nil || b.Epoch != epoch || b.Fenced {
+		return
+	}
+	c.logger.Info("fencing broker because it closed the connection of its heartbeats", "broker", id, "brokerEpoch", epoch)
+	if _, err := c.q.Append(ctx, c.brokerFencedRecords(img, id)); err != nil {
+		c.logger.Warn("fencing a broker whose heartbeat connection closed failed", "broker", id, "err", err)
+		return
+	}
+	s.touch(c.cfg.Now(), true, s.metadataOffset)
 }
 
 // untilSessionExpiry is how long until the earliest broker session expires

@@ -123,7 +123,7 @@ func (c *Controller) handleLeaderChange(ctx context.Context) {
 			c.logger.Info("no longer the active controller", "leader", id, "epoch", epoch)
 		}
 		c.activeEpoch = -1
-		c.sessions = map[int32]*brokerSession{}
+		c.dropSessions()
 		return
 	}
 	if c.activeEpoch == epoch && c.active.Load() {
@@ -136,7 +136,7 @@ func (c *Controller) handleLeaderChange(ctx context.Context) {
 		}
 	}
 	now := c.cfg.Now()
-	c.sessions = map[int32]*brokerSession{}
+	c.dropSessions()
 	for id := range c.image.Image().Brokers {
 		if id == c.cfg.NodeID && c.cfg.CoResidentBroker {
 			if off, ok := c.listener.registrationOffset(id); ok && off < c.startOffset {
@@ -198,6 +198,9 @@ func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistr
 		existing := img.Brokers[req.BrokerID]
 		if existing == nil || existing.IncarnationID != req.IncarnationID {
 			// A new incarnation starts a new session.
+			if old := c.sessions[req.BrokerID]; old != nil {
+				old.unwatch()
+			}
 			c.sessions[req.BrokerID] = newBrokerSession(c.cfg.Now())
 		} else {
 			c.session(req.BrokerID).touch(c.cfg.Now(), rec.Fenced, -1)

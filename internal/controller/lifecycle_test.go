@@ -26,7 +26,10 @@ import (
 // Commands:
 //
 //	register id=N [inc=S] [rack=S] [dirs=(S,...)] [cluster=S] [mv=(MIN,MAX)] [zk]
-//	heartbeat id=N [epoch=N] [offset=N|hw] [fence] [shutdown]
+//	heartbeat id=N [epoch=N] [offset=N|hw] [fence] [shutdown] [conn=S]
+//	                          conn names the connection it comes on (none: in process)
+//	close-conn name=S         the broker closes connection S (the peer-closed signal);
+//	                          waits until the controller has handled it
 //	tick ms=N                 advance the clock, then run the due timers
 //	                          (session expiry, leader rebalance, unclean elections)
 //	create-topic name=S partitions=N rf=N
@@ -103,6 +106,9 @@ type harness struct {
 	q     *raft.SingleVoter
 	c     *Controller
 	rec   *recorder
+	// conns are the named connections heartbeats came on: closed when the
+	// script closes them.
+	conns map[string]chan struct{}
 }
 
 func newHarness(t *testing.T) *harness {
@@ -111,6 +117,7 @@ func newHarness(t *testing.T) *harness {
 	cfg := testConfig()
 	cfg.Now = clock.Now
 	cfg.BrokerSessionTimeout = 9 * time.Second
+	cfg.FenceOnConnectionClose = true
 	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Logger: cfg.Logger, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +140,7 @@ func newHarness(t *testing.T) *harness {
 	})
 	waitActive(t, c, true)
 	rec.drain(c.Image()) // the activation's metadata.version
-	return &harness{t: t, clock: clock, q: q, c: c, rec: rec}
+	return &harness{t: t, clock: clock, q: q, c: c, rec: rec, conns: map[string]chan struct{}{}}
 }
 
 func waitActive(t *testing.T, c *Controller, want bool) {
@@ -170,6 +177,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return h.register(t, d)
 	case "heartbeat":
 		return h.heartbeat(t, d)
+	case "close-conn":
+		var name string
+		d.ScanArgs(t, "name", &name)
+		h.closeConn(t, name)
+		return ""
 	case "tick":
 		var ms int
 		d.ScanArgs(t, "ms", &ms)
@@ -297,11 +309,54 @@ func (h *harness) heartbeat(t *testing.T, d *datadriven.TestData) string {
 		req.CurrentMetadataOffset, _ = strconv.ParseInt(arg.Vals[0], 10, 64)
 	}
 	req.WantFence, req.WantShutdown = d.HasArg("fence"), d.HasArg("shutdown")
-	resp, err := h.c.heartbeat(context.Background(), req)
+	var conn chan struct{}
+	if d.HasArg("conn") {
+		var name string
+		d.ScanArgs(t, "conn", &name)
+		if conn = h.conns[name]; conn == nil {
+			conn = make(chan struct{})
+			h.conns[name] = conn
+		}
+	}
+	var peerClosed <-chan struct{}
+	if conn != nil {
+		peerClosed = conn
+	}
+	resp, err := h.c.heartbeat(context.Background(), req, peerClosed)
 	if err != nil {
 		return errLine(err)
 	}
 	return fmt.Sprintf("%s caught-up=%v fenced=%v should-shutdown=%v\n", errName(resp.ErrorCode), resp.IsCaughtUp, resp.IsFenced, resp.ShouldShutdown)
+}
+
+// closeConn closes a named connection and waits until no broker session
+// watches it any more: the controller handled the close, or had already
+// stopped watching the connection.
+func (h *harness) closeConn(t *testing.T, name string) {
+	conn := h.conns[name]
+	if conn == nil {
+		t.Fatalf("no connection %q", name)
+	}
+	close(conn)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		watched := false
+		if err := h.c.submit(context.Background(), func() {
+			for _, s := range h.c.sessions {
+				if s.conn == (<-chan struct{})(conn) {
+					watched = true
+				}
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !watched {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connection %q is still watched 10s after its close", name)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // errLine prints an error as its Kafka code and message.

@@ -129,7 +129,7 @@ func TestAlterPartitionErrors(t *testing.T) {
 	fence := kmsg.NewPtrBrokerHeartbeatRequest()
 	fence.BrokerID, fence.BrokerEpoch, fence.WantFence = 2, c.Image().Brokers[2].Epoch, true
 	fence.CurrentMetadataOffset = n.q.HighWatermark() - 1
-	if r := c.BrokerHeartbeat(ctx, fence); r.ErrorCode != 0 || !r.IsFenced {
+	if r := c.BrokerHeartbeat(ctx, fence, nil); r.ErrorCode != 0 || !r.IsFenced {
 		t.Fatalf("fence broker 2: %+v", r)
 	}
 	for version, want := range map[int16]*kerr.Error{0: kerr.OperationNotAttempted, 1: kerr.OperationNotAttempted, 2: kerr.IneligibleReplica, 3: kerr.IneligibleReplica} {

@@ -16,7 +16,9 @@ import (
 // for brokers: registration, heartbeats, producer id blocks.
 type Lifecycle interface {
 	RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse
-	BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse
+	// BrokerHeartbeat's peerClosed is the request's
+	// network.Request.PeerClosed (nil in process).
+	BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, peerClosed <-chan struct{}) *kmsg.BrokerHeartbeatResponse
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (controller.ProducerIDsBlock, error)
 }
 
@@ -38,14 +40,16 @@ func (h *Handlers) brokerRegistration(ctx context.Context, req *network.Request)
 var brokerHeartbeatAPI = api{key: 63, min: 0, max: 1, handle: (*Handlers).brokerHeartbeat}
 
 // brokerHeartbeat keeps a broker's session alive and carries its state
-// changes: caught up (unfence), controlled shutdown.
+// changes: caught up (unfence), controlled shutdown. The controller also
+// learns the connection the heartbeat came on: when the broker's side of it
+// closes, the broker is fenced at once (see controller.Config.FenceOnConnectionClose).
 func (h *Handlers) brokerHeartbeat(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	if !h.nodeToNode(ctx, req) {
 		resp := req.Body.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	return h.d.Lifecycle.BrokerHeartbeat(ctx, req.Body.(*kmsg.BrokerHeartbeatRequest)), nil
+	return h.d.Lifecycle.BrokerHeartbeat(ctx, req.Body.(*kmsg.BrokerHeartbeatRequest), req.PeerClosed), nil
 }
 
 var allocateProducerIDsAPI = api{key: 67, min: 0, max: 0, handle: (*Handlers).allocateProducerIDs}

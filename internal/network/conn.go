@@ -89,6 +89,9 @@ type conn struct {
 	// lastDispatched is the dispatch signal of the last request read
 	// (reader goroutine only).
 	lastDispatched <-chan struct{}
+	// peerClosed is closed when a read finds the peer closed or reset the
+	// connection (Request.PeerClosed).
+	peerClosed chan struct{}
 
 	// lastActivity is the time (UnixNano) of the last byte read or response
 	// written, for connections.max.idle.ms.
@@ -144,6 +147,7 @@ func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
 		stopCh:     make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
+		peerClosed: make(chan struct{}),
 	}
 	if len(lc.SASL) > 0 {
 		c.sasl = newSASLConn(lc)
@@ -243,6 +247,7 @@ func (c *conn) readLoop() {
 				// (a long poll parked for minutes) stop now, as Kafka
 				// closes a channel whose peer is gone.
 				c.cancel()
+				close(c.peerClosed)
 			}
 			return
 		}
@@ -294,6 +299,7 @@ func (c *conn) readLoop() {
 		req.ClientAddr = c.nc.RemoteAddr()
 		req.ConnID = c.id
 		req.ReceivedAt = receivedAt
+		req.PeerClosed = c.peerClosed
 
 		select {
 		case s.queued <- struct{}{}:

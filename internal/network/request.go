@@ -69,6 +69,13 @@ type Request struct {
 	// (acks=0 produce). See conn.go for how versions that predate
 	// KIP-219 are throttled.
 	Throttle time.Duration
+	// PeerClosed is closed when the peer closes or resets the connection
+	// the request came on (the reader sees EOF or RST): the peer's process
+	// ended or closed it on purpose. It is never closed when this side
+	// closes the connection (idle timeout, shutdown, a bad request) or when
+	// the peer merely goes silent. Nil for a request that came on no
+	// connection (in process).
+	PeerClosed <-chan struct{}
 
 	// dispatched is closed when the request no longer holds up the next
 	// request of its connection (see Dispatched).

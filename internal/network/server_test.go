@@ -533,3 +533,41 @@ func TestClientGoneCancelsParkedRequests(t *testing.T) {
 		t.Fatal("the parked request's context did not end when its client left")
 	}
 }
+
+// TestPeerClosed: a request's PeerClosed is closed when the client closes
+// its connection, and stays open when the server closes it (here, for
+// idleness).
+func TestPeerClosed(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	seen := make(chan (<-chan struct{}), 2)
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		seen <- req.PeerClosed
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{ConnectionsMaxIdle: idle}, h)
+
+	byClient := dial(t, s)
+	byClient.roundTrip(12)
+	peerClosed := <-seen
+	select {
+	case <-peerClosed:
+		t.Fatal("PeerClosed closed while the connection is open")
+	default:
+	}
+	byClient.nc.Close()
+	select {
+	case <-peerClosed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("PeerClosed not closed after the client closed its connection")
+	}
+
+	byServer := dial(t, s)
+	byServer.roundTrip(12)
+	peerClosed = <-seen
+	byServer.expectClosed() // idle
+	select {
+	case <-peerClosed:
+		t.Fatal("PeerClosed closed when the server closed the connection")
+	default:
+	}
+}

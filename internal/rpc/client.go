@@ -171,6 +171,16 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
+// SessionEnding reports whether the connection's SASL session ends so soon
+// that the next Request will close it and dial again. A caller whose peer
+// watches the connection (a broker's heartbeats) opens the next connection
+// itself first.
+func (c *Client) SessionEnding() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn != nil && !c.expires.IsZero() && time.Until(c.expires) < reauthMargin
+}
+
 // Close closes the connection; a later Request dials again.
 func (c *Client) Close() {
 	c.mu.Lock()

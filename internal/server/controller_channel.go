@@ -25,6 +25,13 @@ const defaultControllerWait = 30 * time.Second
 // the one asked is no longer active, it retries with backoff until ctx ends
 // (Kafka's ForwardingManager and NodeToControllerChannelManager).
 func (s *Server) controllerRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return s.controllerRequestOn(ctx, req, nil)
+}
+
+// controllerRequestOn is controllerRequest that sends over link when the
+// active controller is another node (a connection per request if link is
+// nil).
+func (s *Server) controllerRequestOn(ctx context.Context, req kmsg.Request, link *controllerLink) (kmsg.Response, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultControllerWait)
@@ -36,7 +43,7 @@ func (s *Server) controllerRequest(ctx context.Context, req kmsg.Request) (kmsg.
 	defer unhook()
 	backoff := 10 * time.Millisecond
 	for {
-		resp, err := s.tryController(ctx, req)
+		resp, err := s.tryController(ctx, req, link)
 		if err == nil && !handlers.NotController(resp) {
 			return resp, nil
 		}
@@ -54,8 +61,11 @@ func (s *Server) controllerRequest(ctx context.Context, req kmsg.Request) (kmsg.
 
 var errNoActiveController = errors.New("no active controller known")
 
-func (s *Server) tryController(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (s *Server) tryController(ctx context.Context, req kmsg.Request, link *controllerLink) (kmsg.Response, error) {
 	if s.controller != nil && s.controller.Active() {
+		if link != nil {
+			link.close() // this node's controller is the active one now
+		}
 		// The broker authorized the request with its client's principal.
 		return s.ctrlHandlers.Handle(handlers.Forwarded(ctx), &network.Request{
 			Header: network.RequestHeader{APIKey: req.Key(), APIVersion: req.GetVersion()},
@@ -67,10 +77,59 @@ func (s *Server) tryController(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	if !ok || leader == s.cfg.NodeID {
 		return nil, errNoActiveController
 	}
-	// One connection per request: controller requests are rare (admin
-	// requests, a heartbeat every few seconds) and a fresh connection
-	// needs no pool shared across goroutines.
+	if link != nil {
+		return link.request(ctx, addr, req)
+	}
+	// One connection per request: controller requests other than
+	// heartbeats are rare (admin requests, registration) and a fresh
+	// connection needs no pool shared across goroutines.
 	c := rpc.NewClient(addr, fmt.Sprintf("gregor-broker-%d", s.cfg.NodeID), s.controllerClient)
 	defer c.Close()
 	return c.Request(ctx, req)
+}
+
+// controllerLink is the broker's one long-lived connection to the active
+// controller, for its heartbeats. The controller fences a broker at once
+// when the broker's side closes the connection of its latest heartbeat
+// (gregor.broker.fence.on.connection.close): a process that dies has its
+// sockets closed by the kernel. So a live broker keeps this connection for
+// as long as the same controller is active, and closes it only after a
+// failed request (the rpc client's rule), when another controller became
+// active, or at the end of its lifecycle; a connection whose SASL session
+// ends is replaced by a new one that has carried a heartbeat before the old
+// one is closed, so the controller is already watching the new one. Used
+// by one goroutine at a time (the lifecycle's).
+type controllerLink struct {
+	clientID string
+	security rpc.Security
+	client   *rpc.Client
+}
+
+func newControllerLink(nodeID int32, sec rpc.Security) *controllerLink {
+	return &controllerLink{clientID: fmt.Sprintf("gregor-broker-%d", nodeID), security: sec}
+}
+
+// request sends req to the controller at addr over the link.
+func (l *controllerLink) request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	if l.client != nil && l.client.Addr() != addr {
+		l.close()
+	}
+	if l.client == nil {
+		l.client = rpc.NewClient(addr, l.clientID, l.security)
+	}
+	if !l.client.SessionEnding() {
+		return l.client.Request(ctx, req)
+	}
+	old := l.client
+	defer old.Close()
+	l.client = rpc.NewClient(addr, l.clientID, l.security)
+	return l.client.Request(ctx, req)
+}
+
+// close closes the link's connection, if any.
+func (l *controllerLink) close() {
+	if l.client != nil {
+		l.client.Close()
+		l.client = nil
+	}
 }

@@ -45,6 +45,10 @@ type lifecycle struct {
 	unfenced     chan struct{} // closed the first time the broker is unfenced
 	unfenceOnce  sync.Once
 
+	// link carries the heartbeats to a remote active controller (owned by
+	// the run loop).
+	link *controllerLink
+
 	wake chan struct{} // a heartbeat now (shutdown requested)
 	stop context.CancelFunc
 	done chan struct{}
@@ -58,6 +62,7 @@ func newLifecycle(s *Server) *lifecycle {
 		unfenced:   make(chan struct{}),
 		done:       make(chan struct{}),
 		wake:       make(chan struct{}, 1),
+		link:       newControllerLink(s.cfg.NodeID, s.controllerClient),
 	}
 	rand.Read(l.incarnation[:])
 	l.epoch.Store(-1)
@@ -211,6 +216,7 @@ func securityProtocolID(name string) int16 {
 // run heartbeats until ctx ends: quickly while fenced, every
 // broker.heartbeat.interval.ms once unfenced.
 func (l *lifecycle) run(ctx context.Context) {
+	defer l.link.close()
 	interval := time.Duration(l.s.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
 	for {
 		l.heartbeat(ctx)
@@ -236,7 +242,7 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 	req.WantShutdown = l.shuttingDown.Load()
 	hctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
 	defer cancel()
-	kresp, err := s.controllerRequest(hctx, req)
+	kresp, err := s.controllerRequestOn(hctx, req, l.link)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.logger.Warn("heartbeat failed", "err", err)

@@ -216,6 +216,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			LeaderImbalanceCheckInterval:       time.Duration(s.cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 			CoResidentBroker:                   isBroker,
 			BrokerSessionTimeout:               time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+			FenceOnConnectionClose:             s.cfg.FenceOnConnectionClose,
 			ValidateTopicConfig:                config.ValidateTopicConfig,
 			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
 			Bootstrap:                          bootstrap,
