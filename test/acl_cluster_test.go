@@ -232,19 +232,7 @@ func TestClusterACLsSurvive(t *testing.T) {
 	}
 
 	// Every node stops and starts again, the killed controller too.
-	for _, n := range c.brokers {
-		n.stop()
-	}
-	for _, n := range c.controllers {
-		n.stop()
-	}
-	for _, n := range c.controllers {
-		n.start()
-	}
-	for _, n := range c.brokers {
-		n.start()
-	}
-	c.waitBrokers(len(c.brokers))
+	c.restartAll()
 	c.everyBroker("the ACLs on every broker after a full restart", acls, asked, after)
 	for _, user := range []struct{ name, pass string }{{"bob", aclBobPass}, {"mallory", aclMalloryPass}} {
 		if err := c.produceAs(user.name, user.pass, "guarded"); err != nil {

@@ -616,19 +616,7 @@ func TestClusterRestartAll(t *testing.T) {
 	produceSome(t, cl, "kept", 60)
 	cl.Close()
 	before := c.sameImages()
-	for _, n := range c.brokers {
-		n.stop()
-	}
-	for _, n := range c.controllers {
-		n.stop()
-	}
-	for _, n := range c.controllers {
-		n.start()
-	}
-	for _, n := range c.brokers {
-		n.start()
-	}
-	c.waitBrokers(len(c.brokers))
+	c.restartAll()
 	after := c.sameImages()
 	// Leader epochs move with each restart (controlled shutdown, then
 	// unfencing), so compare what must not change: topics and leaders.
@@ -779,6 +767,25 @@ func (c *cluster) killActiveController() int32 {
 	c.controller(leader).kill9()
 	c.t.Logf("killed controller %d, the active one", leader)
 	return leader
+}
+
+// restartAll stops every node (brokers first) and starts them again
+// (controllers first), then waits for every broker to register.
+func (c *cluster) restartAll() {
+	c.t.Helper()
+	for _, n := range c.brokers {
+		n.stop()
+	}
+	for _, n := range c.controllers {
+		n.stop()
+	}
+	for _, n := range c.controllers {
+		n.start()
+	}
+	for _, n := range c.brokers {
+		n.start()
+	}
+	c.waitBrokers(len(c.brokers))
 }
 
 // failOverController kills the active controller with kill -9 and waits

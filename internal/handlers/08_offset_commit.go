@@ -49,30 +49,28 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *network.Request) (kmsg
 	if code != 0 {
 		resp := kmsg.NewPtrOffsetCommitResponse()
 		resp.Version = r.Version
-		for _, t := range r.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+		resp.Topics = offsetCommitFailed(r.Topics, code)
 		return resp, nil
 	}
 	resp, err := wait(ctx)
 	if oc, ok := resp.(*kmsg.OffsetCommitResponse); ok && err == nil {
-		for _, t := range denied {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			oc.Topics = append(oc.Topics, rt)
-		}
+		oc.Topics = append(oc.Topics, offsetCommitFailed(denied, kerr.TopicAuthorizationFailed.Code)...)
 	}
 	return resp, err
+}
+
+// offsetCommitFailed answers every partition of topics with code.
+func offsetCommitFailed(topics []kmsg.OffsetCommitRequestTopic, code int16) []kmsg.OffsetCommitResponseTopic {
+	out := make([]kmsg.OffsetCommitResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
 }

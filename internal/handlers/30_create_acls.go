@@ -22,13 +22,7 @@ var createACLsAPI = api{key: 30, min: 1, max: 3, handle: (*Handlers).createACLs}
 func (h *Handlers) createACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.CreateACLsRequest)
 	if code := h.aclAPIError(ctx, req, kmsg.ACLOperationAlter); code != 0 {
-		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
-		for range r.Creations {
-			res := kmsg.NewCreateACLsResponseResult()
-			res.ErrorCode = code
-			resp.Results = append(resp.Results, res)
-		}
-		return resp, nil
+		return createACLsFailed(r, code, nil), nil
 	}
 	return h.d.Controller.CreateAcls(ctx, r), nil
 }
@@ -38,11 +32,16 @@ func (f forwarding) CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest)
 	if err == nil {
 		return kresp.(*kmsg.CreateACLsResponse)
 	}
-	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	msg := err.Error()
+	return createACLsFailed(req, failure(err), &msg)
+}
+
+// createACLsFailed answers every creation of req with code and msg (nil: none).
+func createACLsFailed(req *kmsg.CreateACLsRequest, code int16, msg *string) *kmsg.CreateACLsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	for range req.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
-		res.ErrorCode, res.ErrorMessage = failure(err), &msg
+		res.ErrorCode, res.ErrorMessage = code, msg
 		resp.Results = append(resp.Results, res)
 	}
 	return resp

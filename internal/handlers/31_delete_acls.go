@@ -23,13 +23,7 @@ var deleteACLsAPI = api{key: 31, min: 1, max: 3, handle: (*Handlers).deleteACLs}
 func (h *Handlers) deleteACLs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteACLsRequest)
 	if code := h.aclAPIError(ctx, req, kmsg.ACLOperationAlter); code != 0 {
-		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-		for range r.Filters {
-			res := kmsg.NewDeleteACLsResponseResult()
-			res.ErrorCode = code
-			resp.Results = append(resp.Results, res)
-		}
-		return resp, nil
+		return deleteACLsFailed(r, code, nil), nil
 	}
 	return h.d.Controller.DeleteAcls(ctx, r), nil
 }
@@ -39,11 +33,16 @@ func (f forwarding) DeleteAcls(ctx context.Context, req *kmsg.DeleteACLsRequest)
 	if err == nil {
 		return kresp.(*kmsg.DeleteACLsResponse)
 	}
-	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	msg := err.Error()
+	return deleteACLsFailed(req, failure(err), &msg)
+}
+
+// deleteACLsFailed answers every filter of req with code and msg (nil: none).
+func deleteACLsFailed(req *kmsg.DeleteACLsRequest, code int16, msg *string) *kmsg.DeleteACLsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	for range req.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
-		res.ErrorCode, res.ErrorMessage = failure(err), &msg
+		res.ErrorCode, res.ErrorMessage = code, msg
 		resp.Results = append(resp.Results, res)
 	}
 	return resp
