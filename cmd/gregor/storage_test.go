@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -57,6 +59,23 @@ func TestFormatAddScram(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("a failed format wrote %d files", len(entries))
+	}
+
+	// bootstrap.checkpoint is written before meta.properties: when it
+	// cannot be (a directory is in its way), the metadata log dir is not
+	// left formatted without it.
+	blocker := filepath.Join(dir, "bootstrap.checkpoint")
+	if err := os.Mkdir(blocker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runStorage(t, format...); err == nil {
+		t.Fatal("format succeeded with a directory where bootstrap.checkpoint goes")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.properties")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("meta.properties after a failed bootstrap write: %v", err)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
 	}
 
 	out, err := runStorage(t, append(format,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -365,5 +366,25 @@ func TestAuthorizeByResourceType(t *testing.T) {
 	}
 	if !NewStandard([]auth.Principal{alice}, false).AuthorizeByResourceType(alice, "h", write, kmsg.ACLResourceTypeTopic) {
 		t.Fatal("a super user may write somewhere")
+	}
+}
+
+// TestAuthorizeDoesNotWaitForUpdates: Authorize reads the current version
+// without the lock that serializes updates, so a decision is made while an
+// update is in progress.
+func TestAuthorizeDoesNotWaitForUpdates(t *testing.T) {
+	s := NewStandard(nil, false)
+	s.Apply(nil, map[[16]byte]Binding{{1}: bind(topic, literal, "t", "User:alice", "*", read, allow)})
+	s.mu.Lock() // an update holds the lock
+	defer s.mu.Unlock()
+	decided := make(chan bool, 1)
+	go func() { decided <- s.Authorize(auth.User("alice"), "h", read, topic, "t") }()
+	select {
+	case ok := <-decided:
+		if !ok {
+			t.Fatal("alice denied READ on t")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Authorize waited for the update lock")
 	}
 }
