@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/logdirs"
 )
 
 // NewTopicCommand returns `topic create|list|describe|alter|delete|add-partitions`,
@@ -146,7 +148,7 @@ func newTopicDescribe(conn *connFlags) *cobra.Command {
 	var topics []string
 	cmd := &cobra.Command{
 		Use:   "describe [TOPIC...]",
-		Short: "Show partitions (leader, replicas, ISR, start/end offsets, size) and non-default configs; all topics without arguments",
+		Short: "Show partitions (leader, replicas, ISR, start/end offsets, size of the leader's copy) and non-default configs; all topics without arguments",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := topicArgs(args, topics)
 			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
@@ -181,19 +183,11 @@ func newTopicDescribe(conn *connFlags) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("list end offsets: %w", err)
 				}
-				// Sizes are best effort: a broker without DescribeLogDirs still
-				// gets its partitions described.
-				sizes := map[string]map[int32]int64{}
-				if dirs, err := adm.DescribeAllLogDirs(ctx, tds.TopicsSet()); err == nil {
-					dirs.Each(func(d kadm.DescribedLogDir) {
-						d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
-							if sizes[p.Topic] == nil {
-								sizes[p.Topic] = map[int32]int64{}
-							}
-							sizes[p.Topic][p.Partition] += p.Size
-						})
-					})
-				}
+				// Sizes are best effort: a partition whose brokers did not
+				// answer DescribeLogDirs (down, or not supporting it) is still
+				// described, and the answers of the others are kept.
+				dirs, _ := adm.DescribeAllLogDirs(ctx, tds.TopicsSet())
+				sizes := logdirs.PartitionSizes(dirs, tds)
 				configs, _ := adm.DescribeTopicConfigs(ctx, names...)
 				out := cmd.OutOrStdout()
 				for i, name := range names {

@@ -82,7 +82,8 @@ func (c *Console) writeJSON(w http.ResponseWriter, r *http.Request, v any, err e
 }
 
 // clusterView is /api/cluster: the brokers as DescribeCluster lists them
-// and the metadata quorum as DescribeQuorum describes it.
+// (fenced ones included) and the metadata quorum as DescribeQuorum
+// describes it.
 type clusterView struct {
 	ClusterID    string       `json:"clusterId"`
 	ControllerID int32        `json:"controllerId"`
@@ -102,6 +103,9 @@ type brokerView struct {
 	// the broker leads and hosts.
 	Leaders  int `json:"leaders"`
 	Replicas int `json:"replicas"`
+	// Fenced is a registered broker that is not serving: killed, shut
+	// down, or not yet caught up with the metadata (KIP-1073).
+	Fenced bool `json:"fenced"`
 }
 
 type quorumView struct {
@@ -122,7 +126,9 @@ type quorumMember struct {
 }
 
 func (c *Console) cluster(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
-	resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true // v2; older brokers list the unfenced only
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return nil, fmt.Errorf("describe cluster: %w", err)
 	}
@@ -145,7 +151,7 @@ func (c *Console) cluster(ctx context.Context, _ *http.Request, cl *kgo.Client) 
 		}
 	}
 	for _, b := range resp.Brokers {
-		bv := brokerView{ID: b.NodeID, Host: b.Host, Port: b.Port, Leaders: leaders[b.NodeID], Replicas: replicas[b.NodeID]}
+		bv := brokerView{ID: b.NodeID, Host: b.Host, Port: b.Port, Leaders: leaders[b.NodeID], Replicas: replicas[b.NodeID], Fenced: b.IsFenced}
 		if b.Rack != nil {
 			bv.Rack = *b.Rack
 		}

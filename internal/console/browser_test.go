@@ -109,8 +109,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.Contains(records, "k9") || !strings.Contains(records, "value-9") || !strings.Contains(records, "00ff10") {
 		t.Errorf("records table lacks k9/value-9/00ff10: %q", records)
 	}
-	if !strings.Contains(brokers, "controller") {
-		t.Errorf("brokers table does not mark the controller: %q", brokers)
+	if !strings.Contains(brokers, "controller") || !strings.Contains(brokers, "up") || strings.Contains(brokers, "fenced") {
+		t.Errorf("brokers table does not show broker 1 up and the controller: %q", brokers)
 	}
 	if !strings.Contains(quorum, "Leader") {
 		t.Errorf("quorum table has no leader: %q", quorum)

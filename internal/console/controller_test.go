@@ -2,10 +2,15 @@ package console_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/internal/server"
 )
@@ -66,5 +71,83 @@ func TestActiveControllerIsTheQuorumLeader(t *testing.T) {
 		len(cluster.Brokers) != 1 || cluster.Brokers[0].ID != 2 {
 		t.Fatalf("active controller %d, quorum %+v, brokers %+v: want controller 1 (the quorum leader), broker 2",
 			cluster.ControllerID, cluster.Quorum, cluster.Brokers)
+	}
+}
+
+// TestStoppedBrokerShownFenced: a broker that went away stays in the
+// brokers table, marked fenced, and the topic page still has a size for
+// every partition. (A broker killed but not yet fenced fails its
+// DescribeLogDirs; that the others' answers are kept then is
+// internal/logdirs' test.)
+func TestStoppedBrokerShownFenced(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	voters := fmt.Sprintf("1@127.0.0.1:%d", port)
+	id := server.RandomUUID()
+	dirs := map[int32]string{}
+	for _, nodeID := range []int32{1, 2, 3} {
+		dirs[nodeID] = t.TempDir()
+		if _, err := server.Format([]string{dirs[nodeID]}, nodeID, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tryStartNode(t, map[string]string{
+		"process.roles": "controller", "node.id": "1",
+		"listeners":                fmt.Sprintf("CONTROLLER://127.0.0.1:%d", port),
+		"controller.quorum.voters": voters, "log.dirs": dirs[1],
+	}); err != nil {
+		t.Fatal(err)
+	}
+	brokers := map[int32]*node{}
+	for _, nodeID := range []int32{2, 3} {
+		b, err := tryStartNode(t, map[string]string{
+			"process.roles": "broker", "node.id": fmt.Sprint(nodeID),
+			"listeners":                "PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters": voters, "log.dirs": dirs[nodeID],
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[nodeID] = b
+	}
+	b := brokers[2]
+	cl := b.client(kgo.DefaultProduceTopic("sized"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	ctx := ctxT(t)
+	waitUntil(t, "both brokers registered and the topic created on them", func() bool {
+		_, err := adm.CreateTopic(ctx, 4, 2, nil, "sized")
+		return err == nil || errors.Is(err, kerr.TopicAlreadyExists)
+	})
+	for p := int32(0); p < 4; p++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("0123456789")}).FirstErr(); err != nil {
+			t.Fatalf("produce to partition %d: %v", p, err)
+		}
+	}
+
+	brokers[3].stop()
+	var cluster struct {
+		Brokers []struct {
+			ID     int32 `json:"id"`
+			Fenced bool  `json:"fenced"`
+		} `json:"brokers"`
+	}
+	waitUntil(t, "broker 3 listed as fenced", func() bool {
+		getJSON(t, b.url("/api/cluster"), http.StatusOK, &cluster)
+		return len(cluster.Brokers) == 2 && cluster.Brokers[0].ID == 2 && !cluster.Brokers[0].Fenced &&
+			cluster.Brokers[1].ID == 3 && cluster.Brokers[1].Fenced
+	})
+	var topic topicJSON
+	getJSON(t, b.url("/api/topics/sized"), http.StatusOK, &topic)
+	if len(topic.PartitionList) != 4 {
+		t.Fatalf("%d partitions listed, want 4", len(topic.PartitionList))
+	}
+	for _, p := range topic.PartitionList {
+		if p.Size <= 0 {
+			t.Errorf("partition %d: size %d with broker 3 down, want its copy on broker 2", p.Partition, p.Size)
+		}
 	}
 }

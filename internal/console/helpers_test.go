@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,8 +29,17 @@ import (
 // node is an in-process Gregor node (broker + controller) on free ports
 // with the console on its HTTP listener.
 type node struct {
-	t   *testing.T
-	srv *server.Server
+	t        *testing.T
+	srv      *server.Server
+	shutdown func() error // once
+}
+
+// stop shuts the node down before the test ends.
+func (n *node) stop() {
+	n.t.Helper()
+	if err := n.shutdown(); err != nil {
+		n.t.Fatalf("shutdown: %v", err)
+	}
 }
 
 func startNode(t *testing.T) *node {
@@ -68,10 +78,15 @@ func tryStartNode(t *testing.T, extra map[string]string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
+	var once sync.Once
+	var shutdownErr error
 	shutdown := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return srv.Shutdown(ctx)
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			shutdownErr = srv.Shutdown(ctx)
+		})
+		return shutdownErr
 	}
 	if err := srv.Start(context.Background()); err != nil {
 		_ = shutdown() // stops what did start; its errors repeat err
@@ -82,7 +97,7 @@ func tryStartNode(t *testing.T, extra map[string]string) (*node, error) {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &node{t: t, srv: srv}, nil
+	return &node{t: t, srv: srv, shutdown: shutdown}, nil
 }
 
 func (n *node) url(path string) string { return "http://" + n.srv.HTTPAddr().String() + path }
@@ -221,4 +236,16 @@ func saslConsole(t *testing.T, c *kfake.Cluster) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// waitUntil polls cond until it holds, failing the test after 30 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/internal/logdirs"
 )
 
 // topicSummary is one row of /api/topics.
@@ -70,7 +72,7 @@ type topicView struct {
 // offsetsAndSizes are what a topic's rows need besides metadata.
 type offsetsAndSizes struct {
 	starts, ends kadm.ListedOffsets
-	sizes        map[string]map[int32]int64 // the leader's copy
+	sizes        map[string]map[int32]int64 // logdirs.PartitionSizes
 }
 
 func (c *Console) loadOffsetsAndSizes(ctx context.Context, adm *kadm.Client, tds kadm.TopicDetails) (offsetsAndSizes, error) {
@@ -86,27 +88,11 @@ func (c *Console) loadOffsetsAndSizes(ctx context.Context, adm *kadm.Client, tds
 	if o.ends, err = adm.ListEndOffsets(ctx, names...); err != nil {
 		return o, fmt.Errorf("list end offsets: %w", err)
 	}
-	// Sizes are best effort: a broker without DescribeLogDirs still gets
-	// its partitions listed.
-	o.sizes = map[string]map[int32]int64{}
-	if dirs, err := adm.DescribeAllLogDirs(ctx, tds.TopicsSet()); err == nil {
-		dirs.Each(func(d kadm.DescribedLogDir) {
-			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
-				td := tds[p.Topic]
-				pd, ok := td.Partitions[p.Partition]
-				if !ok {
-					return
-				}
-				// The leader's copy, or any copy while leaderless.
-				if p.Broker == pd.Leader || (pd.Leader < 0 && o.sizes[p.Topic][p.Partition] == 0) {
-					if o.sizes[p.Topic] == nil {
-						o.sizes[p.Topic] = map[int32]int64{}
-					}
-					o.sizes[p.Topic][p.Partition] = p.Size
-				}
-			})
-		})
-	}
+	// Sizes are best effort: a partition whose brokers did not answer
+	// DescribeLogDirs (down, or not supporting it) is still listed, and
+	// the answers of the others are kept.
+	dirs, _ := adm.DescribeAllLogDirs(ctx, tds.TopicsSet())
+	o.sizes = logdirs.PartitionSizes(dirs, tds)
 	return o, nil
 }
 

@@ -1,10 +1,13 @@
 package handlers
 
-// DescribeCluster (key 60), v0-1. The cluster id, the controller id and the
+// DescribeCluster (key 60), v0-2. The cluster id, the controller id and the
 // endpoints of the requested type (v1): brokers on a broker listener,
 // controllers (the quorum voters) on a controller listener (KIP-919); the
 // other type is MISMATCHED_ENDPOINT_TYPE and an unknown one
-// UNSUPPORTED_ENDPOINT_TYPE, as Kafka's AuthHelper answers.
+// UNSUPPORTED_ENDPOINT_TYPE, as Kafka's AuthHelper answers. The brokers
+// listed are the unfenced ones; v2 asking IncludeFencedBrokers (KIP-1073)
+// gets the fenced ones too, marked IsFenced: a broker that was killed or
+// shut down stays registered, fenced, until it comes back.
 //
 // Anyone may describe the cluster. Asked for the cluster's authorized
 // operations, the principal gets them only with DESCRIBE on the cluster,
@@ -21,7 +24,7 @@ import (
 	"gregor/internal/network"
 )
 
-var describeClusterAPI = api{key: 60, min: 0, max: 1, handle: (*Handlers).describeCluster}
+var describeClusterAPI = api{key: 60, min: 0, max: 2, handle: (*Handlers).describeCluster}
 
 const (
 	endpointTypeBrokers     = 1
@@ -72,13 +75,14 @@ func (h *Handlers) describeCluster(ctx context.Context, req *network.Request) (k
 	}
 	img := h.image()
 	for id, reg := range img.Brokers {
-		if reg.Fenced {
+		if reg.Fenced && !r.IncludeFencedBrokers {
 			continue
 		}
 		for _, ep := range reg.Listeners {
 			if ep.Name == req.Listener {
 				b := kmsg.NewDescribeClusterResponseBroker()
 				b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, int32(ep.Port), reg.Rack
+				b.IsFenced = reg.Fenced
 				resp.Brokers = append(resp.Brokers, b)
 			}
 		}

@@ -107,15 +107,20 @@ function viewOverview() {
   main.append(el("h1", {}, "Cluster"));
   section(main, () => api("cluster"), c => {
     document.getElementById("cluster-id").textContent = "cluster " + c.clusterId;
-    const brokers = c.brokers.map(b => el("tr", {"data-broker": b.id},
+    // A fenced broker is registered but not serving: killed, shut down or
+    // still catching up.
+    const brokers = c.brokers.map(b => el("tr", {"data-broker": b.id, class: b.fenced ? "fenced" : ""},
       num(b.id), el("td", {}, b.host + ":" + b.port), el("td", {}, b.rack || "-"),
+      el("td", {class: b.fenced ? "bad" : ""}, b.fenced ? "fenced (down)" : "up"),
       num(b.leaders), num(b.replicas),
       el("td", {}, b.id === c.controllerId ? el("span", {class: "tag"}, "controller") : "")));
+    const up = c.brokers.filter(b => !b.fenced).length;
     const parts = [
-      el("div", {class: "cards"}, card("Cluster id", c.clusterId), card("Brokers", c.brokers.length),
+      el("div", {class: "cards"}, card("Cluster id", c.clusterId),
+        card("Brokers up", up + " of " + c.brokers.length, up < c.brokers.length ? "bad" : ""),
         card("Active controller", c.controllerId >= 0 ? c.controllerId : "unknown", c.controllerId >= 0 ? "" : "bad")),
       el("h2", {}, "Brokers"),
-      table("brokers", [["Id", "num"], "Address", "Rack", ["Leaders", "num"], ["Replicas", "num"], ""], brokers),
+      table("brokers", [["Id", "num"], "Address", "Rack", "State", ["Leaders", "num"], ["Replicas", "num"], ""], brokers),
       el("h2", {}, "Controller quorum (__cluster_metadata)"),
     ];
     if (c.quorum) {
