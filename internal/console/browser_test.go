@@ -115,6 +115,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.Contains(quorum, "Leader") {
 		t.Errorf("quorum table has no leader: %q", quorum)
 	}
+	// The charts' y axes step in round values (were 634/s, 29.5MB/s).
+	axes := evalJS[string](b, `[634, 29.5e6, 0.3, 0].map(m => { const s = niceScale(m);
+		const ticks = []; for (let i = 0; i * s.step <= s.top * (1 + 1e-9); i++) ticks.push(fmtRate(i * s.step, "/s"));
+		return ticks.join(" "); }).join(" | ")`)
+	if want := "0/s 200/s 400/s 600/s 800/s | 0/s 10M/s 20M/s 30M/s | 0/s 0.1/s 0.2/s 0.3/s | 0/s 1/s"; axes != want {
+		t.Errorf("chart axes %q, want %q", axes, want)
+	}
 	b.checkExceptions()
 }
 

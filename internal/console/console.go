@@ -43,6 +43,10 @@ type Config struct {
 	Metrics prometheus.Gatherer
 	// SampleInterval is the throughput chart's resolution; 0 means 1s.
 	SampleInterval time.Duration
+	// IdleSampleInterval is how often the cluster's end offsets are
+	// listed for the records/s chart while nobody watches it (so a first
+	// visit sees the last minutes, coarsely); 0 means 15s.
+	IdleSampleInterval time.Duration
 	// Samples is how many samples the chart keeps; 0 means 300.
 	Samples int
 	// SessionIdle is how long a logged-in visitor's session lasts without
@@ -112,6 +116,9 @@ type Console struct {
 func New(cfg Config) *Console {
 	if cfg.SampleInterval <= 0 {
 		cfg.SampleInterval = time.Second
+	}
+	if cfg.IdleSampleInterval <= 0 {
+		cfg.IdleSampleInterval = 15 * time.Second
 	}
 	if cfg.Samples <= 0 {
 		cfg.Samples = 300

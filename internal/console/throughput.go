@@ -20,16 +20,19 @@ const (
 )
 
 // watchWindow is how long after the last /api/throughput the sampler keeps
-// asking the cluster for end offsets: a console nobody looks at costs the
-// brokers nothing.
+// asking the cluster for end offsets every SampleInterval; afterwards it
+// asks every IdleSampleInterval, so a console nobody looks at costs the
+// brokers one ListOffsets now and then, and a first visit still finds the
+// last minutes on the chart.
 const watchWindow = time.Minute
 
 // sample is one point of the chart: rates over the interval ending at T.
 type sample struct {
 	T int64 `json:"t"` // ms since the epoch
 	// RecordsPerSec is the growth of the sum of all partitions' end
-	// offsets (the whole cluster); null while nobody watched or the
-	// offsets could not be listed.
+	// offsets (the whole cluster) since the last sample that had them;
+	// null when the offsets were not listed for this sample (nobody
+	// watched, or they could not be listed).
 	RecordsPerSec *float64 `json:"recordsPerSec"`
 	// BytesInPerSec and BytesOutPerSec are this broker's.
 	BytesInPerSec  float64 `json:"bytesInPerSec"`
@@ -91,21 +94,22 @@ type reading struct {
 	ends              map[topicPartition]int64 // nil when not read
 }
 
-// rates turns two readings into a sample. Only partitions in both count
-// toward records, and a shrinking end offset (a recreated topic) counts as
-// none, so deleting or creating topics does not spike the chart.
-func rates(prev, cur reading) sample {
+// rates turns readings into a sample: bytes over prev to cur, records over
+// since (the last reading with end offsets) to cur. Only partitions in
+// both count toward records, and a shrinking end offset (a recreated
+// topic) counts as none, so deleting or creating topics does not spike the
+// chart.
+func rates(prev, cur, since reading) sample {
 	s := sample{T: cur.at.UnixMilli()}
-	dt := cur.at.Sub(prev.at).Seconds()
-	if dt <= 0 {
-		return s
+	if dt := cur.at.Sub(prev.at).Seconds(); dt > 0 {
+		s.BytesInPerSec = max(cur.bytesIn-prev.bytesIn, 0) / dt
+		s.BytesOutPerSec = max(cur.bytesOut-prev.bytesOut, 0) / dt
 	}
-	s.BytesInPerSec = max(cur.bytesIn-prev.bytesIn, 0) / dt
-	s.BytesOutPerSec = max(cur.bytesOut-prev.bytesOut, 0) / dt
-	if prev.ends != nil && cur.ends != nil {
+	dt := cur.at.Sub(since.at).Seconds()
+	if since.ends != nil && cur.ends != nil && dt > 0 {
 		var records int64
 		for tp, end := range cur.ends {
-			if before, ok := prev.ends[tp]; ok && end > before {
+			if before, ok := since.ends[tp]; ok && end > before {
 				records += end - before
 			}
 		}
@@ -117,29 +121,43 @@ func rates(prev, cur reading) sample {
 
 // sample runs until ctx ends: one reading per interval.
 func (c *Console) sample(ctx context.Context) {
+	c.sampleLoop(ctx, func(withEnds bool) reading { return c.read(ctx, withEnds) })
+}
+
+// sampleLoop adds a sample every SampleInterval. The end offsets are read
+// for each while someone watches the chart, else once every
+// IdleSampleInterval.
+func (c *Console) sampleLoop(ctx context.Context, read func(withEnds bool) reading) {
 	ticker := time.NewTicker(c.cfg.SampleInterval)
 	defer ticker.Stop()
-	prev := c.read(ctx)
+	prev := read(true)
+	since := prev // the last reading with end offsets
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		cur := c.read(ctx)
-		c.throughput.add(rates(prev, cur))
+		now := time.Now()
+		cur := read(c.throughput.watched(now) || now.Sub(since.at) >= c.cfg.IdleSampleInterval)
+		c.throughput.add(rates(prev, cur, since))
 		prev = cur
+		if cur.ends != nil {
+			since = cur
+		}
 	}
 }
 
-func (c *Console) read(ctx context.Context) reading {
+// read takes this broker's byte counters and, withEnds, every partition's
+// end offset.
+func (c *Console) read(ctx context.Context, withEnds bool) reading {
 	r := reading{at: time.Now()}
 	if c.cfg.Metrics != nil {
 		if mfs, err := c.cfg.Metrics.Gather(); err == nil {
 			r.bytesIn, r.bytesOut = counterSum(mfs, bytesInMetric), counterSum(mfs, bytesOutMetric)
 		}
 	}
-	if !c.throughput.watched(r.at) {
+	if !withEnds {
 		return r
 	}
 	adm, err := c.admin()

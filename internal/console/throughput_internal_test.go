@@ -1,10 +1,12 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,17 +38,110 @@ func TestRates(t *testing.T) {
 		// a grew by 20; b was recreated (end went down): no records; c
 		// is new: no base to compare with.
 		ends: map[topicPartition]int64{a: 30, b: 5, {"c", 0}: 1000}}
-	s := rates(prev, cur)
+	s := rates(prev, cur, prev)
 	if s.T != cur.at.UnixMilli() || s.BytesInPerSec != 1000 || s.BytesOutPerSec != 0 {
 		t.Errorf("sample = %+v", s)
 	}
 	if s.RecordsPerSec == nil || *s.RecordsPerSec != 10 {
 		t.Errorf("records/s = %v, want 10", s.RecordsPerSec)
 	}
+	// Records over a longer span than bytes: since the last offsets.
+	mid := reading{at: t0.Add(time.Second), bytesIn: 2000, bytesOut: 500}
+	if s := rates(mid, cur, prev); s.BytesInPerSec != 1000 || s.RecordsPerSec == nil || *s.RecordsPerSec != 10 {
+		t.Errorf("sample over 1 s of bytes and 2 s of offsets = %+v", s)
+	}
 	// Without offsets on either side the records rate is unknown, not 0.
 	cur.ends = nil
-	if s := rates(prev, cur); s.RecordsPerSec != nil || s.BytesInPerSec != 1000 {
+	if s := rates(prev, cur, prev); s.RecordsPerSec != nil || s.BytesInPerSec != 1000 {
 		t.Errorf("sample without offsets = %+v", s)
+	}
+}
+
+// Nobody watching: the end offsets are read at most once per idle
+// interval, and those samples carry the records rate since the last; a
+// watcher gets them on every sample.
+func TestSampleLoopReadsOffsetsWhenIdle(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	c := &Console{cfg: Config{SampleInterval: 5 * time.Millisecond, IdleSampleInterval: idle},
+		throughput: newThroughput(1000)}
+	type read struct {
+		at       time.Time
+		withEnds bool
+	}
+	var mu sync.Mutex
+	var reads []read
+	end := int64(0)
+	readFn := func(withEnds bool) reading {
+		mu.Lock()
+		defer mu.Unlock()
+		r := reading{at: time.Now()}
+		reads = append(reads, read{r.at, withEnds})
+		if withEnds {
+			end += 100
+			r.ends = map[topicPartition]int64{{"a", 0}: end}
+		}
+		return r
+	}
+	snapshot := func() []read {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reads)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.sampleLoop(ctx, readFn)
+	}()
+	defer func() { cancel(); <-done }()
+
+	waitFor := func(what string, cond func([]read) bool) []read {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			rs := snapshot()
+			if cond(rs) {
+				return rs
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	withEnds := func(rs []read) (out []time.Time) {
+		for _, r := range rs {
+			if r.withEnds {
+				out = append(out, r.at)
+			}
+		}
+		return out
+	}
+	// Idle: the first read has the offsets, then one read per idle
+	// interval at most.
+	rs := waitFor("4 idle reads with end offsets", func(rs []read) bool { return len(withEnds(rs)) >= 4 })
+	ends := withEnds(rs)
+	for i := 1; i < len(ends); i++ {
+		if gap := ends[i].Sub(ends[i-1]); gap < idle {
+			t.Fatalf("idle: end offsets read %v apart, want at least %v", gap, idle)
+		}
+	}
+	if !rs[0].withEnds {
+		t.Fatal("the first reading has no end offsets")
+	}
+	waitFor("a sample with a records rate", func([]read) bool {
+		return slices.ContainsFunc(c.throughput.series(), func(s sample) bool {
+			return s.RecordsPerSec != nil && *s.RecordsPerSec > 0
+		})
+	})
+	// Watched: every read has the offsets.
+	c.throughput.lastWatched.Store(time.Now().UnixNano())
+	n := len(snapshot())
+	rs = waitFor("20 watched reads", func(rs []read) bool { return len(rs) >= n+21 })
+	for _, r := range rs[n+1:] { // the read in flight when watching began may lack them
+		if !r.withEnds {
+			t.Fatalf("watched: a read without end offsets")
+		}
 	}
 }
 

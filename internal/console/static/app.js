@@ -60,9 +60,21 @@ function fmtBytes(n) {
   return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
 }
 function fmtRate(n, unit) {
-  if (n >= 1e6) return (n / 1e6).toFixed(1) + "M" + unit;
-  if (n >= 1e3) return (n / 1e3).toFixed(1) + "k" + unit;
-  return (n >= 10 ? n.toFixed(0) : n.toFixed(1)) + unit;
+  // At most one decimal, none when it is 0: "1.5k/s", "20M" + unit.
+  const short = v => String(Number(v.toFixed(1)));
+  if (n >= 1e9) return short(n / 1e9) + "G" + unit;
+  if (n >= 1e6) return short(n / 1e6) + "M" + unit;
+  if (n >= 1e3) return short(n / 1e3) + "k" + unit;
+  return short(n) + unit;
+}
+// niceScale is a chart's y axis for values up to max: a step of 1, 2 or 5
+// times a power of ten, and the top as the first step multiple at or
+// above max (at least one step).
+function niceScale(max) {
+  if (!(max > 0)) return {step: 1, top: 1};
+  const raw = max / 4, pow = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / pow;
+  const step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * pow;
+  return {step, top: Math.max(step, Math.ceil(max / step - 1e-9) * step)};
 }
 function ago(ms) { return ms < 0 ? "-" : ms < 1000 ? ms + " ms" : (ms / 1000).toFixed(1) + " s"; }
 function ids(a) { return a && a.length ? a.join(",") : "-"; }
@@ -149,8 +161,8 @@ function viewOverview() {
   timers.push(setInterval(tick, 1000));
 }
 
-// chartBox is a line chart on a canvas: series of samples over time, null
-// values leave gaps.
+// chartBox is a line chart on a canvas: series of samples over time, the
+// y axis in round steps.
 function chartBox(title, series) {
   const canvas = el("canvas", {});
   const box = el("div", {class: "chart"}, el("div", {}, title),
@@ -166,15 +178,16 @@ function chartBox(title, series) {
     const left = 56, right = 8, top = 8, bottom = 20;
     let maxV = 0;
     for (const s of samples) for (const get of getters) { const v = get(s); if (v !== null && v > maxV) maxV = v; }
-    maxV = maxV > 0 ? maxV * 1.15 : 1;
+    const scale = niceScale(maxV);
+    maxV = scale.top;
     const t1 = samples.length ? samples[samples.length - 1].t : Date.now();
     const span = 5 * 60 * 1000, t0 = t1 - span;
     const x = t => left + (w - left - right) * (t - t0) / span;
     const y = v => top + (h - top - bottom) * (1 - v / maxV);
     g.font = "11px system-ui, sans-serif";
     g.fillStyle = "#6b7385"; g.strokeStyle = "#dde1e8"; g.lineWidth = 1;
-    for (let i = 0; i <= 4; i++) {
-      const v = maxV * i / 4, yy = Math.round(y(v)) + 0.5;
+    for (let i = 0; i * scale.step <= maxV * (1 + 1e-9); i++) {
+      const v = i * scale.step, yy = Math.round(y(v)) + 0.5;
       g.beginPath(); g.moveTo(left, yy); g.lineTo(w - right, yy); g.stroke();
       g.fillText(fmtRate(v, unit), 2, yy + 4);
     }
@@ -184,10 +197,14 @@ function chartBox(title, series) {
     }
     getters.forEach((get, i) => {
       g.strokeStyle = series[i][1]; g.lineWidth = 1.5; g.beginPath();
+      // A sample without a value (not measured: the records rate while
+      // nobody watched) is skipped, not a gap: the line joins the
+      // measured ones.
       let drawing = false;
       for (const s of samples) {
         const v = get(s);
-        if (v === null || v === undefined || s.t < t0) { drawing = false; continue; }
+        if (v === null || v === undefined) continue;
+        if (s.t < t0) { drawing = false; continue; }
         if (drawing) g.lineTo(x(s.t), y(v)); else g.moveTo(x(s.t), y(v));
         drawing = true;
       }
