@@ -60,11 +60,13 @@ type Config struct {
 	// at once instead of waiting out broker.session.timeout.ms.
 	CoResidentBroker bool
 	// LeaderOnlyISR starts each new partition's ISR with its leader alone,
-	// instead of every live replica as Kafka does. Gregor's followers do
-	// not fetch from leaders yet, so listing them in sync would let a
-	// leader change elect a replica without the data; with only the leader
-	// in the ISR the partition goes offline instead, and nothing
-	// acknowledged is lost. The server sets it until replication lands.
+	// instead of every live replica as Kafka does; the followers join
+	// through AlterPartition once they have fetched (ISR expansion). It
+	// dates from before followers replicated, when listing them in sync
+	// would have let a leader change elect a replica without the data.
+	// The server still sets it: until the followers join, an acks=all
+	// produce to a new partition is held to min.insync.replicas against
+	// the leader alone.
 	LeaderOnlyISR bool
 	// ValidateTopicConfig checks one topic config (value nil = delete). Its
 	// error text is the message of an INVALID_CONFIG answer. Nil accepts all.

@@ -4,8 +4,10 @@
 //
 // Each connection runs a reader and a writer goroutine. The reader reads a
 // frame, takes a per-connection in-flight slot and a broker-wide slot
-// (queued.max.requests) and starts one goroutine for the request, so requests
-// of one connection are processed concurrently. The writer sends responses
+// (queued.max.requests) and starts one goroutine for the request. Requests of
+// one connection are handled in order: each starts once the one before it
+// returned or called Request.Dispatched (a fetch that waits, for one), so
+// reading goes on while a request is handled. The writer sends responses
 // strictly in request order, as the Kafka protocol requires (clients match
 // responses by order, the correlation id is only a check). When the slots run
 // out the reader stops reading and TCP pushes back on the client. A response
