@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 
 	"gregor/internal/log"
@@ -21,8 +22,10 @@ import (
 // autoFormat allows formatting a new cluster (the zero-config single node);
 // otherwise a node whose directories are all unformatted refuses to start,
 // since nodes of one cluster must share the cluster id that
-// `gregor storage format` writes.
-func ensureFormatted(dirs []string, nodeID int32, autoFormat bool, logger *slog.Logger) (string, error) {
+// `gregor storage format` writes. beforeFormat (nil: none) runs before a
+// new cluster is formatted; its error stops the start with nothing
+// written.
+func ensureFormatted(dirs []string, nodeID int32, autoFormat bool, beforeFormat func() error, logger *slog.Logger) (string, error) {
 	clusterID := ""
 	var missing []string
 	seen := map[string]bool{}
@@ -50,6 +53,11 @@ func ensureFormatted(dirs []string, nodeID int32, autoFormat bool, logger *slog.
 	if clusterID == "" {
 		if !autoFormat {
 			return "", fmt.Errorf("no meta.properties in %v: format the storage of a multi-node cluster first with `gregor storage format --cluster-id <id> --config <file>` (one id for all nodes, from `gregor storage random-uuid`)", dirs)
+		}
+		if beforeFormat != nil {
+			if err := beforeFormat(); err != nil {
+				return "", err
+			}
 		}
 		clusterID = RandomUUID()
 		logger.Info("formatting a new cluster", "cluster.id", clusterID)
@@ -123,4 +131,19 @@ func RandomUUID() string {
 			return s
 		}
 	}
+}
+
+// listenersFree checks that every fixed port the node will listen on is
+// free, so that a zero-config node started next to another broker says so
+// before it formats a new cluster it could never serve. Port 0 (any port)
+// is skipped; the listeners themselves still report a port taken later.
+func listenersFree(addrs []string) error {
+	for _, addr := range addrs {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("cannot listen on %s (is another broker running?): %w", addr, err)
+		}
+		l.Close()
+	}
+	return nil
 }

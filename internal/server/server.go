@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -144,7 +145,16 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			dirs = append(dirs, metaDir)
 		}
 	}
-	clusterID, err := ensureFormatted(dirs, s.cfg.NodeID, s.singleNode(), s.logger)
+	var fixed []string // the node's listen addresses with a fixed port
+	for _, l := range s.cfg.Listeners {
+		if l.Port != 0 {
+			fixed = append(fixed, l.Addr())
+		}
+	}
+	if a := s.cfg.GregorHTTPListen; a != "" && !strings.HasSuffix(a, ":0") {
+		fixed = append(fixed, a)
+	}
+	clusterID, err := ensureFormatted(dirs, s.cfg.NodeID, s.singleNode(), func() error { return listenersFree(fixed) }, s.logger)
 	if err != nil {
 		return err
 	}
