@@ -5,15 +5,17 @@ import (
 	"log/slog"
 )
 
-// raftLogger routes etcd raft's log lines to slog. Raft's info lines
-// (elections, term changes) are kept at info; Fatal and Panic panic, as
-// raft expects them not to return.
+// raftLogger routes etcd raft's log lines to slog. Raft's info lines (every
+// pre-vote, vote and term step, naming nodes by raft id, which is the node
+// id plus one) go to debug: the node logs each leader change at info in
+// Kafka's terms (notifyLeader). Fatal and Panic panic, as raft expects
+// them not to return.
 type raftLogger struct{ l *slog.Logger }
 
 func (r raftLogger) Debug(v ...any)                 { r.l.Debug(fmt.Sprint(v...)) }
 func (r raftLogger) Debugf(format string, v ...any) { r.l.Debug(fmt.Sprintf(format, v...)) }
-func (r raftLogger) Info(v ...any)                  { r.l.Info(fmt.Sprint(v...)) }
-func (r raftLogger) Infof(format string, v ...any)  { r.l.Info(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Info(v ...any)                  { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(format string, v ...any)  { r.l.Debug(fmt.Sprintf(format, v...)) }
 func (r raftLogger) Warning(v ...any)               { r.l.Warn(fmt.Sprint(v...)) }
 func (r raftLogger) Warningf(format string, v ...any) {
 	r.l.Warn(fmt.Sprintf(format, v...))

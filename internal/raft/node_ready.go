@@ -75,6 +75,11 @@ func (n *Node) notifyLeader(leader, epoch int32) {
 		return
 	}
 	n.announced = cur
+	if leader >= 0 {
+		n.logger.Info("metadata quorum leader", "leader", leader, "epoch", epoch)
+	} else {
+		n.logger.Info("metadata quorum has no leader", "epoch", epoch)
+	}
 	n.leaderID.Store(leader)
 	n.leaderEpoch.Store(epoch)
 	for _, l := range n.listenersCopy() {

@@ -283,12 +283,15 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 
 // shutdown asks the controller for a controlled shutdown and waits until it
 // has moved this broker's leaderships away (or a bound passes), then stops
-// heartbeating.
+// heartbeating. The last live broker of the cluster does not ask: no broker
+// could take its leaderships, and when the rest of the cluster has stopped
+// the controller quorum is usually gone with it, so the wait would only
+// run out its bound.
 func (l *lifecycle) shutdown(ctx context.Context) {
 	if l.stop == nil {
 		return
 	}
-	if l.epoch.Load() >= 0 && !l.fenced.Load() {
+	if l.epoch.Load() >= 0 && !l.fenced.Load() && !l.lastLiveBroker() {
 		l.shuttingDown.Store(true)
 		select {
 		case l.wake <- struct{}{}:
@@ -305,4 +308,16 @@ func (l *lifecycle) shutdown(ctx context.Context) {
 	}
 	l.stop()
 	<-l.done
+}
+
+// lastLiveBroker reports whether the metadata image knows no unfenced broker
+// but this one.
+func (l *lifecycle) lastLiveBroker() bool {
+	for id, b := range l.s.loader.Image().Brokers {
+		if id != l.s.cfg.NodeID && !b.Fenced {
+			return false
+		}
+	}
+	l.logger.Info("no other live broker: shutting down without a controlled shutdown")
+	return true
 }
