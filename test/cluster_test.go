@@ -1030,6 +1030,21 @@ func clusterCombinedNodes(t *testing.T, c *cluster) {
 	})
 	c.waitBrokers(3)
 	c.consumeCount("everywhere", 30)
+
+	// Stopped one by one, no node waits out its controlled shutdown: the
+	// last one, with no broker left to take its leaderships and the quorum
+	// gone, does not ask for one.
+	for _, n := range c.controllers {
+		n.stop()
+	}
+	for _, n := range c.controllers {
+		if k := n.logCount("controlled shutdown not confirmed"); k > 0 {
+			t.Errorf("node %d waited out its controlled shutdown %d times:\n%s", n.id, k, n.log())
+		}
+	}
+	if last := c.controllers[len(c.controllers)-1]; last.logCount("no other live broker") == 0 {
+		t.Errorf("the last node %d did not skip its controlled shutdown:\n%s", last.id, last.log())
+	}
 }
 
 // TestClusterRefusesBadNodes: a broker formatted for another cluster, and a

@@ -283,10 +283,11 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 
 // shutdown asks the controller for a controlled shutdown and waits until it
 // has moved this broker's leaderships away (or a bound passes), then stops
-// heartbeating. The last live broker of the cluster does not ask: no broker
-// could take its leaderships, and when the rest of the cluster has stopped
-// the controller quorum is usually gone with it, so the wait would only
-// run out its bound.
+// heartbeating. The last live broker of the cluster does not ask unless
+// its own process runs the active controller: no broker could take its
+// leaderships, and when the rest of the cluster has stopped the controller
+// quorum is usually gone with it, so the wait would only run out its
+// bound.
 func (l *lifecycle) shutdown(ctx context.Context) {
 	if l.stop == nil {
 		return
@@ -311,8 +312,12 @@ func (l *lifecycle) shutdown(ctx context.Context) {
 }
 
 // lastLiveBroker reports whether the metadata image knows no unfenced broker
-// but this one.
+// but this one, and no controller of this process is active (a single
+// node's in-process controller fences it at once).
 func (l *lifecycle) lastLiveBroker() bool {
+	if c := l.s.controller; c != nil && c.Active() {
+		return false
+	}
 	for id, b := range l.s.loader.Image().Brokers {
 		if id != l.s.cfg.NodeID && !b.Fenced {
 			return false
