@@ -276,6 +276,10 @@ func clientOpts(b Broker, extra ...kgo.Opt) []kgo.Opt {
 		// retry for the default 30s when a broker is away.
 		kgo.RetryTimeout(5 * time.Second),
 		kgo.DialTimeout(dialTimeout),
+		// kadm answers from metadata up to this old: a page must show a
+		// topic created a moment ago, even right after the throughput
+		// sampler listed every partition (the default is 5s).
+		kgo.MetadataMinAge(100 * time.Millisecond),
 	}
 	if b.TLS != nil {
 		opts = append(opts, kgo.Dialer(tlsDialer(b)))

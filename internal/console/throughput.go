@@ -154,7 +154,7 @@ func (c *Console) read(ctx context.Context, withEnds bool) reading {
 	r := reading{at: time.Now()}
 	if c.cfg.Metrics != nil {
 		if mfs, err := c.cfg.Metrics.Gather(); err == nil {
-			r.bytesIn, r.bytesOut = counterSum(mfs, bytesInMetric), counterSum(mfs, bytesOutMetric)
+			r.bytesIn, r.bytesOut = allTopics(mfs, bytesInMetric), allTopics(mfs, bytesOutMetric)
 		}
 	}
 	if !withEnds {
@@ -179,18 +179,29 @@ func (c *Console) read(ctx context.Context, withEnds bool) reading {
 	return r
 }
 
-// counterSum adds up a counter family over all its label values.
-func counterSum(mfs []*dto.MetricFamily, name string) float64 {
-	var sum float64
+// allTopics is the value of a counter family's all-topics series (the
+// one with an empty topic label, metrics.AllTopics).
+func allTopics(mfs []*dto.MetricFamily, name string) float64 {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue()
+			if topicLabel(m) == "" {
+				return m.GetCounter().GetValue()
+			}
 		}
 	}
-	return sum
+	return 0
+}
+
+func topicLabel(m *dto.Metric) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == "topic" {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func (c *Console) throughputSeries(context.Context, *http.Request, *kgo.Client) (any, error) {

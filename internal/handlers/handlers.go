@@ -224,6 +224,7 @@ func (h *Handlers) Handle(ctx context.Context, req *network.Request) (kmsg.Respo
 	if key < 0 || int(key) >= len(h.apis) || h.apis[key] == nil {
 		return nil, fmt.Errorf("api key %d not served", key)
 	}
+	ctx = context.WithValue(ctx, requestKey{}, req) // for startWaiting
 	rq := h.newRequestQuota(req)
 	if rq == nil {
 		if requestQuotaOf(ctx) != nil {

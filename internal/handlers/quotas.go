@@ -42,7 +42,6 @@ package handlers
 import (
 	"context"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,16 +62,12 @@ var quotaExempt = map[int16]bool{
 }
 
 // requestQuota is one request's dealings with the client quotas. It is
-// used by the request's handler goroutine; waitingAt may be set by a
-// helper it runs.
+// used by the request's handler goroutine.
 type requestQuota struct {
 	q              *quota.Managers
 	req            *network.Request
 	user, clientID string
 	started        time.Time
-	// waitingAt is when the handler started to wait (UnixNano; 0 not yet):
-	// the end of the time the request quota counts.
-	waitingAt atomic.Int64
 
 	recorded        bool          // the request time was recorded
 	requestThrottle time.Duration // the request quota's throttle
@@ -98,6 +93,17 @@ func (h *Handlers) newRequestQuota(req *network.Request) *requestQuota {
 	return rq
 }
 
+// requestKey carries the request a handler's ctx belongs to.
+type requestKey struct{}
+
+// startWaiting marks where the request of ctx stops working and starts to
+// wait (network.Request.StartWaiting).
+func startWaiting(ctx context.Context) {
+	if req, _ := ctx.Value(requestKey{}).(*network.Request); req != nil {
+		req.StartWaiting()
+	}
+}
+
 func withRequestQuota(ctx context.Context, rq *requestQuota) context.Context {
 	return context.WithValue(ctx, requestQuotaKey{}, rq)
 }
@@ -109,13 +115,6 @@ func requestQuotaOf(ctx context.Context) *requestQuota {
 	return rq
 }
 
-// startWaiting marks where the request of ctx stops working and starts to
-// wait (the first mark counts).
-func startWaiting(ctx context.Context) {
-	if rq := requestQuotaOf(ctx); rq != nil {
-		rq.waitingAt.CompareAndSwap(0, time.Now().UnixNano())
-	}
-}
 
 // requestTime records the request's handling time against
 // request_percentage (once) and returns the request quota's throttle.
@@ -124,9 +123,11 @@ func (rq *requestQuota) requestTime() time.Duration {
 		return rq.requestThrottle
 	}
 	rq.recorded = true
-	end := time.Now()
-	if w := rq.waitingAt.Load(); w != 0 {
-		end = time.Unix(0, w)
+	// The time the request quota counts ends where the handler started
+	// to wait (network.Request.StartWaiting).
+	end, waiting := rq.req.WaitingSince()
+	if !waiting {
+		end = time.Now()
 	}
 	percentSeconds := float64(max(end.Sub(rq.started), 0).Nanoseconds()) * 100 / float64(time.Second)
 	rq.requestThrottle = rq.q.Request.Record(rq.user, rq.clientID, percentSeconds)

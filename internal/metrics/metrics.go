@@ -30,6 +30,10 @@ type Registry struct {
 	requestErrors *prometheus.CounterVec
 	totalTime     *prometheus.HistogramVec
 	queueTime     *prometheus.HistogramVec
+	localTime     *prometheus.HistogramVec
+	remoteTime    *prometheus.HistogramVec
+	respQueueTime *prometheus.HistogramVec
+	respSendTime  *prometheus.HistogramVec
 
 	messagesIn *prometheus.CounterVec
 	bytesIn    *prometheus.CounterVec
@@ -65,27 +69,28 @@ func New(state func() State) *Registry {
 		Name: "kafka_network_requestmetrics_errors_total",
 		Help: "Error codes in responses, by API and error (kafka.network:type=RequestMetrics,name=ErrorsPerSec).",
 	}, []string{"request", "error"})
-	r.totalTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_totaltimems",
-		Help:    "Time from receiving a request to its response being ready, in ms (TotalTimeMs).",
-		Buckets: requestBuckets,
-	}, []string{"request"})
-	r.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_requestqueuetimems",
-		Help:    "Time a request waited before its handling started, in ms (RequestQueueTimeMs).",
-		Buckets: requestBuckets,
-	}, []string{"request"})
+	timeMs := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kafka_network_requestmetrics_" + name, Help: help, Buckets: requestBuckets,
+		}, []string{"request"})
+	}
+	r.totalTime = timeMs("totaltimems", "Time from receiving a request to its response handed to the kernel (or its handling done, with no response), in ms (TotalTimeMs).")
+	r.queueTime = timeMs("requestqueuetimems", "Time a request waited before its handling started, in ms (RequestQueueTimeMs).")
+	r.localTime = timeMs("localtimems", "Time the handler worked on a request, before any wait, in ms (LocalTimeMs).")
+	r.remoteTime = timeMs("remotetimems", "Time a request waited for something outside its handler (replication of an acks=all produce, data for a fetch, a rebalance, a forwarded request), in ms (RemoteTimeMs).")
+	r.respQueueTime = timeMs("responsequeuetimems", "Time a response waited for the connection's writer (behind earlier responses, or held for a throttle), in ms (ResponseQueueTimeMs).")
+	r.respSendTime = timeMs("responsesendtimems", "Time to hand a response's bytes to the kernel, in ms (ResponseSendTimeMs).")
 	r.messagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_messagesin_total",
-		Help: "Records appended by produce requests, by topic (MessagesInPerSec).",
+		Help: "Records appended by produce requests, by topic; topic=\"\" counts all topics (MessagesInPerSec).",
 	}, []string{"topic"})
 	r.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_bytesin_total",
-		Help: "Bytes appended by produce requests, by topic (BytesInPerSec).",
+		Help: "Bytes appended by produce requests, by topic; topic=\"\" counts all topics (BytesInPerSec).",
 	}, []string{"topic"})
 	r.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_bytesout_total",
-		Help: "Bytes sent to consumers and followers, by topic (BytesOutPerSec).",
+		Help: "Bytes sent to consumers and followers, by topic; topic=\"\" counts all topics (BytesOutPerSec).",
 	}, []string{"topic"})
 	r.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kafka_server_replicamanager_isrshrinks_total",
@@ -130,6 +135,7 @@ func New(state func() State) *Registry {
 		Help: "Milliseconds the listener's acceptor was blocked at max.connections (kafka.network:type=Acceptor,name=AcceptorBlockedPercent, as a total).",
 	}, listener)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
+		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.isrShrinks, r.isrExpands,
 		r.authOK, r.authFailed, r.reauthOK, r.reauthFailed,
 		r.connections, r.connectionsCreated, r.acceptThrottle, r.acceptorBlocked,
@@ -217,15 +223,21 @@ func (r *Registry) ReauthCounter(listener, mechanism string) prometheus.Counter 
 }
 
 // ObserveRequest records one handled request: its count, its response's
-// error codes, and its queue and total times.
-func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, started, done time.Time) {
+// error codes, its queue time, and its handling (started to done) split at
+// waitingSince (zero: no wait) into local and remote time.
+func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, started, waitingSince, done time.Time) {
 	if r == nil {
 		return
 	}
 	name := kmsg.NameForKey(apiKey)
 	r.requests.WithLabelValues(name).Inc()
-	r.totalTime.WithLabelValues(name).Observe(float64(done.Sub(received).Microseconds()) / 1000)
-	r.queueTime.WithLabelValues(name).Observe(float64(started.Sub(received).Microseconds()) / 1000)
+	r.queueTime.WithLabelValues(name).Observe(ms(started.Sub(received)))
+	local, remote := done.Sub(started), time.Duration(0)
+	if !waitingSince.IsZero() {
+		local, remote = waitingSince.Sub(started), done.Sub(waitingSince)
+	}
+	r.localTime.WithLabelValues(name).Observe(ms(local))
+	r.remoteTime.WithLabelValues(name).Observe(ms(remote))
 	if resp != nil {
 		// Every non-zero code at any depth counts once, as Kafka
 		// counts one error per occurrence.
@@ -236,6 +248,21 @@ func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, st
 		})
 	}
 }
+
+// ObserveSent records a response handed to the kernel: the time it waited
+// for the writer, the time writing it took, and the request's total time.
+func (r *Registry) ObserveSent(apiKey int16, received, done, dequeued, sent time.Time) {
+	if r == nil {
+		return
+	}
+	name := kmsg.NameForKey(apiKey)
+	r.respQueueTime.WithLabelValues(name).Observe(ms(dequeued.Sub(done)))
+	r.respSendTime.WithLabelValues(name).Observe(ms(sent.Sub(dequeued)))
+	r.totalTime.WithLabelValues(name).Observe(ms(sent.Sub(received)))
+}
+
+// ms is d in milliseconds, with microsecond resolution, never negative.
+func ms(d time.Duration) float64 { return float64(max(d, 0).Microseconds()) / 1000 }
 
 // errorName is Kafka's error name for a code (NONE is never counted).
 func errorName(code int16) string {
@@ -252,9 +279,16 @@ func (r *Registry) Produced(topic string, records, bytes int) {
 	if r == nil {
 		return
 	}
-	r.messagesIn.WithLabelValues(topic).Add(float64(records))
-	r.bytesIn.WithLabelValues(topic).Add(float64(bytes))
+	for _, t := range [2]string{topic, AllTopics} {
+		r.messagesIn.WithLabelValues(t).Add(float64(records))
+		r.bytesIn.WithLabelValues(t).Add(float64(bytes))
+	}
 }
+
+// AllTopics is the topic label of the BrokerTopicMetrics series that count
+// every topic: Kafka's meters without a topic tag (a missing label is "" in
+// PromQL, so {topic=""} selects them and {topic!=""} the per-topic ones).
+const AllTopics = ""
 
 // Fetched records bytes sent in a fetch answer.
 func (r *Registry) Fetched(topic string, bytes int) {
@@ -262,6 +296,7 @@ func (r *Registry) Fetched(topic string, bytes int) {
 		return
 	}
 	r.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+	r.bytesOut.WithLabelValues(AllTopics).Add(float64(bytes))
 }
 
 // ISRChanged records a committed ISR change: "expand" or "shrink".

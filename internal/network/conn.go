@@ -122,6 +122,11 @@ type pending struct {
 	// holdUntil, when set, is when the response may be sent: a throttled
 	// response of a version that predates KIP-219.
 	holdUntil time.Time
+	// For Config.ObserveSent: the request's API key, when it was received
+	// and when its handling ended (zero: not observed).
+	apiKey           int16
+	received, doneAt time.Time
+	dequeued         time.Time // when the writer took the response
 }
 
 func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
@@ -558,6 +563,9 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	c.mu.Lock()
 	p.done, p.frame, p.holes, p.release, p.fail = true, frame.Buf, frame.Holes, release, !ok
 	p.holdUntil = holdUntil
+	if ok {
+		p.apiKey, p.received, p.doneAt = req.Header.APIKey, req.ReceivedAt, time.Now()
+	}
 	gone := c.writerGone
 	c.mu.Unlock()
 	if gone && release != nil {
@@ -657,6 +665,7 @@ func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer close(c.writerDone)
 	defer c.releaseUnwritten()
+	var unsent []*pending // written since the last flush, to observe
 	for {
 		c.mu.Lock()
 		var ready []*pending
@@ -674,6 +683,7 @@ func (c *conn) writeLoop() {
 		c.mu.Unlock()
 
 		for i, p := range ready {
+			p.dequeued = time.Now()
 			if p.fail {
 				// Kafka closes the channel; send what was answered before.
 				_ = c.flush()
@@ -699,6 +709,9 @@ func (c *conn) writeLoop() {
 			// Buffered bytes of a range were copied; sendfile is done.
 			releaseAll(ready[i : i+1])
 			<-c.inflight
+			if !p.doneAt.IsZero() {
+				unsent = append(unsent, p)
+			}
 			if p.closeAfter {
 				_ = c.flush()
 				c.abort()
@@ -713,6 +726,8 @@ func (c *conn) writeLoop() {
 			c.writeFailed(err)
 			return
 		}
+		c.observeSent(unsent)
+		unsent = unsent[:0]
 		if finished {
 			return
 		}
@@ -736,6 +751,24 @@ func (c *conn) writeLoop() {
 		if c.ctx.Err() != nil {
 			return
 		}
+	}
+}
+
+// observeSent tells Config.ObserveSent about responses whose bytes a flush
+// has just handed to the kernel (a request answered with nothing counts as
+// sent when it was handled).
+func (c *conn) observeSent(ps []*pending) {
+	obs := c.srv.cfg.ObserveSent
+	if obs == nil || len(ps) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, p := range ps {
+		if p.frame == nil {
+			obs(p.apiKey, p.received, p.doneAt, p.doneAt, p.doneAt)
+			continue
+		}
+		obs(p.apiKey, p.received, p.doneAt, p.dequeued, now)
 	}
 }
 

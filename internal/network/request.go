@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -88,6 +89,26 @@ type Request struct {
 	// recycle is the frame the request was decoded from when it goes back
 	// to the server's frame pool once handled (a Produce frame), else nil.
 	recycle []byte
+	// waitingAt is when the handler started to wait (StartWaiting);
+	// UnixNano, 0 while it has not.
+	waitingAt atomic.Int64
+}
+
+// StartWaiting marks where the handler stops working and starts to wait for
+// something outside it: an acks=all produce for its replication, a fetch
+// for data, a group member for its rebalance. Kafka's LocalTimeMs of the
+// request ends there and its RemoteTimeMs begins; the request quota charges
+// only the time before. The first mark counts.
+func (r *Request) StartWaiting() { r.waitingAt.CompareAndSwap(0, time.Now().UnixNano()) }
+
+// WaitingSince is when the handler first called StartWaiting; ok is false
+// if it never did.
+func (r *Request) WaitingSince() (at time.Time, ok bool) {
+	w := r.waitingAt.Load()
+	if w == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, w), true
 }
 
 // Dispatched lets the connection start its next request while this one is

@@ -120,7 +120,13 @@ type Config struct {
 	Gate <-chan struct{}
 	// Observe, if set, is told about each handled request: its response
 	// (nil for none) and when its handling started and ended (metrics).
+	// Request.WaitingSince splits that handling into working and waiting.
 	Observe func(req *Request, resp kmsg.Response, started, done time.Time)
+	// ObserveSent, if set, is told about each response written (and each
+	// request answered with nothing, at done): when it was received, when
+	// its handling ended, when the writer took it and when its bytes were
+	// handed to the kernel (metrics: response queue, send and total time).
+	ObserveSent func(apiKey int16, received, done, dequeued, sent time.Time)
 	// OnAuthentication, if set, is told about each TLS handshake on an SSL
 	// listener and each SASL authentication (metrics).
 	OnAuthentication AuthObserver

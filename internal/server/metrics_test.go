@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // scrape fetches a path of the node's HTTP listener.
@@ -59,14 +60,36 @@ func TestMetricsEndpoint(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 1, 1, nil, "m"); err == nil {
 		t.Fatal("creating an existing topic succeeded")
 	}
+	// A fetch that waits its max wait on an empty partition: its handling
+	// is remote time.
+	empty, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 1, 1, nil, "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = -1, 300, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "empty", empty.ID // by name before v13, by id after
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 0, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fresp, err := fetch.RequestWith(ctxT(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fresp.Topics) != 1 || len(fresp.Topics[0].Partitions) != 1 || fresp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("fetch: %+v", fresp)
+	}
 	_, text := scrape(t, ts, "/metrics")
 	checks := map[string]float64{
 		`kafka_server_brokertopicmetrics_messagesin_total{topic="m"}`:                                    10,
-		`kafka_server_replicamanager_partitioncount`:                                                     2,
-		`kafka_server_replicamanager_leadercount`:                                                        2,
+		`kafka_server_brokertopicmetrics_messagesin_total{topic=""}`:                                     10, // all topics
+		`kafka_server_replicamanager_partitioncount`:                                                     3,
+		`kafka_server_replicamanager_leadercount`:                                                        3,
 		`kafka_server_replicamanager_underreplicatedpartitions`:                                          0,
 		`kafka_controller_kafkacontroller_activecontrollercount`:                                         1,
-		`kafka_controller_kafkacontroller_globaltopiccount`:                                              1,
+		`kafka_controller_kafkacontroller_globaltopiccount`:                                              2,
 		`kafka_controller_kafkacontroller_offlinepartitionscount`:                                        0,
 		`kafka_network_requestmetrics_errors_total{error="TOPIC_ALREADY_EXISTS",request="CreateTopics"}`: 1,
 	}
@@ -80,6 +103,18 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if got := sample(text, `kafka_server_brokertopicmetrics_bytesin_total{topic="m"}`); got <= 0 {
 		t.Errorf("bytes in = %v", got)
+	}
+	// Each request's time, split as Kafka splits it.
+	if got := sample(text, `kafka_network_requestmetrics_remotetimems_sum{request="Fetch"}`); got < 200 {
+		t.Errorf("Fetch remote time = %v ms, want the ~300 ms the fetch waited", got)
+	}
+	if got := sample(text, `kafka_network_requestmetrics_localtimems_sum{request="Fetch"}`); got >= 200 {
+		t.Errorf("Fetch local time = %v ms, want the wait counted as remote", got)
+	}
+	for _, name := range []string{"localtimems", "remotetimems", "responsequeuetimems", "responsesendtimems", "totaltimems"} {
+		if got := sample(text, `kafka_network_requestmetrics_`+name+`_count{request="Produce"}`); got < 10 {
+			t.Errorf("%s of Produce observed %v times, want >= 10", name, got)
+		}
 	}
 	for _, name := range []string{"kafka_network_requestmetrics_totaltimems_bucket", "kafka_log_log_size{", "go_goroutines", "process_resident_memory_bytes"} {
 		if !strings.Contains(text, name) {

@@ -394,8 +394,10 @@ func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (networ
 		SocketReceiveBufferBytes: s.cfg.SocketReceiveBufferBytes,
 		Logger:                   s.logger,
 		Observe: func(req *network.Request, resp kmsg.Response, started, done time.Time) {
-			s.metrics.ObserveRequest(req.Header.APIKey, resp, req.ReceivedAt, started, done)
+			waiting, _ := req.WaitingSince()
+			s.metrics.ObserveRequest(req.Header.APIKey, resp, req.ReceivedAt, started, waiting, done)
 		},
+		ObserveSent:      s.metrics.ObserveSent,
 		OnAuthentication: s.metrics.Authenticated,
 	}
 	for _, l := range ls {
