@@ -115,7 +115,6 @@ func requestQuotaOf(ctx context.Context) *requestQuota {
 	return rq
 }
 
-
 // requestTime records the request's handling time against
 // request_percentage (once) and returns the request quota's throttle.
 func (rq *requestQuota) requestTime() time.Duration {
