@@ -425,33 +425,54 @@ func markerType(key []byte) (commit, ok bool) {
 // the caller must then not answer what fn prepared (Kafka's coordinators
 // answer these codes, retriable, for the same cases).
 func (r *Runtime) Do(ctx context.Context, partition int32, fn func(s Shard, w *Writer)) error {
+	var target int64
+	s, err := r.onShard(ctx, partition, func(s *shard) {
+		fn(s.impl, &Writer{r: r, s: s})
+		target = s.lastWritten
+	})
+	if err != nil {
+		return err
+	}
+	return r.waitCommitted(ctx, s, target)
+}
+
+// Read runs fn on a loaded shard's goroutine, as Do does, but for a look
+// that writes nothing: it does not wait for the shard's pending writes to
+// commit, so fn may see state whose records are not committed yet (what a
+// metrics scrape may count, never what a client is answered).
+func (r *Runtime) Read(ctx context.Context, partition int32, fn func(s Shard)) error {
+	_, err := r.onShard(ctx, partition, func(s *shard) { fn(s.impl) })
+	return err
+}
+
+// onShard runs op on the goroutine of partition's shard once it is loaded,
+// and waits for it.
+func (r *Runtime) onShard(ctx context.Context, partition int32, op func(s *shard)) (*shard, error) {
 	r.mu.Lock()
 	s := r.shards[partition]
 	r.mu.Unlock()
 	if s == nil {
-		return kerr.NotCoordinator
+		return nil, kerr.NotCoordinator
 	}
 	select {
 	case <-s.loaded:
 	default:
-		return kerr.CoordinatorLoadInProgress
+		return nil, kerr.CoordinatorLoadInProgress
 	}
 	done := make(chan struct{})
-	var target int64
-	op := func() {
+	run := func() {
 		defer close(done)
-		fn(s.impl, &Writer{r: r, s: s})
-		target = s.lastWritten
+		op(s)
 	}
 	select {
-	case s.ops <- op:
+	case s.ops <- run:
 	case <-s.done:
-		return kerr.NotCoordinator
+		return nil, kerr.NotCoordinator
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	<-done
-	return r.waitCommitted(ctx, s, target)
+	return s, nil
 }
 
 // waitCommitted waits for the high watermark to reach target and maps a

@@ -51,6 +51,10 @@ type Registry struct {
 	acceptorBlocked    *prometheus.CounterVec
 
 	lag *groupLagCollector
+
+	offsetCommits      prometheus.Counter
+	classicRebalances  prometheus.Counter
+	consumerRebalances prometheus.Counter
 }
 
 // requestBuckets are latency buckets in milliseconds, as Kafka reports
@@ -134,6 +138,19 @@ func New(state func() State) *Registry {
 		Name: "kafka_network_acceptor_blocked_time_ms_total",
 		Help: "Milliseconds the listener's acceptor was blocked at max.connections (kafka.network:type=Acceptor,name=AcceptorBlockedPercent, as a total).",
 	}, listener)
+	r.offsetCommits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_group_coordinator_metrics_offset_commit_total",
+		Help: "Offset commit records the group coordinator wrote, transactional ones included (group-coordinator-metrics offset-commit-count).",
+	})
+	r.classicRebalances = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_group_coordinator_metrics_group_completed_rebalance_total",
+		Help: "Classic group rebalances completed: the group Stable with its leader's assignment (group-completed-rebalance-count).",
+	})
+	r.consumerRebalances = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total",
+		Help: "Consumer group (KIP-848) rebalances: group epoch bumps (consumer-group-rebalance-count).",
+	})
+	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
 		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.isrShrinks, r.isrExpands,
@@ -309,5 +326,27 @@ func (r *Registry) ISRChanged(change string) {
 		r.isrExpands.Inc()
 	case "shrink":
 		r.isrShrinks.Inc()
+	}
+}
+
+// OffsetsCommitted counts offset commit records written (group.Meters).
+func (r *Registry) OffsetsCommitted(n int) {
+	if r != nil {
+		r.offsetCommits.Add(float64(n))
+	}
+}
+
+// ClassicRebalanceCompleted counts a classic group rebalance completed
+// (group.Meters).
+func (r *Registry) ClassicRebalanceCompleted() {
+	if r != nil {
+		r.classicRebalances.Inc()
+	}
+}
+
+// ConsumerGroupRebalanced counts a consumer group epoch bump (group.Meters).
+func (r *Registry) ConsumerGroupRebalanced() {
+	if r != nil {
+		r.consumerRebalances.Inc()
 	}
 }

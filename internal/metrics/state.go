@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -28,6 +29,22 @@ type State struct {
 	ClientQuotas []ClientQuotaSensor
 	// FetchSessions is the broker's fetch session cache (broker role).
 	FetchSessions FetchSessionCache
+	// Groups is what the group coordinator's shards on this broker hold
+	// (broker role).
+	Groups GroupCoordinator
+}
+
+// GroupCoordinator counts the groups and offsets of the group coordinator
+// shards this broker runs (kafka.coordinator.group:type=GroupMetadataManager
+// and kafka.server:type=group-coordinator-metrics).
+type GroupCoordinator struct {
+	// Classic counts the classic groups by state: Empty,
+	// PreparingRebalance, CompletingRebalance, Stable, Dead.
+	Classic map[string]int
+	// Consumer counts the consumer groups (KIP-848) by state: Empty,
+	// Assigning, Reconciling, Stable.
+	Consumer map[string]int
+	Offsets  int // committed offsets (NumOffsets)
 }
 
 // FetchSessionCache is the broker's cache of incremental fetch sessions
@@ -92,6 +109,31 @@ var (
 		"Requests waiting in a purgatory (kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize).", []string{"delayedOperation"}, nil)
 )
 
+// The group coordinator's gauges: Kafka's GroupMetadataManager ones, and
+// group-coordinator-metrics' group counts.
+var (
+	descNumGroups      = desc("kafka_coordinator_group_groupmetadatamanager_numgroups", "Groups of every kind the group coordinator shards on this broker hold (kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups).")
+	descNumOffsets     = desc("kafka_coordinator_group_groupmetadatamanager_numoffsets", "Committed offsets those shards hold (NumOffsets).")
+	descClassicByState = classicStateDescs()
+	descGroupCount     = prometheus.NewDesc("kafka_server_group_coordinator_metrics_group_count",
+		"Groups by protocol: classic or consumer (kafka.server:type=group-coordinator-metrics,protocol=* group-count).", []string{"protocol"}, nil)
+	descConsumerGroups = prometheus.NewDesc("kafka_server_group_coordinator_metrics_consumer_group_count",
+		"Consumer groups (KIP-848) by state (kafka.server:type=group-coordinator-metrics,state=* consumer-group-count).", []string{"state"}, nil)
+)
+
+// classicStates are the classic group states, each with its
+// GroupMetadataManager gauge (NumGroupsPreparingRebalance, ...).
+var classicStates = []string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}
+
+func classicStateDescs() map[string]*prometheus.Desc {
+	ds := map[string]*prometheus.Desc{}
+	for _, st := range classicStates {
+		ds[st] = desc("kafka_coordinator_group_groupmetadatamanager_numgroups"+strings.ToLower(st),
+			"Classic groups in state "+st+" (NumGroups"+st+").")
+	}
+	return ds
+}
+
 // The fetch session cache (kafka.server:type=FetchSessionCache).
 var (
 	descFetchSessions         = desc("kafka_server_fetchsessioncache_numincrementalfetchsessions", "Incremental fetch sessions cached (kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions).")
@@ -124,7 +166,11 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descAtMinISR,
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions, descFencedBrokers, descActiveBrokers,
 		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize,
-		descFetchSessions, descFetchSessionParts, descFetchSessionEvictions} {
+		descFetchSessions, descFetchSessionParts, descFetchSessionEvictions,
+		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups} {
+		ch <- d
+	}
+	for _, d := range descClassicByState {
 		ch <- d
 	}
 	for _, d := range quotaDescs {
@@ -170,6 +216,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUnderReplicated, float64(under))
 		gauge(descUnderMinISR, float64(underMin))
 		gauge(descAtMinISR, float64(atMin))
+		g := s.Groups
+		classic, consumer := 0, 0
+		for _, st := range classicStates {
+			gauge(descClassicByState[st], float64(g.Classic[st]))
+			classic += g.Classic[st]
+		}
+		for st, n := range g.Consumer {
+			gauge(descConsumerGroups, float64(n), st)
+			consumer += n
+		}
+		gauge(descNumGroups, float64(classic+consumer))
+		gauge(descGroupCount, float64(classic), "classic")
+		gauge(descGroupCount, float64(consumer), "consumer")
+		gauge(descNumOffsets, float64(g.Offsets))
 	}
 	if s.Controller {
 		gauge(descActiveController, float64(b2i(s.ActiveController)))

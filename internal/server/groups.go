@@ -29,6 +29,7 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 		ConsumerHeartbeatIntervalMs: int32(b.GroupConsumerHeartbeatIntervalMs),
 		ConsumerMaxSize:             b.GroupConsumerMaxSize,
 		ConsumerMigrationPolicy:     group.MigrationBidirectional, // Kafka 4.0's default
+		Meters:                      s.metrics,
 		// Classic members of consumer groups name topics; the shard
 		// resolves them against the metadata this broker follows.
 		Topics: func() group.Topics {

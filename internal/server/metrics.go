@@ -1,8 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"time"
 
+	"gregor/internal/coordinator"
+	"gregor/internal/coordinator/group"
 	"gregor/internal/metadata"
 	"gregor/internal/metrics"
 	"gregor/internal/raft"
@@ -34,6 +38,9 @@ func (s *Server) metricsState() metrics.State {
 			})
 		}
 	}
+	if s.groups != nil {
+		st.Groups = s.groupStats()
+	}
 	if q, ok := s.quorum.(interface{ PurgatorySize() int }); ok {
 		st.Purgatories[raft.PurgatoryRaftFetch] = q.PurgatorySize()
 	}
@@ -62,6 +69,33 @@ func (s *Server) metricsState() metrics.State {
 		st.MetadataOffset = img.Offset
 	}
 	return st
+}
+
+// groupStats counts the groups and offsets of the group coordinator shards
+// loaded on this broker; a shard busy past a second is left out of this
+// scrape.
+func (s *Server) groupStats() metrics.GroupCoordinator {
+	out := metrics.GroupCoordinator{Classic: map[string]int{}, Consumer: map[string]int{}}
+	partitions, _ := s.groups.Partitions()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, p := range partitions {
+		_ = s.groups.Read(ctx, p, func(sh coordinator.Shard) {
+			gs, ok := sh.(group.Coordinated)
+			if !ok {
+				return
+			}
+			st := gs.Stats()
+			for state, n := range st.Classic {
+				out.Classic[state.String()] += n
+			}
+			for state, n := range st.Consumer {
+				out.Consumer[state] += n
+			}
+			out.Offsets += st.Offsets
+		})
+	}
+	return out
 }
 
 // ready is /readyz: a broker is ready once unfenced (caught up with the

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -134,10 +136,59 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, text = scrape(t, ts, "/metrics")
+	// The group coordinator's meters and gauges: one commit, by a group
+	// that has no members (Empty).
+	for series, want := range map[string]float64{
+		`kafka_server_group_coordinator_metrics_offset_commit_total`:             1,
+		`kafka_coordinator_group_groupmetadatamanager_numoffsets`:                1,
+		`kafka_coordinator_group_groupmetadatamanager_numgroups`:                 1,
+		`kafka_coordinator_group_groupmetadatamanager_numgroupsempty`:            1,
+		`kafka_coordinator_group_groupmetadatamanager_numgroupsstable`:           0,
+		`kafka_server_group_coordinator_metrics_group_count{protocol="classic"}`: 1,
+	} {
+		if got := sample(text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 	if got, want := sample(text, `kafka_consumergroup_lag{group="lagging",partition="0",topic="m"}`), float64(max(end0.Offset-1, 0)); got != want {
 		t.Errorf("group lag = %v, want %v", got, want)
 	}
 	if got := sample(text, `kafka_consumergroup_lag_sum{group="lagging"}`); got != float64(max(end0.Offset-1, 0)) {
 		t.Errorf("group lag sum = %v", got)
+	}
+}
+
+// TestGroupCoordinatorMetrics: a consumer group member that joined shows as
+// a rebalance and a group in its protocol's Stable state.
+func TestGroupCoordinatorMetrics(t *testing.T) {
+	ts := startServer(t, t.TempDir(), map[string]string{"group.initial.rebalance.delay.ms": "0"})
+	if _, err := ts.admin().CreateTopic(ctxT(t), 1, 1, nil, "gm"); err != nil {
+		t.Fatal(err)
+	}
+	cl := ts.client(kgo.ConsumerGroup("gm-group"), kgo.ConsumeTopics("gm"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		cl.PollFetches(ctx)
+		cancel()
+		_, text := scrape(t, ts, "/metrics")
+		rebalances := sample(text, `kafka_server_group_coordinator_metrics_group_completed_rebalance_total`) +
+			sample(text, `kafka_server_group_coordinator_metrics_consumer_group_rebalance_total`)
+		// The consumer-group-count series of a state exists only while a
+		// group is in it.
+		stable := sample(text, `kafka_coordinator_group_groupmetadatamanager_numgroupsstable`) +
+			max(sample(text, `kafka_server_group_coordinator_metrics_consumer_group_count{state="Stable"}`), 0)
+		if rebalances >= 1 && stable == 1 && sample(text, `kafka_coordinator_group_groupmetadatamanager_numgroups`) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var groupLines []string
+			for _, l := range strings.Split(text, "\n") {
+				if strings.Contains(l, "group") && !strings.HasPrefix(l, "#") {
+					groupLines = append(groupLines, l)
+				}
+			}
+			t.Fatalf("no stable group after a rebalance: rebalances %v, stable %v:\n%s", rebalances, stable, strings.Join(groupLines, "\n"))
+		}
 	}
 }

@@ -72,6 +72,7 @@ func (s *Shard) updateTarget(c *consumerGroup, topics Topics, bump bool) {
 	}
 	if bump {
 		c.epoch++
+		s.cfg.Meters.ConsumerGroupRebalanced()
 	}
 	if c.epoch > c.assignmentEpoch {
 		c.target = s.assign(c, subs, topics)

@@ -317,6 +317,7 @@ func (s *Shard) removeConsumerMembers(g *group, ms ...*cmember) {
 		c.subscription = meta
 	}
 	c.epoch++
+	s.cfg.Meters.ConsumerGroupRebalanced()
 	if len(c.members) == 0 {
 		// Nothing to assign: the empty group's target is empty at once.
 		c.assignmentEpoch, c.target = c.epoch, map[string]assignment{}

@@ -75,6 +75,58 @@ type Config struct {
 	// NewMemberID makes a member id for a client; nil: client id, "-", and
 	// a random UUID-like suffix, as Kafka does.
 	NewMemberID func(clientID string) string
+	// Meters is told about the events Kafka's group coordinator meters;
+	// nil: none.
+	Meters Meters
+}
+
+// Meters counts what Kafka's group coordinator meters
+// (kafka.server:type=group-coordinator-metrics). It is called from the
+// shard's goroutine as the shard writes the records of the event.
+type Meters interface {
+	// OffsetsCommitted counts offset commit records written
+	// (offset-commit-count).
+	OffsetsCommitted(n int)
+	// ClassicRebalanceCompleted counts a classic group that reached Stable
+	// with its leader's assignment (group-completed-rebalance-count).
+	ClassicRebalanceCompleted()
+	// ConsumerGroupRebalanced counts a consumer group's epoch bump
+	// (consumer-group-rebalance-count).
+	ConsumerGroupRebalanced()
+}
+
+// noMeters counts nothing.
+type noMeters struct{}
+
+func (noMeters) OffsetsCommitted(int)       {}
+func (noMeters) ClassicRebalanceCompleted() {}
+func (noMeters) ConsumerGroupRebalanced()   {}
+
+// Stats is what a shard holds now (Kafka's GroupMetadataManager gauges).
+type Stats struct {
+	// Classic counts the classic groups by state (NumGroups*).
+	Classic map[State]int
+	// Consumer counts the consumer groups by Kafka's ConsumerGroupState
+	// name (consumer-group-count).
+	Consumer map[string]int
+	// Offsets counts the committed offsets (NumOffsets).
+	Offsets int
+}
+
+// Stats counts the shard's groups and offsets.
+func (s *Shard) Stats() Stats {
+	st := Stats{Classic: map[State]int{}, Consumer: map[string]int{}}
+	for _, g := range s.groups {
+		if g.consumer != nil {
+			st.Consumer[g.consumer.state()]++
+		} else {
+			st.Classic[g.state]++
+		}
+		for _, ps := range g.offsets {
+			st.Offsets += len(ps)
+		}
+	}
+	return st
 }
 
 // newMemberJoinTimeoutMs bounds how long a new member may wait in a join
@@ -419,6 +471,9 @@ func NewShard(cfg Config) *Shard {
 	}
 	if cfg.MaxSize <= 0 {
 		cfg.MaxSize = int(^uint(0) >> 1)
+	}
+	if cfg.Meters == nil {
+		cfg.Meters = noMeters{}
 	}
 	return &Shard{cfg: cfg, groups: map[string]*group{}, txnGroups: map[int64]map[string]bool{}}
 }

@@ -134,6 +134,7 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 		}
 		updates = append(updates, update{topic, p.Partition, c})
 		r.Records = append(r.Records, offsetRecord(g.id, topic, p.Partition, c))
+		s.cfg.Meters.OffsetsCommitted(1)
 		return 0
 	})
 	r.Apply = func() {

@@ -88,6 +88,7 @@ func (s *Shard) SyncGroup(now int64, req *kmsg.SyncGroupRequest, respond Respond
 	}
 	r.Records = append(r.Records, g.metadataRecord(now))
 	g.transition(Stable, now)
+	s.cfg.Meters.ClassicRebalanceCompleted()
 	generation := g.generation
 	var waiting []Responder
 	for _, id := range g.order {

@@ -225,6 +225,7 @@ func (s *Shard) TxnOffsetCommit(now int64, req *kmsg.TxnOffsetCommitRequest, res
 		}
 		updates = append(updates, update{topic, p.Partition, c})
 		r.Records = append(r.Records, offsetRecord(g.id, topic, p.Partition, c))
+		s.cfg.Meters.OffsetsCommitted(1)
 		return 0
 	})
 	r.Transaction = &Transaction{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}
