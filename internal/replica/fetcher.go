@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -251,48 +250,26 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	return firstErr
 }
 
-// handle applies one partition's answer: truncate on a diverging epoch,
-// append the batches, adopt the leader's high watermark and log start.
+// handle applies one partition's answer as partition.DecideFetchAnswer and
+// AdoptLeaderOffsets decide: truncate on a diverging epoch (or an offset
+// out of range), append the batches, adopt the leader's high watermark and
+// log start.
 func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPartition) error {
 	l := p.Log()
-	switch err := kerr.ErrorForCode(rp.ErrorCode); {
-	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange):
-		return f.resetOutOfRange(p, rp)
-	default:
-		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH: the
-		// metadata will move the partition; nothing to do until then.
-		return err
-	}
-	if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
-		// KIP-320: our log has entries the leader never had past this
-		// point; cut back to where the two agree (Kafka's
-		// AbstractFetcherThread.getOffsetTruncationState).
-		target := rp.DivergingEpoch.EndOffset
-		switch e, end := l.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); {
-		case end == log.UndefinedEpochOffset:
-			// No epoch history to compare: the leader's offset.
-		case e != rp.DivergingEpoch.Epoch:
-			// We never had the leader's epoch: what we hold past the end
-			// of our own largest epoch below it is not the leader's.
-			// Cut there; the next fetch carries that epoch and asks
-			// again. Cutting to the leader's offset would keep records
-			// of an epoch the leader never had, and the same question
-			// would come back for ever.
-			target = end
-		default:
-			target = min(target, end)
+	a := partition.FetchAnswer{Err: kerr.ErrorForCode(rp.ErrorCode), HighWatermark: rp.HighWatermark, LogStartOffset: rp.LogStartOffset,
+		DivergingEpoch: rp.DivergingEpoch.Epoch, DivergingEndOffset: rp.DivergingEpoch.EndOffset}
+	switch d := partition.DecideFetchAnswer(l, a); d.Step {
+	case partition.FollowerFail:
+		return d.Err
+	case partition.FollowerStartOver:
+		f.logger.Warn("behind the leader's log start: starting over", "partition", p.TopicPartition, "logStart", d.Offset)
+		return l.TruncateFullyAndStartAt(d.Offset)
+	case partition.FollowerTruncate:
+		if d.Offset < l.LogEndOffset() {
+			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", d.Offset,
+				"divergingEpoch", rp.DivergingEpoch.Epoch, "error", a.Err)
 		}
-		if target < l.LogEndOffset() {
-			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", target, "epoch", rp.DivergingEpoch.Epoch)
-		}
-		// Also with nothing to cut (target at the log end): an epoch this
-		// broker started at its log end as leader, without writing in it,
-		// is unknown to the new leader and must go from the epoch cache,
-		// else every fetch names it as the last fetched epoch, gets the
-		// same diverging answer, and the follower never moves (nor rejoins
-		// the ISR). Kafka's fetcher truncates in this case too.
-		if err := l.TruncateTo(target); err != nil {
+		if err := l.TruncateTo(d.Offset); err != nil {
 			return fmt.Errorf("truncate: %w", err)
 		}
 		return nil
@@ -305,12 +282,12 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 			}
 		}
 	}
-	hw := min(rp.HighWatermark, l.LogEndOffset())
-	if hw > l.HighWatermark() {
-		l.SetHighWatermark(hw)
+	adopt := partition.AdoptLeaderOffsets(l, a)
+	if adopt.HighWatermark >= 0 {
+		l.SetHighWatermark(adopt.HighWatermark)
 	}
-	if rp.LogStartOffset > l.LogStartOffset() {
-		if _, err := l.DeleteRecordsBefore(min(rp.LogStartOffset, hw)); err != nil {
+	if adopt.DeleteBefore >= 0 {
+		if _, err := l.DeleteRecordsBefore(adopt.DeleteBefore); err != nil {
 			return fmt.Errorf("follow the leader's log start: %w", err)
 		}
 	}
@@ -328,22 +305,6 @@ func completeBatches(raw []byte) []byte {
 		n += h.Size()
 	}
 	return raw[:n]
-}
-
-// resetOutOfRange handles a fetch offset the leader does not have: past its
-// end (we hold entries an unclean leader lost: truncate to its end), or
-// before its start (retention moved on: start over at its start).
-func (f *fetcher) resetOutOfRange(p *partition.Partition, rp *kmsg.FetchResponseTopicPartition) error {
-	l := p.Log()
-	if rp.LogStartOffset >= 0 && l.LogEndOffset() < rp.LogStartOffset {
-		f.logger.Warn("behind the leader's log start: starting over", "partition", p.TopicPartition, "logStart", rp.LogStartOffset)
-		return l.TruncateFullyAndStartAt(rp.LogStartOffset)
-	}
-	if rp.HighWatermark >= 0 && l.LogEndOffset() > rp.HighWatermark {
-		f.logger.Warn("ahead of the leader: truncating", "partition", p.TopicPartition, "to", rp.HighWatermark)
-		return l.TruncateTo(rp.HighWatermark)
-	}
-	return kerr.OffsetOutOfRange
 }
 
 // leaderAddr is the leader's inter-broker endpoint from the image.
