@@ -300,7 +300,7 @@ var brokerDefList = []Def{
 		"Sleep after a follower fetch error."),
 	bdef("replica.fetch.response.max.bytes", Int, ptr("10485760"), atLeast(0), ReadOnly,
 		"Bytes a follower asks for in one fetch response."),
-	bdef("num.replica.fetchers", Int, ptr("1"), nil, ClusterWide,
+	bdef("num.replica.fetchers", Int, ptr("1"), atLeast(1), ClusterWide,
 		"Fetcher threads per source broker."),
 	bdef("replica.high.watermark.checkpoint.interval.ms", Long, ptr("5000"), nil, ReadOnly,
 		"How often high watermarks are checkpointed to disk."),

@@ -20,9 +20,9 @@ package handlers
 // sessions are privileged. A fetch does not hold up later requests of its
 // connection while it waits (network.Request.Dispatched). A follower's
 // fetch (replica id >= 0) reads up to the log end and records the
-// follower's progress on the leader. A consumer's record batches are not
-// copied: they stay in their segment files and the connection writer sends them with sendfile
-// (01_fetch_zerocopy.go).
+// follower's progress on the leader. Record batches, a consumer's or a
+// follower's, are not copied: they stay in their segment files and the
+// connection writer sends them with sendfile (01_fetch_zerocopy.go).
 //
 // Client quotas (quotas.go): a consumer's fetch is capped to what its
 // consumer_byte_rate allows over the quota window; its response size
@@ -258,13 +258,13 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32, denied map[s
 				continue
 			case replicaID >= 0:
 				// A follower: records up to the log end, its progress
-				// recorded on the leader (no zero-copy: rare and small).
+				// recorded on the leader, sent with sendfile.
 				limit := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
 				brokerEpoch := int64(-1)
 				if r.Version >= 15 {
 					brokerEpoch = r.ReplicaState.Epoch
 				}
-				res, div := h.d.Replica.ReadAsReplica(name, p.Partition, replica.ReplicaFetch{
+				res, div := h.d.Replica.ReadFileRangeAsReplica(name, p.Partition, replica.ReplicaFetch{
 					ReplicaID: replicaID, BrokerEpoch: brokerEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 					FetchOffset: p.FetchOffset, LogStartOffset: p.LogStartOffset, LastFetchedEpoch: p.LastFetchedEpoch,
 					MaxBytes: int32(limit), MinOneBatch: total == 0,
@@ -274,9 +274,12 @@ func (h *Handlers) readFetch(r *kmsg.FetchRequest, replicaID int32, denied map[s
 				if div != nil {
 					rp.DivergingEpoch = *div
 				}
-				if len(res.Records) > 0 {
-					rp.RecordBatches = res.Records
-					total += len(res.Records)
+				if res.File.Size > 0 {
+					if ranges == nil {
+						ranges = make([]log.FileRange, len(t.Partitions))
+					}
+					ranges[len(rt.Partitions)] = res.File
+					total += int(res.File.Size)
 				}
 			default:
 				if r.Version >= 12 && p.LastFetchedEpoch >= 0 {

@@ -5,7 +5,10 @@
 // LeaderState (leader_state.go, isr_change.go, replicas.go) is the leader's
 // replica bookkeeping as a pure state machine: followers' fetch state, the
 // high watermark, ISR expand/shrink proposals for AlterPartition, and the
-// min.insync.replicas checks for acks=all.
+// min.insync.replicas checks for acks=all. The follower's decisions
+// (follower_state.go) are pure functions next to it: what to do with a
+// fetch answer (append, truncate to a diverging epoch's end, start over at
+// the leader's log start) and which high watermark and log start to adopt.
 package partition
 
 import (

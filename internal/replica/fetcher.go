@@ -2,13 +2,14 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,19 +32,58 @@ type FetcherConfig struct {
 	MaxWait     time.Duration // replica.fetch.wait.max.ms
 	MinBytes    int32         // replica.fetch.min.bytes
 	Backoff     time.Duration // replica.fetch.backoff.ms
+	// NumFetchers is num.replica.fetchers: fetchers per source broker, each
+	// with its own connection, fetch session and fetch in flight (at least 1).
+	NumFetchers int
 }
 
 // fetchVersion names topics (v12) and carries LastFetchedEpoch and
 // DivergingEpoch (KIP-320), so a follower truncates by leader epoch.
 const fetchVersion = 12
 
+// fetcherKey names a fetcher: its source broker and its index among that
+// broker's num.replica.fetchers fetchers.
+type fetcherKey struct {
+	leader int32
+	id     int
+}
+
+// fetcherID is the fetcher of a source broker that fetches tp, as Kafka's
+// AbstractFetcherManager.getFetcherId hashes it: abs(31 * hash(topic) +
+// partition) mod the fetcher count, with Java's String.hashCode and
+// Utils.abs (which maps MinInt32 to 0) over int32 arithmetic.
+func fetcherID(tp log.TopicPartition, numFetchers int) int {
+	if numFetchers <= 1 {
+		return 0
+	}
+	h := 31*javaStringHash(tp.Topic) + tp.Partition
+	if h == math.MinInt32 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return int(h) % numFetchers
+}
+
+// javaStringHash is Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1]
+// over the string's UTF-16 code units, in int32 arithmetic.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
+}
+
 // fetcher pulls the partitions this broker follows from one leader, as
 // Kafka's ReplicaFetcherThread does: one Fetch at a time for all of them,
 // in an incremental fetch session (KIP-227) when the leader grants one,
 // batches appended unchanged, the high watermark learnt from the answers.
+// A leader's partitions are spread over num.replica.fetchers fetchers
+// (fetcherID), so that many fetches to it may be in flight at once.
 type fetcher struct {
 	m      *Manager
-	leader int32
+	key    fetcherKey
 	addr   string
 	logger *slog.Logger
 
@@ -58,9 +98,9 @@ type fetcher struct {
 	done chan struct{}
 }
 
-func (m *Manager) newFetcher(leader int32, addr string) *fetcher {
+func (m *Manager) newFetcher(key fetcherKey, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fetcher{m: m, leader: leader, addr: addr, logger: m.cfg.Logger.With("component", "replica-fetcher", "leader", leader),
+	f := &fetcher{m: m, key: key, addr: addr, logger: m.cfg.Logger.With("component", "replica-fetcher", "leader", key.leader, "fetcher", key.id),
 		parts: map[log.TopicPartition]*partition.Partition{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
@@ -90,7 +130,7 @@ func (f *fetcher) close() {
 
 func (f *fetcher) run(ctx context.Context) {
 	cfg := f.m.repl.Fetcher
-	client := rpc.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID)), cfg.Security)
+	client := rpc.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID))+"-"+strconv.Itoa(f.key.id), cfg.Security)
 	defer client.Close()
 	var lastErr string
 	for ctx.Err() == nil {
@@ -180,7 +220,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 		// next fetch is a full one, at once, as Kafka's fetcher does.
 		return nil
 	default:
-		return fmt.Errorf("fetch from leader %d: %w", f.leader, kerr.ErrorForCode(resp.ErrorCode))
+		return fmt.Errorf("fetch from leader %d: %w", f.key.leader, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	var firstErr error
 	for _, t := range resp.Topics {
@@ -210,48 +250,26 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	return firstErr
 }
 
-// handle applies one partition's answer: truncate on a diverging epoch,
-// append the batches, adopt the leader's high watermark and log start.
+// handle applies one partition's answer as partition.DecideFetchAnswer and
+// AdoptLeaderOffsets decide: truncate on a diverging epoch (or an offset
+// out of range), append the batches, adopt the leader's high watermark and
+// log start.
 func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPartition) error {
 	l := p.Log()
-	switch err := kerr.ErrorForCode(rp.ErrorCode); {
-	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange):
-		return f.resetOutOfRange(p, rp)
-	default:
-		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH: the
-		// metadata will move the partition; nothing to do until then.
-		return err
-	}
-	if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
-		// KIP-320: our log has entries the leader never had past this
-		// point; cut back to where the two agree (Kafka's
-		// AbstractFetcherThread.getOffsetTruncationState).
-		target := rp.DivergingEpoch.EndOffset
-		switch e, end := l.EndOffsetForEpoch(rp.DivergingEpoch.Epoch); {
-		case end == log.UndefinedEpochOffset:
-			// No epoch history to compare: the leader's offset.
-		case e != rp.DivergingEpoch.Epoch:
-			// We never had the leader's epoch: what we hold past the end
-			// of our own largest epoch below it is not the leader's.
-			// Cut there; the next fetch carries that epoch and asks
-			// again. Cutting to the leader's offset would keep records
-			// of an epoch the leader never had, and the same question
-			// would come back for ever.
-			target = end
-		default:
-			target = min(target, end)
+	a := partition.FetchAnswer{Err: kerr.ErrorForCode(rp.ErrorCode), HighWatermark: rp.HighWatermark, LogStartOffset: rp.LogStartOffset,
+		DivergingEpoch: rp.DivergingEpoch.Epoch, DivergingEndOffset: rp.DivergingEpoch.EndOffset}
+	switch d := partition.DecideFetchAnswer(l, a); d.Step {
+	case partition.FollowerFail:
+		return d.Err
+	case partition.FollowerStartOver:
+		f.logger.Warn("behind the leader's log start: starting over", "partition", p.TopicPartition, "logStart", d.Offset)
+		return l.TruncateFullyAndStartAt(d.Offset)
+	case partition.FollowerTruncate:
+		if d.Offset < l.LogEndOffset() {
+			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", d.Offset,
+				"divergingEpoch", rp.DivergingEpoch.Epoch, "error", a.Err)
 		}
-		if target < l.LogEndOffset() {
-			f.logger.Info("truncating to the leader's log", "partition", p.TopicPartition, "from", l.LogEndOffset(), "to", target, "epoch", rp.DivergingEpoch.Epoch)
-		}
-		// Also with nothing to cut (target at the log end): an epoch this
-		// broker started at its log end as leader, without writing in it,
-		// is unknown to the new leader and must go from the epoch cache,
-		// else every fetch names it as the last fetched epoch, gets the
-		// same diverging answer, and the follower never moves (nor rejoins
-		// the ISR). Kafka's fetcher truncates in this case too.
-		if err := l.TruncateTo(target); err != nil {
+		if err := l.TruncateTo(d.Offset); err != nil {
 			return fmt.Errorf("truncate: %w", err)
 		}
 		return nil
@@ -264,12 +282,12 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 			}
 		}
 	}
-	hw := min(rp.HighWatermark, l.LogEndOffset())
-	if hw > l.HighWatermark() {
-		l.SetHighWatermark(hw)
+	adopt := partition.AdoptLeaderOffsets(l, a)
+	if adopt.HighWatermark >= 0 {
+		l.SetHighWatermark(adopt.HighWatermark)
 	}
-	if rp.LogStartOffset > l.LogStartOffset() {
-		if _, err := l.DeleteRecordsBefore(min(rp.LogStartOffset, hw)); err != nil {
+	if adopt.DeleteBefore >= 0 {
+		if _, err := l.DeleteRecordsBefore(adopt.DeleteBefore); err != nil {
 			return fmt.Errorf("follow the leader's log start: %w", err)
 		}
 	}
@@ -287,22 +305,6 @@ func completeBatches(raw []byte) []byte {
 		n += h.Size()
 	}
 	return raw[:n]
-}
-
-// resetOutOfRange handles a fetch offset the leader does not have: past its
-// end (we hold entries an unclean leader lost: truncate to its end), or
-// before its start (retention moved on: start over at its start).
-func (f *fetcher) resetOutOfRange(p *partition.Partition, rp *kmsg.FetchResponseTopicPartition) error {
-	l := p.Log()
-	if rp.LogStartOffset >= 0 && l.LogEndOffset() < rp.LogStartOffset {
-		f.logger.Warn("behind the leader's log start: starting over", "partition", p.TopicPartition, "logStart", rp.LogStartOffset)
-		return l.TruncateFullyAndStartAt(rp.LogStartOffset)
-	}
-	if rp.HighWatermark >= 0 && l.LogEndOffset() > rp.HighWatermark {
-		f.logger.Warn("ahead of the leader: truncating", "partition", p.TopicPartition, "to", rp.HighWatermark)
-		return l.TruncateTo(rp.HighWatermark)
-	}
-	return kerr.OffsetOutOfRange
 }
 
 // leaderAddr is the leader's inter-broker endpoint from the image.
@@ -323,29 +325,34 @@ func (m *Manager) leaderAddr(leader int32) (string, bool) {
 func (m *Manager) follow(p *partition.Partition, leader int32) {
 	m.fetchMu.Lock()
 	defer m.fetchMu.Unlock()
+	m.followLocked(p, leader)
+}
+
+func (m *Manager) followLocked(p *partition.Partition, leader int32) {
 	if m.fetchers == nil {
 		return // replication not started (a test, or shutting down)
 	}
 	tp := p.TopicPartition
+	key := fetcherKey{leader: leader, id: fetcherID(tp, m.numFetchers)}
 	if cur, ok := m.following[tp]; ok {
-		if cur == leader {
-			m.fetchers[leader].add(p) // the partition object may be new
+		if cur == key {
+			m.fetchers[key].add(p) // the partition object may be new
 			return
 		}
 		m.unfollowLocked(tp)
 	}
-	f := m.fetchers[leader]
+	f := m.fetchers[key]
 	if f == nil {
 		addr, ok := m.leaderAddr(leader)
 		if !ok {
 			m.cfg.Logger.Warn("no endpoint for the leader; not fetching", "partition", tp, "leader", leader, "listener", m.repl.Fetcher.Listener)
 			return
 		}
-		f = m.newFetcher(leader, addr)
-		m.fetchers[leader] = f
+		f = m.newFetcher(key, addr)
+		m.fetchers[key] = f
 	}
 	f.add(p)
-	m.following[tp] = leader
+	m.following[tp] = key
 }
 
 // unfollow stops fetching a partition (this broker leads it now, or no
@@ -357,13 +364,13 @@ func (m *Manager) unfollow(tp log.TopicPartition) {
 }
 
 func (m *Manager) unfollowLocked(tp log.TopicPartition) {
-	leader, ok := m.following[tp]
+	key, ok := m.following[tp]
 	if !ok {
 		return
 	}
 	delete(m.following, tp)
-	if f := m.fetchers[leader]; f != nil && f.remove(tp) {
-		delete(m.fetchers, leader)
+	if f := m.fetchers[key]; f != nil && f.remove(tp) {
+		delete(m.fetchers, key)
 		// Closing waits for the fetch in flight (bounded by
 		// replica.fetch.wait.max.ms); not under fetchMu.
 		m.bg.Add(1)
@@ -372,4 +379,40 @@ func (m *Manager) unfollowLocked(tp log.TopicPartition) {
 			f.close()
 		}()
 	}
+}
+
+// SetNumReplicaFetchers applies a new num.replica.fetchers (a dynamic
+// broker config): as Kafka's resizeThreadPool, every followed partition is
+// handed to the fetcher its hash names under the new count; fetchers left
+// without partitions stop. Values below 1 count as 1.
+func (m *Manager) SetNumReplicaFetchers(n int) {
+	n = max(n, 1)
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	if m.fetchers == nil || n == m.numFetchers {
+		return
+	}
+	m.numFetchers = n
+	type move struct {
+		p      *partition.Partition
+		leader int32
+	}
+	var moves []move
+	for tp, key := range m.following {
+		if fetcherID(tp, n) == key.id {
+			continue
+		}
+		f := m.fetchers[key]
+		f.mu.Lock()
+		p := f.parts[tp]
+		f.mu.Unlock()
+		if p != nil {
+			moves = append(moves, move{p, key.leader})
+		}
+	}
+	for _, mv := range moves {
+		m.unfollowLocked(mv.p.TopicPartition)
+		m.followLocked(mv.p, mv.leader)
+	}
+	m.cfg.Logger.Info("replica fetchers per source broker changed", "num.replica.fetchers", n, "moved", len(moves))
 }

@@ -44,15 +44,17 @@ type Manager struct {
 	// delayed holds the requests waiting on partitions (delayed.go).
 	delayed purgatories
 
-	// Replication (StartReplication): followers' fetchers by leader, the
-	// partitions followed, background ISR changes.
+	// Replication (StartReplication): followers' fetchers by leader and
+	// fetcher id, the partitions followed, background ISR changes.
 	repl      ReplicationConfig
 	fetchMu   sync.Mutex
-	fetchers  map[int32]*fetcher
-	following map[log.TopicPartition]int32
-	bg        sync.WaitGroup
-	stopping  chan struct{}
-	stopRepl  context.CancelFunc
+	fetchers  map[fetcherKey]*fetcher
+	following map[log.TopicPartition]fetcherKey
+	// numFetchers is num.replica.fetchers, under fetchMu.
+	numFetchers int
+	bg          sync.WaitGroup
+	stopping    chan struct{}
+	stopRepl    context.CancelFunc
 
 	// reconciled is set once an image has been reconciled in full; later
 	// images are applied by their deltas. Publish's caller serializes it.

@@ -167,8 +167,20 @@ type ReplicaFetch struct {
 // ReadAsReplica answers a follower's fetch on the leader: records up to the
 // log end (not the high watermark), a diverging epoch when the follower's
 // log went another way (KIP-320), and the follower's progress recorded,
-// which may move the high watermark and grow the ISR.
+// which may move the high watermark and grow the ISR. The records are
+// copied into FetchResult.Records.
 func (m *Manager) ReadAsReplica(topic string, p int32, f ReplicaFetch) (FetchResult, *kmsg.FetchResponseTopicPartitionDivergingEpoch) {
+	return m.readAsReplica(topic, p, f, false)
+}
+
+// ReadFileRangeAsReplica is ReadAsReplica with the records left in their
+// segment file (FetchResult.File, released by the caller once sent): a
+// follower's fetch is sent with sendfile like a consumer's.
+func (m *Manager) ReadFileRangeAsReplica(topic string, p int32, f ReplicaFetch) (FetchResult, *kmsg.FetchResponseTopicPartitionDivergingEpoch) {
+	return m.readAsReplica(topic, p, f, true)
+}
+
+func (m *Manager) readAsReplica(topic string, p int32, f ReplicaFetch, zeroCopy bool) (FetchResult, *kmsg.FetchResponseTopicPartitionDivergingEpoch) {
 	part, err := m.Leader(topic, p)
 	if err != nil {
 		return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, nil
@@ -191,16 +203,21 @@ func (m *Manager) ReadAsReplica(topic string, p int32, f ReplicaFetch) (FetchRes
 			m.partitionChanged(part.TopicPartition)
 		}
 	}
-	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset()}
-	info, err := l.Read(f.FetchOffset, f.MaxBytes, l.LogEndOffset(), f.MinOneBatch)
+	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset(),
+		File: log.FileRange{FirstBatchOffset: -1}}
+	if zeroCopy {
+		res.File, err = l.ReadFileRange(f.FetchOffset, f.MaxBytes, l.LogEndOffset(), f.MinOneBatch)
+	} else {
+		var info log.ReadInfo
+		info, err = l.Read(f.FetchOffset, f.MaxBytes, l.LogEndOffset(), f.MinOneBatch)
+		res.Records = info.Records
+	}
 	if err != nil {
 		if errors.Is(err, log.ErrOffsetOutOfRange) {
 			err = kerr.OffsetOutOfRange
 		}
 		res.Err = err
-		return res, nil
 	}
-	res.Records = info.Records
 	return res, nil
 }
 
@@ -257,8 +274,9 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 	}
 	m.repl = cfg
 	m.fetchMu.Lock()
-	m.fetchers = map[int32]*fetcher{}
-	m.following = map[log.TopicPartition]int32{}
+	m.fetchers = map[fetcherKey]*fetcher{}
+	m.following = map[log.TopicPartition]fetcherKey{}
+	m.numFetchers = max(cfg.Fetcher.NumFetchers, 1)
 	m.fetchMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stopRepl = cancel

@@ -368,11 +368,18 @@ func (c *goldenCluster) fetch(id int32, loseResponse bool, out *strings.Builder)
 	if e, ok := l.LatestEpoch(); ok {
 		req.LastFetchedEpoch = e
 	}
-	res, div := leader.m.ReadAsReplica(goldenTopic, 0, req)
+	// The read the Fetch handler does: the records left in the segment
+	// file, read out here as the connection writer would send them.
+	res, div := leader.m.ReadFileRangeAsReplica(goldenTopic, 0, req)
+	records, err := res.File.ReadAll()
+	res.File.Release()
+	if err != nil {
+		return err
+	}
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.ErrorCode = errCode(res.Err)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
-	rp.RecordBatches = res.Records
+	rp.RecordBatches = records
 	if div != nil {
 		rp.DivergingEpoch = *div
 	}
@@ -389,7 +396,7 @@ func (c *goldenCluster) fetch(id int32, loseResponse bool, out *strings.Builder)
 		fmt.Fprintf(out, "; response lost\n")
 		return nil
 	}
-	fe := &fetcher{m: f.m, leader: mp.Leader, logger: f.m.cfg.Logger, parts: map[log.TopicPartition]*partition.Partition{goldenTP: p}}
+	fe := &fetcher{m: f.m, key: fetcherKey{leader: mp.Leader}, logger: f.m.cfg.Logger, parts: map[log.TopicPartition]*partition.Partition{goldenTP: p}}
 	herr := fe.handle(p, &rp)
 	fmt.Fprintf(out, " -> r%d leo=%d hw=%d", id, l.LogEndOffset(), l.HighWatermark())
 	if herr != nil {

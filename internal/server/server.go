@@ -526,6 +526,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 			MaxWait:     time.Duration(s.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 			MinBytes:    s.cfg.ReplicaFetchMinBytes,
 			Backoff:     time.Duration(s.cfg.ReplicaFetchBackoffMs) * time.Millisecond,
+			NumFetchers: s.cfg.NumReplicaFetchers,
 		},
 	})
 	if err := s.startHTTP(); err != nil {
@@ -545,6 +546,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	}
 	s.loader.AddPublisher(newTLSReloader(s))
 	s.loader.AddPublisher(newConnectionLimitsUpdater(s, s.brokerNet, listenerNames(s.listeners(false))))
+	s.loader.AddPublisher(newReplicaFetchersUpdater(s, s.replica))
 	s.setConsoleBroker()
 	// Registration follows binding so that a listener on port 0 is
 	// advertised with the port it got, as Kafka does.
