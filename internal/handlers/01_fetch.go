@@ -78,7 +78,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		seen := h.d.Replica.FetchPositions(watches)
 		resp, bytes, hasError := h.readFetch(r, replicaID, denied)
 		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) {
-			return h.fetched(rq, sc, resp), nil
+			return h.fetched(rq, sc, resp, replicaID >= 0), nil
 		}
 		// The records read so far are read again after the wait.
 		resp.Release()
@@ -93,7 +93,7 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 			// The max wait passed (or the broker is stopping): one last
 			// read, so data that arrived at the deadline is not missed.
 			resp, _, _ := h.readFetch(r, replicaID, denied)
-			return h.fetched(rq, sc, resp), nil
+			return h.fetched(rq, sc, resp, replicaID >= 0), nil
 		}
 	}
 }
@@ -111,7 +111,7 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 // session must carry, throttled by the client quotas (rq nil: none apply),
 // its bytes counted. A throttled answer is empty and changes no session
 // (no new one, nothing recorded as sent), as Kafka's.
-func (h *Handlers) fetched(rq *requestQuota, sc *fetchsession.Context, resp *fetchResponse) *fetchResponse {
+func (h *Handlers) fetched(rq *requestQuota, sc *fetchsession.Context, resp *fetchResponse, follower bool) *fetchResponse {
 	results := fetchResults(resp)
 	if rq != nil {
 		// The quota measures the answer the session would send.
@@ -120,14 +120,14 @@ func (h *Handlers) fetched(rq *requestQuota, sc *fetchsession.Context, resp *fet
 			resp.Release() // what kept did not hold
 			a := sc.Throttled()
 			out.SessionID, out.ErrorCode = a.SessionID, a.ErrorCode
-			h.countFetched(out)
+			h.countFetched(out, follower)
 			return out
 		}
 	}
 	a := sc.Respond(results, time.Now())
 	resp = keepPartitions(resp, a.Include, true)
 	resp.SessionID, resp.ErrorCode = a.SessionID, a.ErrorCode
-	h.countFetched(resp)
+	h.countFetched(resp, follower)
 	return resp
 }
 
@@ -193,8 +193,9 @@ func (h *Handlers) fetchDenied(ctx context.Context, req *network.Request, r *kms
 	return denied
 }
 
-// countFetched adds a fetch answer's record bytes to BytesOut per topic.
-func (h *Handlers) countFetched(resp *fetchResponse) {
+// countFetched adds a fetch answer's record bytes to BytesOut per topic, or,
+// for a follower, to ReplicationBytesOut (as Kafka counts them apart).
+func (h *Handlers) countFetched(resp *fetchResponse, follower bool) {
 	if h.d.Metrics == nil {
 		return
 	}
@@ -213,7 +214,11 @@ func (h *Handlers) countFetched(resp *fetchResponse) {
 				n += int(resp.ranges[ti][pi].Size)
 			}
 		}
-		h.d.Metrics.Fetched(name, n)
+		if follower {
+			h.d.Metrics.Replicated(n)
+		} else {
+			h.d.Metrics.Fetched(name, n)
+		}
 	}
 }
 

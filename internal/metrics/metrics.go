@@ -35,9 +35,10 @@ type Registry struct {
 	respQueueTime *prometheus.HistogramVec
 	respSendTime  *prometheus.HistogramVec
 
-	messagesIn *prometheus.CounterVec
-	bytesIn    *prometheus.CounterVec
-	bytesOut   *prometheus.CounterVec
+	messagesIn     *prometheus.CounterVec
+	bytesIn        *prometheus.CounterVec
+	bytesOut       *prometheus.CounterVec
+	replicationOut prometheus.Counter
 
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
@@ -94,8 +95,12 @@ func New(state func() State) *Registry {
 	}, []string{"topic"})
 	r.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_bytesout_total",
-		Help: "Bytes sent to consumers and followers, by topic; topic=\"\" counts all topics (BytesOutPerSec).",
+		Help: "Record bytes sent to consumers, by topic; topic=\"\" counts all topics (BytesOutPerSec).",
 	}, []string{"topic"})
+	r.replicationOut = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_replicationbytesout_total",
+		Help: "Record bytes sent to followers (ReplicationBytesOutPerSec).",
+	})
 	r.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kafka_server_replicamanager_isrshrinks_total",
 		Help: "ISR shrinks committed by the controller for partitions this broker leads (IsrShrinksPerSec).",
@@ -153,7 +158,7 @@ func New(state func() State) *Registry {
 	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
 		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime,
-		r.messagesIn, r.bytesIn, r.bytesOut, r.isrShrinks, r.isrExpands,
+		r.messagesIn, r.bytesIn, r.bytesOut, r.replicationOut, r.isrShrinks, r.isrExpands,
 		r.authOK, r.authFailed, r.reauthOK, r.reauthFailed,
 		r.connections, r.connectionsCreated, r.acceptThrottle, r.acceptorBlocked,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -307,13 +312,21 @@ func (r *Registry) Produced(topic string, records, bytes int) {
 // PromQL, so {topic=""} selects them and {topic!=""} the per-topic ones).
 const AllTopics = ""
 
-// Fetched records bytes sent in a fetch answer.
+// Fetched records bytes sent to a consumer in a fetch answer.
 func (r *Registry) Fetched(topic string, bytes int) {
 	if r == nil || bytes == 0 {
 		return
 	}
 	r.bytesOut.WithLabelValues(topic).Add(float64(bytes))
 	r.bytesOut.WithLabelValues(AllTopics).Add(float64(bytes))
+}
+
+// Replicated records bytes sent to followers in a fetch answer.
+func (r *Registry) Replicated(bytes int) {
+	if r == nil {
+		return
+	}
+	r.replicationOut.Add(float64(bytes))
 }
 
 // ISRChanged records a committed ISR change: "expand" or "shrink".

@@ -32,6 +32,19 @@ type State struct {
 	// Groups is what the group coordinator's shards on this broker hold
 	// (broker role).
 	Groups GroupCoordinator
+	// FollowerLags is, per partition this broker follows, how many
+	// records it was behind the leader's high watermark at the leader's
+	// last fetch answer (broker role).
+	FollowerLags []FollowerLag
+	// ReplicationBytesIn is the record bytes appended as a follower.
+	ReplicationBytesIn int64
+}
+
+// FollowerLag is one followed partition's lag (FetcherLagMetrics).
+type FollowerLag struct {
+	Topic     string
+	Partition int32
+	Lag       int64
 }
 
 // GroupCoordinator counts the groups and offsets of the group coordinator
@@ -134,6 +147,15 @@ func classicStateDescs() map[string]*prometheus.Desc {
 	return ds
 }
 
+// The replica fetchers (the follower side of replication).
+var (
+	descMaxLag = prometheus.NewDesc("kafka_server_replicafetchermanager_maxlag",
+		"Largest lag, in records, of the partitions this broker follows (kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica).", []string{"clientId"}, nil)
+	descConsumerLag = prometheus.NewDesc("kafka_server_fetcherlagmetrics_consumerlag",
+		"Records the partition's log end was behind the leader's high watermark at the leader's last answer (kafka.server:type=FetcherLagMetrics,name=ConsumerLag).", []string{"topic", "partition"}, nil)
+	descReplicationBytesIn = desc("kafka_server_brokertopicmetrics_replicationbytesin_total", "Record bytes appended as a follower (ReplicationBytesInPerSec).")
+)
+
 // The fetch session cache (kafka.server:type=FetchSessionCache).
 var (
 	descFetchSessions         = desc("kafka_server_fetchsessioncache_numincrementalfetchsessions", "Incremental fetch sessions cached (kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions).")
@@ -167,7 +189,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions, descFencedBrokers, descActiveBrokers,
 		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize,
 		descFetchSessions, descFetchSessionParts, descFetchSessionEvictions,
-		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups} {
+		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups,
+		descMaxLag, descConsumerLag, descReplicationBytesIn} {
 		ch <- d
 	}
 	for _, d := range descClassicByState {
@@ -230,6 +253,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descGroupCount, float64(classic), "classic")
 		gauge(descGroupCount, float64(consumer), "consumer")
 		gauge(descNumOffsets, float64(g.Offsets))
+		var maxLag int64
+		for _, l := range s.FollowerLags {
+			maxLag = max(maxLag, l.Lag)
+			gauge(descConsumerLag, float64(l.Lag), l.Topic, strconv.Itoa(int(l.Partition)))
+		}
+		gauge(descMaxLag, float64(maxLag), "Replica")
+		ch <- prometheus.MustNewConstMetric(descReplicationBytesIn, prometheus.CounterValue, float64(s.ReplicationBytesIn))
 	}
 	if s.Controller {
 		gauge(descActiveController, float64(b2i(s.ActiveController)))

@@ -89,6 +89,9 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[log.TopicPartition]*partition.Partition
+	// lags is how far each partition's log end was behind the leader's
+	// high watermark at its last answer (Kafka's FetcherLagMetrics), under mu.
+	lags map[log.TopicPartition]int64
 
 	// session is the fetch session with the leader (fetcher_session.go),
 	// used by run's goroutine only.
@@ -101,7 +104,7 @@ type fetcher struct {
 func (m *Manager) newFetcher(key fetcherKey, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fetcher{m: m, key: key, addr: addr, logger: m.cfg.Logger.With("component", "replica-fetcher", "leader", key.leader, "fetcher", key.id),
-		parts: map[log.TopicPartition]*partition.Partition{}, stop: cancel, done: make(chan struct{})}
+		parts: map[log.TopicPartition]*partition.Partition{}, lags: map[log.TopicPartition]int64{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
 		f.run(ctx)
@@ -120,6 +123,7 @@ func (f *fetcher) remove(tp log.TopicPartition) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.parts, tp)
+	delete(f.lags, tp)
 	return len(f.parts) == 0
 }
 
@@ -280,7 +284,16 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 			if _, err := l.AppendAsFollower(batches); err != nil {
 				return fmt.Errorf("append as follower: %w", err)
 			}
+			f.m.replicationBytesIn.Add(int64(len(batches)))
 		}
+	}
+	if rp.HighWatermark >= 0 {
+		lag := max(rp.HighWatermark-l.LogEndOffset(), 0)
+		f.mu.Lock()
+		if f.parts[p.TopicPartition] != nil {
+			f.lags[p.TopicPartition] = lag
+		}
+		f.mu.Unlock()
 	}
 	adopt := partition.AdoptLeaderOffsets(l, a)
 	if adopt.HighWatermark >= 0 {

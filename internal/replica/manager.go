@@ -52,9 +52,11 @@ type Manager struct {
 	following map[log.TopicPartition]fetcherKey
 	// numFetchers is num.replica.fetchers, under fetchMu.
 	numFetchers int
-	bg          sync.WaitGroup
-	stopping    chan struct{}
-	stopRepl    context.CancelFunc
+	// replicationBytesIn counts the bytes appended as a follower.
+	replicationBytesIn atomic.Int64
+	bg                 sync.WaitGroup
+	stopping           chan struct{}
+	stopRepl           context.CancelFunc
 
 	// reconciled is set once an image has been reconciled in full; later
 	// images are applied by their deltas. Publish's caller serializes it.

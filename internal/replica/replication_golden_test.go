@@ -42,10 +42,13 @@ import (
 //	produce replica=L records=K       K acks=all produces of one record each;
 //	                                  a record is acknowledged once its
 //	                                  leader's high watermark passes it
-//	fetch follower=F [rounds=R] [lose-response]
+//	fetch follower=F [rounds=R] [max-bytes=B] [lose-response]
 //	                                  R rounds of one replica fetch from the
-//	                                  current leader; lose-response drops the
-//	                                  answer after the leader processed it
+//	                                  current leader, of at most B bytes
+//	                                  (1 MiB; the first batch always);
+//	                                  lose-response drops the answer after
+//	                                  the leader processed it. The follower's
+//	                                  lag after the answer is printed (lag=)
 //	crash replica=R [lose=K]          the broker dies: its last K batches
 //	                                  were never flushed and are gone
 //	restart replica=R                 the broker starts from its disk and
@@ -114,8 +117,12 @@ func (c *goldenCluster) run(d *datadriven.TestData) string {
 		if d.HasArg("rounds") {
 			rounds = int(c.intArg(d, "rounds"))
 		}
+		maxBytes := int32(1 << 20)
+		if d.HasArg("max-bytes") {
+			maxBytes = int32(c.intArg(d, "max-bytes"))
+		}
 		for i := 0; i < rounds && err == nil; i++ {
-			err = c.fetch(c.intArg(d, "follower"), d.HasArg("lose-response"), &out)
+			err = c.fetch(c.intArg(d, "follower"), maxBytes, d.HasArg("lose-response"), &out)
 		}
 	case "crash":
 		lose := 0
@@ -337,7 +344,7 @@ func (c *goldenCluster) settleProduces(out *strings.Builder) {
 // fetch is one round of a follower's replica fetcher: its fetch state sent
 // to the leader's ReadAsReplica, the answer built as the Fetch handler
 // builds it, then applied by fetcher.handle.
-func (c *goldenCluster) fetch(id int32, loseResponse bool, out *strings.Builder) error {
+func (c *goldenCluster) fetch(id int32, maxBytes int32, loseResponse bool, out *strings.Builder) error {
 	f, err := c.replica(id)
 	if err != nil {
 		return err
@@ -364,7 +371,7 @@ func (c *goldenCluster) fetch(id int32, loseResponse bool, out *strings.Builder)
 	l := p.Log()
 	req := ReplicaFetch{ReplicaID: id, BrokerEpoch: -1, CurrentLeaderEpoch: p.LeaderEpoch(),
 		FetchOffset: l.LogEndOffset(), LogStartOffset: l.LogStartOffset(), LastFetchedEpoch: -1,
-		MaxBytes: 1 << 20, MinOneBatch: true}
+		MaxBytes: maxBytes, MinOneBatch: true}
 	if e, ok := l.LatestEpoch(); ok {
 		req.LastFetchedEpoch = e
 	}
@@ -396,9 +403,13 @@ func (c *goldenCluster) fetch(id int32, loseResponse bool, out *strings.Builder)
 		fmt.Fprintf(out, "; response lost\n")
 		return nil
 	}
-	fe := &fetcher{m: f.m, key: fetcherKey{leader: mp.Leader}, logger: f.m.cfg.Logger, parts: map[log.TopicPartition]*partition.Partition{goldenTP: p}}
+	fe := &fetcher{m: f.m, key: fetcherKey{leader: mp.Leader}, logger: f.m.cfg.Logger, parts: map[log.TopicPartition]*partition.Partition{goldenTP: p},
+		lags: map[log.TopicPartition]int64{}}
 	herr := fe.handle(p, &rp)
 	fmt.Fprintf(out, " -> r%d leo=%d hw=%d", id, l.LogEndOffset(), l.HighWatermark())
+	if lag, ok := fe.lags[goldenTP]; ok {
+		fmt.Fprintf(out, " lag=%d", lag)
+	}
 	if herr != nil {
 		fmt.Fprintf(out, " (%v)", herr)
 	}

@@ -28,6 +28,11 @@ func (s *Server) metricsState() metrics.State {
 		for name, n := range s.replica.PurgatorySizes() {
 			st.Purgatories[name] = n
 		}
+		fst := s.replica.FollowerStats()
+		st.ReplicationBytesIn = fst.BytesIn
+		for tp, lag := range fst.Lags {
+			st.FollowerLags = append(st.FollowerLags, metrics.FollowerLag{Topic: tp.Topic, Partition: tp.Partition, Lag: lag})
+		}
 		img = s.replica.Image()
 		for tp, p := range s.replica.HostedPartitions() {
 			l := p.Log()
