@@ -25,6 +25,8 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 			Purgatories:  map[string]int{"Produce": 0},
 			ClientQuotas: []ClientQuotaSensor{{Type: "Produce"}, {Type: "Fetch"}, {Type: "Request"}, {Type: "ControllerMutation"}},
 			Groups:       GroupCoordinator{Consumer: map[string]int{"Stable": 1}},
+			FollowerLags: []FollowerLag{{Topic: "t", Partition: 0, Lag: 1}},
+			Raft:         RaftState{Known: true, Leader: 1, Epoch: 1, State: "leader"},
 		}
 	})
 	r.SetGroupLag(func(context.Context) ([]GroupLag, error) {
@@ -51,6 +53,8 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r.OffsetsCommitted(1)
 	r.ClassicRebalanceCompleted()
 	r.ConsumerGroupRebalanced()
+	r.Replicated(1)
+	r.RaftCommitted(time.Millisecond)
 	mfs, err := r.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,8 @@ type Registry struct {
 
 	lag *groupLagCollector
 
+	raftCommit prometheus.Histogram
+
 	offsetCommits      prometheus.Counter
 	classicRebalances  prometheus.Counter
 	consumerRebalances prometheus.Counter
@@ -155,7 +157,12 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total",
 		Help: "Consumer group (KIP-848) rebalances: group epoch bumps (consumer-group-rebalance-count).",
 	})
-	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances)
+	r.raftCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kafka_server_raft_metrics_commit_latency_ms",
+		Help:    "Time from the active controller appending a metadata batch to its commit and application, in ms (raft-metrics commit-latency-avg/max).",
+		Buckets: requestBuckets,
+	})
+	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
 		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.replicationOut, r.isrShrinks, r.isrExpands,
@@ -361,5 +368,12 @@ func (r *Registry) ClassicRebalanceCompleted() {
 func (r *Registry) ConsumerGroupRebalanced() {
 	if r != nil {
 		r.consumerRebalances.Inc()
+	}
+}
+
+// RaftCommitted records the time a metadata append took to commit.
+func (r *Registry) RaftCommitted(d time.Duration) {
+	if r != nil {
+		r.raftCommit.Observe(ms(d))
 	}
 }

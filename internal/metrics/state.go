@@ -38,6 +38,20 @@ type State struct {
 	FollowerLags []FollowerLag
 	// ReplicationBytesIn is the record bytes appended as a follower.
 	ReplicationBytesIn int64
+	// Raft is the metadata quorum as this node sees it.
+	Raft RaftState
+}
+
+// RaftState is the metadata quorum as one node sees it
+// (kafka.server:type=raft-metrics).
+type RaftState struct {
+	Known         bool  // this node takes part in (or observes) the quorum
+	Leader        int32 // current-leader, -1 unknown
+	Epoch         int32 // current-epoch
+	HighWatermark int64 // high-watermark
+	// State is current-state: leader, follower, unattached (a voter that
+	// knows no leader) or observer (a broker following the log).
+	State string
 }
 
 // FollowerLag is one followed partition's lag (FetcherLagMetrics).
@@ -156,6 +170,15 @@ var (
 	descReplicationBytesIn = desc("kafka_server_brokertopicmetrics_replicationbytesin_total", "Record bytes appended as a follower (ReplicationBytesInPerSec).")
 )
 
+// The metadata quorum (kafka.server:type=raft-metrics).
+var (
+	descRaftLeader = desc("kafka_server_raft_metrics_current_leader", "The metadata quorum's leader as this node knows it, -1 unknown (raft-metrics current-leader).")
+	descRaftEpoch  = desc("kafka_server_raft_metrics_current_epoch", "The metadata quorum's epoch; it grows by one per election (raft-metrics current-epoch).")
+	descRaftHW     = desc("kafka_server_raft_metrics_high_watermark", "The metadata log's high watermark as this node knows it (raft-metrics high-watermark).")
+	descRaftState  = prometheus.NewDesc("kafka_server_raft_metrics_current_state",
+		"1 for this node's role in the metadata quorum: leader, follower, unattached or observer (raft-metrics current-state).", []string{"state"}, nil)
+)
+
 // The fetch session cache (kafka.server:type=FetchSessionCache).
 var (
 	descFetchSessions         = desc("kafka_server_fetchsessioncache_numincrementalfetchsessions", "Incremental fetch sessions cached (kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions).")
@@ -190,7 +213,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize,
 		descFetchSessions, descFetchSessionParts, descFetchSessionEvictions,
 		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups,
-		descMaxLag, descConsumerLag, descReplicationBytesIn} {
+		descMaxLag, descConsumerLag, descReplicationBytesIn,
+		descRaftLeader, descRaftEpoch, descRaftHW, descRaftState} {
 		ch <- d
 	}
 	for _, d := range descClassicByState {
@@ -208,6 +232,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descMetadataOffset, float64(s.MetadataOffset))
+	if r := s.Raft; r.Known {
+		gauge(descRaftLeader, float64(r.Leader))
+		gauge(descRaftEpoch, float64(r.Epoch))
+		gauge(descRaftHW, float64(r.HighWatermark))
+		gauge(descRaftState, 1, r.State)
+	}
 	for name, n := range s.Purgatories {
 		gauge(descPurgatorySize, float64(n), name)
 	}

@@ -46,6 +46,9 @@ func (s *Server) metricsState() metrics.State {
 	if s.groups != nil {
 		st.Groups = s.groupStats()
 	}
+	if s.quorum != nil {
+		st.Raft = s.raftState()
+	}
 	if q, ok := s.quorum.(interface{ PurgatorySize() int }); ok {
 		st.Purgatories[raft.PurgatoryRaftFetch] = q.PurgatorySize()
 	}
@@ -101,6 +104,41 @@ func (s *Server) groupStats() metrics.GroupCoordinator {
 		})
 	}
 	return out
+}
+
+// raftState is the metadata quorum as this node sees it (Kafka's
+// raft-metrics).
+func (s *Server) raftState() metrics.RaftState {
+	leader, epoch := s.quorum.Leader()
+	st := metrics.RaftState{Known: true, Leader: leader, Epoch: epoch, HighWatermark: s.quorum.HighWatermark()}
+	_, voter := s.voterAddrs[s.cfg.NodeID]
+	switch {
+	case leader == s.cfg.NodeID:
+		st.State = "leader"
+	case !voter:
+		st.State = "observer"
+	case leader < 0:
+		st.State = "unattached"
+	default:
+		st.State = "follower"
+	}
+	return st
+}
+
+// timedQuorum is the quorum as the controller uses it: each append's time
+// until it is committed and applied goes to raft-metrics' commit latency.
+type timedQuorum struct {
+	raft.Quorum
+	metrics *metrics.Registry
+}
+
+func (q timedQuorum) Append(ctx context.Context, records []metadata.Record) (int64, error) {
+	start := time.Now()
+	off, err := q.Quorum.Append(ctx, records)
+	if err == nil {
+		q.metrics.RaftCommitted(time.Since(start))
+	}
+	return off, err
 }
 
 // ready is /readyz: a broker is ready once unfenced (caught up with the

@@ -94,6 +94,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`kafka_controller_kafkacontroller_globaltopiccount`:                                              2,
 		`kafka_controller_kafkacontroller_offlinepartitionscount`:                                        0,
 		`kafka_network_requestmetrics_errors_total{error="TOPIC_ALREADY_EXISTS",request="CreateTopics"}`: 1,
+		`kafka_server_raft_metrics_current_leader`:                                                       1,
+		`kafka_server_raft_metrics_current_state{state="leader"}`:                                        1,
 	}
 	for series, want := range checks {
 		if got := sample(text, series); got != want {
@@ -105,6 +107,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if got := sample(text, `kafka_server_brokertopicmetrics_bytesin_total{topic="m"}`); got <= 0 {
 		t.Errorf("bytes in = %v", got)
+	}
+	if got := sample(text, `kafka_server_raft_metrics_commit_latency_ms_count`); got < 2 {
+		t.Errorf("raft commit latency observed %v times, want one per topic created at least", got)
+	}
+	if got := sample(text, `kafka_server_raft_metrics_high_watermark`); got <= 0 {
+		t.Errorf("raft high watermark %v", got)
 	}
 	// Each request's time, split as Kafka splits it.
 	if got := sample(text, `kafka_network_requestmetrics_remotetimems_sum{request="Fetch"}`); got < 200 {

@@ -231,7 +231,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
 			Bootstrap:                          bootstrap,
 			Logger:                             s.logger,
-		}, s.quorum)
+		}, timedQuorum{s.quorum, s.metrics})
 		// The controller listener comes up before the quorum starts: the
 		// other voters' raft messages arrive there.
 		if err := s.startControllerListener(); err != nil {
