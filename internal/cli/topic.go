@@ -175,17 +175,12 @@ func newTopicDescribe(conn *connFlags) *cobra.Command {
 				if len(names) == 0 {
 					return nil
 				}
-				starts, err := adm.ListStartOffsets(ctx, names...)
-				if err != nil {
-					return fmt.Errorf("list start offsets: %w", err)
-				}
-				ends, err := adm.ListEndOffsets(ctx, names...)
-				if err != nil {
-					return fmt.Errorf("list end offsets: %w", err)
-				}
-				// Sizes are best effort: a partition whose brokers did not
-				// answer DescribeLogDirs (down, or not supporting it) is still
-				// described, and the answers of the others are kept.
+				// Offsets and sizes are best effort: a partition without a
+				// leader (its broker down, an election under way) or whose
+				// brokers did not answer DescribeLogDirs is described with
+				// "-" for them, and the others as usual.
+				starts, _ := adm.ListStartOffsets(ctx, names...)
+				ends, _ := adm.ListEndOffsets(ctx, names...)
 				dirs, _ := adm.DescribeAllLogDirs(ctx, tds.TopicsSet())
 				sizes := logdirs.PartitionSizes(dirs, tds)
 				configs, _ := adm.DescribeTopicConfigs(ctx, names...)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/server"
 )
@@ -75,8 +76,8 @@ func TestActiveControllerIsTheQuorumLeader(t *testing.T) {
 }
 
 // TestStoppedBrokerShownFenced: a broker that went away stays in the
-// brokers table, marked fenced, and the topic page still has a size for
-// every partition. (A broker killed but not yet fenced fails its
+// brokers table, marked fenced, the topic page still has a size for every
+// partition, and a topic left without a leader still has its page. (A broker killed but not yet fenced fails its
 // DescribeLogDirs; that the others' answers are kept then is
 // internal/logdirs' test.)
 func TestStoppedBrokerShownFenced(t *testing.T) {
@@ -127,6 +128,29 @@ func TestStoppedBrokerShownFenced(t *testing.T) {
 			t.Fatalf("produce to partition %d: %v", p, err)
 		}
 	}
+	waitUntil(t, "both replicas of every partition in sync", func() bool {
+		md, err := adm.Metadata(ctx, "sized")
+		if err != nil {
+			return false
+		}
+		for _, p := range md.Topics["sized"].Partitions {
+			if len(p.ISR) != 2 {
+				return false
+			}
+		}
+		return len(md.Topics["sized"].Partitions) == 4
+	})
+	// A topic whose only replica is on broker 3 goes offline with it.
+	lonely := kmsg.NewPtrCreateTopicsRequest()
+	lt := kmsg.NewCreateTopicsRequestTopic()
+	lt.Topic, lt.NumPartitions, lt.ReplicationFactor = "lonely", -1, -1
+	la := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	la.Partition, la.Replicas = 0, []int32{3}
+	lt.ReplicaAssignment = append(lt.ReplicaAssignment, la)
+	lonely.Topics = append(lonely.Topics, lt)
+	if resp, err := lonely.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create lonely on broker 3: %v %+v", err, resp)
+	}
 
 	brokers[3].stop()
 	var cluster struct {
@@ -146,8 +170,19 @@ func TestStoppedBrokerShownFenced(t *testing.T) {
 		t.Fatalf("%d partitions listed, want 4", len(topic.PartitionList))
 	}
 	for _, p := range topic.PartitionList {
-		if p.Size <= 0 {
-			t.Errorf("partition %d: size %d with broker 3 down, want its copy on broker 2", p.Partition, p.Size)
+		if p.Size <= 0 || p.EndOffset != 1 {
+			t.Errorf("partition %d: size %d, end offset %d with broker 3 down, want its copy on broker 2 with 1 record", p.Partition, p.Size, p.EndOffset)
 		}
+	}
+	// The offline topic's page and the topic list still load: the offline
+	// partition just has no offsets or size.
+	getJSON(t, b.url("/api/topics/lonely"), http.StatusOK, &topic)
+	if len(topic.PartitionList) != 1 || topic.PartitionList[0].Leader != -1 || topic.PartitionList[0].EndOffset != -1 {
+		t.Errorf("offline topic: %+v", topic.PartitionList)
+	}
+	var topics []topicJSON
+	getJSON(t, b.url("/api/topics"), http.StatusOK, &topics)
+	if len(topics) < 2 {
+		t.Errorf("topic list with a topic offline: %+v", topics)
 	}
 }

@@ -75,25 +75,21 @@ type offsetsAndSizes struct {
 	sizes        map[string]map[int32]int64 // logdirs.PartitionSizes
 }
 
-func (c *Console) loadOffsetsAndSizes(ctx context.Context, adm *kadm.Client, tds kadm.TopicDetails) (offsetsAndSizes, error) {
+func (c *Console) loadOffsetsAndSizes(ctx context.Context, adm *kadm.Client, tds kadm.TopicDetails) offsetsAndSizes {
 	var o offsetsAndSizes
 	names := tds.Names()
 	if len(names) == 0 {
-		return o, nil
+		return o
 	}
-	var err error
-	if o.starts, err = adm.ListStartOffsets(ctx, names...); err != nil {
-		return o, fmt.Errorf("list start offsets: %w", err)
-	}
-	if o.ends, err = adm.ListEndOffsets(ctx, names...); err != nil {
-		return o, fmt.Errorf("list end offsets: %w", err)
-	}
-	// Sizes are best effort: a partition whose brokers did not answer
-	// DescribeLogDirs (down, or not supporting it) is still listed, and
-	// the answers of the others are kept.
+	// Offsets and sizes are best effort: a partition without a leader
+	// (its broker down, an election under way) or whose brokers did not
+	// answer DescribeLogDirs (down, or not supporting it) shows none, and
+	// the others still show theirs.
+	o.starts, _ = adm.ListStartOffsets(ctx, names...)
+	o.ends, _ = adm.ListEndOffsets(ctx, names...)
 	dirs, _ := adm.DescribeAllLogDirs(ctx, tds.TopicsSet())
 	o.sizes = logdirs.PartitionSizes(dirs, tds)
-	return o, nil
+	return o
 }
 
 func summarize(td kadm.TopicDetail, o offsetsAndSizes) topicSummary {
@@ -133,10 +129,7 @@ func (c *Console) topics(ctx context.Context, _ *http.Request, cl *kgo.Client) (
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
-	o, err := c.loadOffsetsAndSizes(ctx, adm, tds)
-	if err != nil {
-		return nil, err
-	}
+	o := c.loadOffsetsAndSizes(ctx, adm, tds)
 	out := []topicSummary{}
 	for _, name := range tds.Names() {
 		if tds[name].Err != nil {
@@ -155,10 +148,7 @@ func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 		return nil, err
 	}
 	tds := kadm.TopicDetails{name: td}
-	o, err := c.loadOffsetsAndSizes(ctx, adm, tds)
-	if err != nil {
-		return nil, err
-	}
+	o := c.loadOffsetsAndSizes(ctx, adm, tds)
 	v := topicView{topicSummary: summarize(td, o), PartitionList: []partitionView{}, Configs: []configView{}, Groups: []topicGroupView{}}
 	for _, p := range td.Partitions.Sorted() {
 		pv := partitionView{
