@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"reflect"
 	"strconv"
 
 	"gregor/internal/config"
@@ -9,21 +10,26 @@ import (
 )
 
 // Publish applies a new metadata image (metadata.Publisher). The first
-// image is reconciled in full. Later ones are applied by their delta: only
-// the partitions it created, changed or deleted and the topics whose configs
-// it changed are touched, so that a committed metadata batch costs in
-// proportion to what it changed, not to the partitions hosted (with 10,000
-// partitions, 100 CreateTopics would otherwise cost a million reconciles).
-// A change of this broker's dynamic configs, which every topic inherits,
-// reconciles in full again.
+// image is reconciled in full. Later ones are applied by their delta, as
+// Kafka's ReplicaManager.applyDelta: only the partitions it created,
+// changed or deleted and the topics whose configs it changed are touched,
+// and only their waiting requests are tried again, so that a committed
+// metadata batch costs in proportion to what it changed, not to the
+// partitions hosted (with 10,000 partitions, 100 CreateTopics would
+// otherwise cost a million reconciles). A change of this broker's dynamic
+// configs, which every topic inherits, touches the hosted partitions only
+// if it changed the topic defaults they resolve to (refreshConfigs).
 func (m *Manager) Publish(delta *metadata.Delta, img *metadata.Image) {
-	if delta == nil || !m.reconciled || m.brokerConfigsChanged(delta) {
+	if delta == nil || !m.reconciled {
 		m.reconcileAll(img)
 		m.reconciled = true
 		return
 	}
 	m.image.Store(img)
 	m.applyDelta(delta, img)
+	if m.brokerConfigsChanged(delta) && m.topicDefaultsChanged(delta.Base(), img) {
+		m.refreshConfigs(img)
+	}
 }
 
 // brokerConfigsChanged reports whether the delta changed the configs of
@@ -36,6 +42,53 @@ func (m *Manager) brokerConfigsChanged(delta *metadata.Delta) bool {
 		}
 	}
 	return false
+}
+
+// topicDefaultsChanged reports whether the config a topic without
+// overrides resolves to differs between two images (or fails to resolve
+// in either). If it does not, no topic's config changed either: a topic's
+// config takes each key from its own override or else from the same
+// broker layers, and the checks across keys read only the result.
+func (m *Manager) topicDefaultsChanged(old, img *metadata.Image) bool {
+	before, err := config.ResolveTopic(m.brokerLayers(old))
+	if err != nil {
+		return true
+	}
+	after, err := config.ResolveTopic(m.brokerLayers(img))
+	return err != nil || !reflect.DeepEqual(before, after)
+}
+
+// brokerLayers are the layers of a topic without overrides.
+func (m *Manager) brokerLayers(img *metadata.Image) config.Layers {
+	l := m.Layers(img, "")
+	l.Topic = nil
+	return l
+}
+
+// refreshConfigs resolves the config of every hosted partition's topic in
+// img again, after the topic defaults changed, and updates (and wakes the
+// waiters of) the partitions whose config it changed. It costs
+// O(partitions hosted), as Kafka's reconfiguration of every log's default
+// config does.
+func (m *Manager) refreshConfigs(img *metadata.Image) {
+	configs := map[string]*config.Topic{}
+	for tp, part := range m.HostedPartitions() {
+		cfg, resolved := configs[tp.Topic]
+		if !resolved {
+			c, err := config.ResolveTopic(m.Layers(img, tp.Topic))
+			if err != nil {
+				m.cfg.Logger.Error("resolve topic config", "topic", tp.Topic, "err", err)
+			} else {
+				cfg = &c
+			}
+			configs[tp.Topic] = cfg
+		}
+		if cfg == nil || reflect.DeepEqual(part.Config(), *cfg) {
+			continue
+		}
+		part.UpdateConfig(*cfg)
+		m.partitionChanged(tp)
+	}
 }
 
 // applyDelta hosts, updates and removes the partitions the delta touched.
@@ -98,6 +151,8 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 				if err := m.host(tp, t.ID, cfg, p); err != nil {
 					m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
 				}
+				// min.insync.replicas may have changed: acks=all waiters re-check.
+				m.partitionChanged(tp)
 			}
 		}
 	}
