@@ -16,8 +16,9 @@ import (
 // active controller spends on a controlled shutdown with N partitions of
 // replication factor 3 on three brokers: the heartbeat that starts it
 // (which writes the records moving the broker out of every ISR and
-// leadership), the heartbeats while it waits for the other brokers to
-// catch up, and an ordinary heartbeat of another broker meanwhile. The
+// leadership), a heartbeat while it waits for the other brokers to catch
+// up (it comes every 50 ms), an ordinary heartbeat of another broker, and
+// the heartbeat that ends it (which fences the broker). The
 // figures are logged, not asserted.
 func TestBenchControlledShutdown(t *testing.T) {
 	if os.Getenv("GREGOR_BENCH") == "" {
@@ -51,6 +52,16 @@ func TestBenchControlledShutdown(t *testing.T) {
 		first := benchHeartbeat(t, h, 1, true)
 		start := time.Since(t0)
 		moved := h.q.HighWatermark() - offset
+		// The other brokers have not seen those records yet: the broker
+		// waits in controlled shutdown, heartbeating.
+		t0 = time.Now()
+		const waiting = 20
+		for range waiting {
+			if benchHeartbeat(t, h, 1, true).ShouldShutdown {
+				t.Fatal("shutdown allowed before the other brokers caught up")
+			}
+		}
+		wait := time.Since(t0) / waiting
 		t0 = time.Now()
 		benchHeartbeat(t, h, 2, false)
 		other := time.Since(t0)
@@ -68,8 +79,8 @@ func TestBenchControlledShutdown(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%7d partitions (broker 1 led %d): shutdown heartbeat %v (%d records), another broker's heartbeat %v, the heartbeat that ends it %v",
-			n, led, start.Round(time.Microsecond), moved, other.Round(time.Microsecond), done.Round(time.Microsecond))
+		t.Logf("%7d partitions (broker 1 led %d): shutdown heartbeat %v (%d records), heartbeat while waiting %v, another broker's heartbeat %v, the heartbeat that ends it %v",
+			n, led, start.Round(time.Microsecond), moved, wait.Round(time.Microsecond), other.Round(time.Microsecond), done.Round(time.Microsecond))
 	}
 }
 

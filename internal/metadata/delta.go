@@ -502,7 +502,7 @@ func (d *Delta) Apply() *Image {
 			names = append(names, pmap.Entry[string, *Topic]{Key: t.Name, Value: t})
 			ids = append(ids, pmap.Entry[[16]byte, *Topic]{Key: id, Value: t})
 		}
-		img.Topics = &TopicsImage{byName: byName.SetMany(names), byID: byID.SetMany(ids)}
+		img.Topics = &TopicsImage{byName: byName.SetMany(names), byID: byID.SetMany(ids), leaders: d.leaderCounts()}
 	}
 	if len(d.configs) > 0 {
 		for res, m := range d.configs {
@@ -534,6 +534,49 @@ func (d *Delta) Apply() *Image {
 		img.ClientQuotas = withChanges(d.base.ClientQuotas, d.clientQuotas)
 	}
 	return &img
+}
+
+// leaderCounts returns the base image's partitions-led counts after the
+// delta's deletions and partition changes: the base's map itself if no
+// leader moved, else a copy. O(partitions changed or deleted).
+func (d *Delta) leaderCounts() map[int32]int {
+	base := d.base.Topics.leaders
+	var counts map[int32]int
+	adjust := func(broker int32, by int) {
+		if counts == nil {
+			counts = make(map[int32]int, len(base)+1)
+			maps.Copy(counts, base)
+		}
+		if counts[broker] += by; counts[broker] == 0 {
+			delete(counts, broker)
+		}
+	}
+	for _, t := range d.deleted {
+		for _, p := range t.Partitions() {
+			adjust(p.Leader, -1)
+		}
+	}
+	for id, parts := range d.changedParts {
+		var prev *Topic
+		if !d.created[id] {
+			prev = d.base.Topics.TopicByID(id)
+		}
+		for p, cur := range parts {
+			if prev != nil {
+				if old := prev.Partition(p); old != nil {
+					if old.Leader == cur.Leader {
+						continue
+					}
+					adjust(old.Leader, -1)
+				}
+			}
+			adjust(cur.Leader, 1)
+		}
+	}
+	if counts == nil {
+		return base
+	}
+	return counts
 }
 
 // CreatedTopics returns the topics created by the delta (and not deleted
