@@ -117,7 +117,7 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		configs[topic] = &cfg
 		return cfg, true
 	}
-	for _, c := range delta.ChangedPartitions() {
+	for c := range delta.PartitionChanges() {
 		tp := log.TopicPartition{Topic: c.TopicName, Partition: c.Partition}
 		if !contains(c.Current.Replicas, m.cfg.NodeID) {
 			if _, ok := m.Hosted(tp); ok {
