@@ -3,6 +3,8 @@ package replica
 import (
 	"reflect"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"gregor/internal/config"
 	"gregor/internal/log"
@@ -91,7 +93,8 @@ func (m *Manager) refreshConfigs(img *metadata.Image) {
 	}
 }
 
-// applyDelta hosts, updates and removes the partitions the delta touched.
+// applyDelta hosts, updates and removes the partitions the delta touched,
+// up to applyWorkers of them at once.
 func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 	for _, t := range delta.DeletedTopics() {
 		for id := range t.Partitions() {
@@ -117,12 +120,17 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		configs[topic] = &cfg
 		return cfg, true
 	}
+	// The partitions of this broker the delta changed, applied at once
+	// below: each touches only its own partition.
+	var work []func()
 	for c := range delta.PartitionChanges() {
 		tp := log.TopicPartition{Topic: c.TopicName, Partition: c.Partition}
 		if !contains(c.Current.Replicas, m.cfg.NodeID) {
 			if _, ok := m.Hosted(tp); ok {
-				m.unhost(tp) // reassigned away from this broker
-				m.partitionChanged(tp)
+				work = append(work, func() {
+					m.unhost(tp) // reassigned away from this broker
+					m.partitionChanged(tp)
+				})
 			}
 			continue
 		}
@@ -130,12 +138,15 @@ func (m *Manager) applyDelta(delta *metadata.Delta, img *metadata.Image) {
 		if !ok {
 			continue
 		}
-		if err := m.host(tp, c.TopicID, cfg, c.Current); err != nil {
-			m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
-		}
-		// Leadership, epoch or ISR moved: waiting requests re-check.
-		m.partitionChanged(tp)
+		work = append(work, func() {
+			if err := m.host(tp, c.TopicID, cfg, c.Current); err != nil {
+				m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
+			}
+			// Leadership, epoch or ISR moved: waiting requests re-check.
+			m.partitionChanged(tp)
+		})
 	}
+	runParallel(work, applyWorkers)
 	for _, res := range delta.ChangedConfigs() {
 		t := img.Topics.Topic(res.Name)
 		if res.Type != metadata.ConfigResourceTopic || t == nil {
@@ -165,4 +176,39 @@ func (m *Manager) unhost(tp log.TopicPartition) {
 	delete(m.partitions, tp)
 	m.mu.Unlock()
 	m.deleteLog(tp)
+}
+
+// applyWorkers bounds how many partitions a delta applies at the same
+// time. A partition that becomes leader writes and syncs its
+// leader-epoch checkpoint; the file system commits syncs of different
+// files together, so a delta that hands this broker thousands of
+// leaderships (another broker's controlled shutdown) overlaps them instead
+// of waiting for each in turn.
+const applyWorkers = 8
+
+// runParallel runs every func of work, on up to workers goroutines, and
+// returns when all have returned. The funcs must be safe to run
+// concurrently with each other.
+func runParallel(work []func(), workers int) {
+	if workers > len(work) {
+		workers = len(work)
+	}
+	if workers <= 1 {
+		for _, w := range work {
+			w()
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(work)); i = next.Add(1) - 1 {
+				work[i]()
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -97,3 +97,21 @@ func TestMetadataChangeWakesOnlyItsPartitions(t *testing.T) {
 	}
 	step("topic a deleted", true, &metadata.RemoveTopicRecord{TopicID: topicID(1)})
 }
+
+// TestRunParallelRunsEachOnce: every func runs exactly once, whatever the
+// number of workers next to the number of funcs.
+func TestRunParallelRunsEachOnce(t *testing.T) {
+	for _, tc := range []struct{ funcs, workers int }{{0, 8}, {1, 8}, {5, 1}, {5, 8}, {1000, 8}} {
+		runs := make([]atomic.Int32, tc.funcs)
+		work := make([]func(), tc.funcs)
+		for i := range work {
+			work[i] = func() { runs[i].Add(1) }
+		}
+		runParallel(work, tc.workers)
+		for i := range runs {
+			if n := runs[i].Load(); n != 1 {
+				t.Fatalf("%d funcs on %d workers: func %d ran %d times", tc.funcs, tc.workers, i, n)
+			}
+		}
+	}
+}
