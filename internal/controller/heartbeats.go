@@ -384,16 +384,11 @@ func (c *Controller) untilSessionExpiry() time.Duration {
 	return max(earliest.Add(c.cfg.BrokerSessionTimeout).Sub(c.cfg.Now())+time.Millisecond, time.Millisecond)
 }
 
-// hasLeaderships reports whether a broker leads any partition.
+// hasLeaderships reports whether a broker leads any partition, in O(1)
+// (the image counts leaderships): a broker in controlled shutdown asks at
+// every heartbeat.
 func hasLeaderships(img *metadata.Image, id int32) bool {
-	for _, t := range img.Topics.All() {
-		for _, p := range t.Partitions() {
-			if p.Leader == id {
-				return true
-			}
-		}
-	}
-	return false
+	return img.Topics.LeaderCount(id) > 0
 }
 
 // brokerFencedRecords is Kafka's handleBrokerFenced: the broker leaves every
@@ -411,6 +406,9 @@ func (c *Controller) brokerFencedRecords(img *metadata.Image, id int32) []metada
 func (c *Controller) brokerUnfencedRecords(img *metadata.Image, id int32, epoch int64) []metadata.Record {
 	records := []metadata.Record{&metadata.BrokerRegistrationChangeRecord{
 		BrokerID: id, BrokerEpoch: epoch, Fenced: metadata.BrokerUnfenced}}
+	if !hasLeaderships(img, metadata.NoLeader) {
+		return records // no partition to walk for
+	}
 	return append(records, c.leaderAndIsrUpdates(img, metadata.NoLeader, id, partitionsWhere(img, func(p *metadata.Partition) bool {
 		return p.Leader == metadata.NoLeader
 	}))...)

@@ -14,25 +14,14 @@ type topicPartition struct {
 }
 
 // partitionsWhere returns the partitions matching keep, by topic name then
-// partition id, so the records written are deterministic.
+// partition id (the image's order), so the records written are
+// deterministic. It walks every partition: callers use it once per broker
+// state change or admin request, never per heartbeat.
 func partitionsWhere(img *metadata.Image, keep func(*metadata.Partition) bool) []topicPartition {
 	var out []topicPartition
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range img.Topics.Names() {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
-		t := img.Topics.Topic(name)
-		for _, id := range slices.Sorted(func(yield func(int32) bool) {
-			for id := range t.Partitions() {
-				if !yield(id) {
-					return
-				}
-			}
-		}) {
-			if keep(t.Partition(id)) {
+	for _, t := range img.Topics.All() {
+		for id, p := range t.Partitions() {
+			if keep(p) {
 				out = append(out, topicPartition{topic: t, partition: id})
 			}
 		}

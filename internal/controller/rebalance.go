@@ -125,6 +125,9 @@ func (c *Controller) leaderRebalanceRecords(img *metadata.Image) []metadata.Reco
 // uncleanElectionRecords is Kafka's maybeElectUncleanLeaders: each
 // leaderless partition whose topic allows unclean leader election gets one.
 func (c *Controller) uncleanElectionRecords(img *metadata.Image) []metadata.Record {
+	if !hasLeaderships(img, metadata.NoLeader) {
+		return nil // no leaderless partition: nothing to walk
+	}
 	var records []metadata.Record
 	for _, tp := range partitionsWhere(img, func(p *metadata.Partition) bool { return p.Leader == metadata.NoLeader }) {
 		if len(records) >= maxElectionsPerImbalance {

@@ -1,8 +1,10 @@
 package metadata
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -394,4 +396,86 @@ func TestCommitSharesUntouchedTopicsAndPartitions(t *testing.T) {
 		changes[0].Previous != base.Topics.TopicByID(target).Partition(3) || changes[1].Partition != 20 || changes[1].Previous != nil {
 		t.Fatalf("changed partitions: %+v", changes)
 	}
+}
+
+// countLeaders counts the partitions each broker leads by walking them.
+func countLeaders(img *Image) map[int32]int {
+	out := map[int32]int{}
+	for _, t := range img.Topics.All() {
+		for _, p := range t.Partitions() {
+			out[p.Leader]++
+		}
+	}
+	return out
+}
+
+func checkLeaderCounts(t *testing.T, what string, img *Image) {
+	t.Helper()
+	want := countLeaders(img)
+	for b := int32(-1); b <= 5; b++ {
+		if got := img.Topics.LeaderCount(b); got != want[b] {
+			t.Fatalf("%s: LeaderCount(%d) = %d, walking the partitions counts %d", what, b, got, want[b])
+		}
+	}
+}
+
+// TestLeaderCountsFollowDeltas: the image's leader counts, kept by each
+// commit, equal a count over the partitions through random histories of
+// creations, leader changes (to a broker, to none, several in one batch),
+// partitions added, and topics deleted (also in the batch that created or
+// changed them), and after a snapshot.
+func TestLeaderCountsFollowDeltas(t *testing.T) {
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		l := NewLoader("c", slog.New(slog.DiscardHandler))
+		live := map[[16]byte]int32{} // topic -> partitions, as of the records written so far
+		var next byte
+		offset := int64(0)
+		for step := range 300 {
+			var recs []Record
+			for range 1 + rng.IntN(4) {
+				switch op := rng.IntN(10); {
+				case op < 3 || len(live) == 0:
+					next++
+					id := uuidOf(next)
+					recs = append(recs, &TopicRecord{Name: fmt.Sprintf("t%d", next), TopicID: id})
+					n := int32(1 + rng.IntN(5))
+					for p := range n {
+						recs = append(recs, partRec(id, p, int32(1+rng.IntN(3)), 4))
+					}
+					live[id] = n
+				case op < 8:
+					for id, n := range live {
+						r := NewPartitionChangeRecord(id, int32(rng.IntN(int(n))))
+						r.Leader = int32(rng.IntN(6)) - 1 // NoLeader .. 4
+						recs = append(recs, r)
+						break
+					}
+				case op < 9:
+					for id, n := range live {
+						recs = append(recs, partRec(id, n, 5, 1))
+						live[id] = n + 1
+						break
+					}
+				default:
+					for id := range live {
+						recs = append(recs, &RemoveTopicRecord{TopicID: id})
+						delete(live, id)
+						break
+					}
+				}
+			}
+			l.HandleCommit(Batch{BaseOffset: offset, LastOffset: offset + int64(len(recs)) - 1, Epoch: 1, Records: recs})
+			offset += int64(len(recs))
+			if l.ErrorCount() != 0 {
+				t.Fatalf("seed %d step %d: %d records failed to replay", seed, step, l.ErrorCount())
+			}
+			checkLeaderCounts(t, fmt.Sprintf("seed %d step %d", seed, step), l.Image())
+		}
+		img := l.Image()
+		l.HandleSnapshot(Snapshot{EndOffset: offset, Epoch: 1, Records: img.Records()})
+		checkLeaderCounts(t, fmt.Sprintf("seed %d after a snapshot", seed), l.Image())
+	}
+	checkLeaderCounts(t, "by hand", &Image{Topics: NewTopicsImage(NewTopic("h", uuidOf(1), map[int32]*Partition{
+		0: {Leader: 1}, 1: {Leader: 1}, 2: {Leader: NoLeader}}))})
 }

@@ -141,6 +141,12 @@ func (resourceOrder) Compare(a, b ConfigResource) int { return compareResources(
 type TopicsImage struct {
 	byName pmap.Map[string, *Topic, pmap.Ordered[string]]
 	byID   pmap.Map[[16]byte, *Topic, topicIDOrder]
+	// leaders counts the partitions each broker leads, NoLeader counting
+	// the leaderless ones; a broker leading none has no entry. A commit
+	// that moves leaders copies it (one entry per broker), so the
+	// controller answers "does broker b still lead anything?" at each
+	// heartbeat of a controlled shutdown without walking the partitions.
+	leaders map[int32]int
 }
 
 // topicIDOrder orders topic ids as bytes.
@@ -151,12 +157,24 @@ func (topicIDOrder) Compare(a, b [16]byte) int { return bytes.Compare(a[:], b[:]
 // NewTopicsImage returns the topics image holding topics (whose names and
 // ids must be distinct), for tests and tools that build an image by hand.
 func NewTopicsImage(topics ...*Topic) *TopicsImage {
-	ti := &TopicsImage{}
+	ti := &TopicsImage{leaders: map[int32]int{}}
 	for _, t := range topics {
 		ti.byName = ti.byName.Set(t.Name, t)
 		ti.byID = ti.byID.Set(t.ID, t)
+		for _, p := range t.Partitions() {
+			ti.leaders[p.Leader]++
+		}
 	}
 	return ti
+}
+
+// LeaderCount returns how many partitions a broker leads; for NoLeader,
+// how many partitions have no leader. O(1).
+func (ti *TopicsImage) LeaderCount(broker int32) int {
+	if ti == nil {
+		return 0
+	}
+	return ti.leaders[broker]
 }
 
 // Topic returns the topic with a name, nil if there is none.

@@ -3,6 +3,8 @@ package metadata
 import (
 	"maps"
 	"slices"
+
+	"gregor/internal/pmap"
 )
 
 // imageDiff returns an applied delta that describes going from old to next
@@ -51,7 +53,13 @@ func imageDiff(old, next *Image) *Delta {
 		}
 	}
 	diffTopics(d, old.Topics, next.Topics)
-	diffNested(d.configs, maps.Collect(old.AllConfigs()), maps.Collect(next.AllConfigs()))
+	for c := range next.configs.Diff(old.configs, maps.Equal) {
+		if c.InNew {
+			d.configs[c.Key] = c.New
+		} else {
+			d.configs[c.Key] = map[string]string{}
+		}
+	}
 	if next.NextProducerID != old.NextProducerID {
 		nextProducerID := next.NextProducerID
 		d.nextProducerID = &nextProducerID
@@ -87,19 +95,30 @@ func diffNested[K, K2 comparable, V comparable](changes, old, next map[K]map[K2]
 	}
 }
 
+// diffTopics walks the two images' topics by id with pmap's Diff, which
+// skips what they share: O(changed) for images derived from one another,
+// one ordered walk for a snapshot's image built apart.
 func diffTopics(d *Delta, old, next *TopicsImage) {
-	for _, t := range old.All() {
-		id := t.ID
-		if n := next.TopicByID(id); n == nil || n.Name != t.Name {
+	var oldIDs, nextIDs pmap.Map[[16]byte, *Topic, topicIDOrder]
+	if old != nil {
+		oldIDs = old.byID
+	}
+	if next != nil {
+		nextIDs = next.byID
+	}
+	sameTopic := func(a, b *Topic) bool { return a == b }
+	for c := range nextIDs.Diff(oldIDs, sameTopic) {
+		id, prev, t := c.Key, c.Old, c.New
+		renamed := c.InOld && c.InNew && prev.Name != t.Name
+		if c.InOld && (!c.InNew || renamed) {
 			// Topic ids are never reused, and a topic never changes its
 			// name; an id that did anyway is best shown as gone and new.
-			d.deleted[id] = t
+			d.deleted[id] = prev
 		}
-	}
-	for _, t := range next.All() {
-		id := t.ID
-		prev := old.TopicByID(id)
-		if prev == nil || prev.Name != t.Name {
+		if !c.InNew {
+			continue
+		}
+		if !c.InOld || renamed {
 			d.topics[id] = t
 			d.created[id] = true
 			d.names[t.Name] = id
@@ -110,19 +129,17 @@ func diffTopics(d *Delta, old, next *TopicsImage) {
 			d.changedParts[id] = parts
 			continue
 		}
-		if prev == t {
-			continue // topics are immutable: the same one has not changed
-		}
 		// Partitions are never removed from a topic (Kafka can only add
 		// them), so only new and changed ones need reporting.
 		var parts map[int32]*Partition
-		for p, cur := range t.Partitions() {
-			if !samePartition(prev.Partition(p), cur) {
-				if parts == nil {
-					parts = map[int32]*Partition{}
-				}
-				parts[p] = cur
+		for pc := range t.partitions.Diff(prev.partitions, samePartition) {
+			if !pc.InNew {
+				continue
 			}
+			if parts == nil {
+				parts = map[int32]*Partition{}
+			}
+			parts[pc.Key] = pc.New
 		}
 		if parts != nil {
 			d.topics[id] = t

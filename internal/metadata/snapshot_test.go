@@ -271,3 +271,35 @@ func TestLoaderLeader(t *testing.T) {
 		t.Fatalf("leader = %d/%d", id, epoch)
 	}
 }
+
+// TestImageDiffOfRelatedImages: between an image and the one a delta made
+// of it (which share what the delta left alone), imageDiff reports what the
+// delta reports, at each step of a history.
+func TestImageDiffOfRelatedImages(t *testing.T) {
+	img := EmptyImage()
+	offset := int64(0)
+	for i, recs := range historyBatches() {
+		d := NewDelta(img)
+		if err := d.ReplayBatch(Batch{BaseOffset: offset, LastOffset: offset + int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		offset += int64(len(recs))
+		next := d.Apply()
+		replayed, diffed := viewOf(d), viewOf(imageDiff(img, next))
+		// A delta lists every config resource a record touched, even one
+		// set back to its value; imageDiff lists those that differ.
+		replayed.Configs = slices.DeleteFunc(replayed.Configs, func(r ConfigResource) bool {
+			return maps.Equal(img.Configs(r), next.Configs(r))
+		})
+		if len(replayed.Configs) == 0 {
+			replayed.Configs = nil
+		}
+		if len(diffed.Configs) == 0 {
+			diffed.Configs = nil
+		}
+		if !reflect.DeepEqual(replayed, diffed) {
+			t.Fatalf("batch %d:\nreplayed %+v\n  diffed %+v", i, replayed, diffed)
+		}
+		img = next
+	}
+}

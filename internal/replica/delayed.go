@@ -67,13 +67,6 @@ func (m *Manager) partitionChanged(tp log.TopicPartition) {
 	}
 }
 
-// everythingChanged tries every waiting operation again.
-func (m *Manager) everythingChanged() {
-	for _, p := range m.delayed.all() {
-		p.CheckAll()
-	}
-}
-
 // WaitReplicated waits until an acks=all append ending before
 // requiredOffset is replicated to the ISR (Kafka's DelayedProduce): nil
 // once the high watermark passes it, NOT_ENOUGH_REPLICAS_AFTER_APPEND if

@@ -94,7 +94,9 @@ func (m *Manager) Layers(img *metadata.Image, topic string) config.Layers {
 // reconcileAll reconciles every hosted partition with an image: it creates
 // the logs of partitions assigned here, applies leadership and configs, and
 // deletes logs whose topic is gone (or was recreated under a new id). It
-// costs O(partitions); Publish uses it only when it must (publish.go).
+// costs O(partitions in the image); Publish uses it only for the first
+// image (publish.go). The requests waiting on the partitions it hosts or
+// drops are tried again; those waiting on others have nothing new to see.
 func (m *Manager) reconcileAll(img *metadata.Image) {
 	m.image.Store(img)
 	want := make(map[log.TopicPartition]bool)
@@ -113,6 +115,7 @@ func (m *Manager) reconcileAll(img *metadata.Image) {
 			if err := m.host(tp, t.ID, cfg, p); err != nil {
 				m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
 			}
+			m.partitionChanged(tp)
 		}
 	}
 	m.mu.Lock()
@@ -125,11 +128,10 @@ func (m *Manager) reconcileAll(img *metadata.Image) {
 	}
 	m.mu.Unlock()
 	for _, tp := range gone {
+		m.unfollow(tp)
 		m.deleteLog(tp)
+		m.partitionChanged(tp)
 	}
-	// Waiting requests re-check: partitions may have appeared, vanished or
-	// changed leaders.
-	m.everythingChanged()
 }
 
 // RemoveStrayLogs deletes logs on disk that the current image does not
