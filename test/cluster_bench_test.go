@@ -202,22 +202,48 @@ func createBenchTopic(t *testing.T, adm *kadm.Client, name string, partitions in
 	}
 }
 
-// TestClusterBenchFailover: 3 controllers and 3 brokers. Five times: kill -9
-// the active controller and time until DescribeQuorum names a new leader and
-// until a CreateTopics through a broker succeeds; then restart the killed
-// controller and wait until every voter has caught up.
+// TestClusterBenchFailover kills -9 the active controller of 3 controllers
+// and 3 brokers, again and again, and measures until DescribeQuorum names
+// a new leader and until a CreateTopics through a broker succeeds. It runs
+// with gregor.controller.quorum.election.on.leader.exit on (the default: the
+// survivors campaign as soon as the leader's connections close and its
+// listener refuses connections) and off (Kafka's rule: after the election
+// timeout), in one run. GREGOR_BENCH_KILLS (default 20) kills per mode,
+// GREGOR_BENCH_MODES picks the modes ("on,off").
 func TestClusterBenchFailover(t *testing.T) {
 	skipUnlessBench(t)
 	benchMachine(t)
-	const rounds = 5
-	c := startCluster(t, 3, 3)
+	kills := benchEnvInts(t, "GREGOR_BENCH_KILLS", []int{20})[0]
+	modes := []string{"on", "off"}
+	if v := os.Getenv("GREGOR_BENCH_MODES"); v != "" {
+		modes = strings.Split(v, ",")
+	}
+	leaders, creates := map[string]spread{}, map[string]spread{}
+	for _, mode := range modes {
+		t.Run("election-on-leader-exit="+mode, func(t *testing.T) {
+			leaders[mode], creates[mode] = controllerFailovers(t, kills, mode != "off")
+		})
+	}
+	var b strings.Builder
+	for _, mode := range modes {
+		fmt.Fprintf(&b, "\nelection.on.leader.exit=%-5v kill -9 of the active controller -> new leader in DescribeQuorum: %v\n%30s -> CreateTopics through a broker OK: %v",
+			mode != "off", leaders[mode], "", creates[mode])
+	}
+	t.Logf("controller failover, 3 controllers + 3 brokers (controller.quorum.election.timeout.ms=1000):%s", b.String())
+}
+
+// controllerFailovers kills -9 the active controller `kills` times,
+// restarting it and waiting for a caught-up quorum between kills, and
+// returns the times from each kill until DescribeQuorum names another
+// leader and until a CreateTopics through a broker succeeds.
+func controllerFailovers(t *testing.T, kills int, onExit bool) (toLeader, toCreate spread) {
+	c := startCluster(t, 3, 3, fmt.Sprintf("gregor.controller.quorum.election.on.leader.exit=%v", onExit))
 	c.createTopic("warm-up", 3)
 	adm := kadm.NewClient(c.client())
 	quorumVia := newPinnedClient(t, c.brokers[1].addr())
 
-	var toLeader, toCreate spread
 	var rows []string
-	for round := range rounds {
+	for round := range kills {
 		// A stable quorum with every voter caught up.
 		var leader int32
 		c.eventually("a caught-up quorum", 60*time.Second, func() error {
@@ -277,11 +303,12 @@ func TestClusterBenchFailover(t *testing.T) {
 		victim.start()
 	}
 	t.Logf("controller failover, 3 controllers + 3 brokers, kill -9 of the active controller "+
-		"(controller.quorum.election.timeout.ms=1000, broker.heartbeat.interval.ms=200, broker.session.timeout.ms=2000):\n"+
+		"(gregor.controller.quorum.election.on.leader.exit=%v, controller.quorum.election.timeout.ms=1000, broker.heartbeat.interval.ms=200, broker.session.timeout.ms=2000):\n"+
 		"round  killed  new leader named  CreateTopics succeeded\n%s\n"+
 		"new leader named in DescribeQuorum: %v\nCreateTopics through a broker OK:   %v",
-		strings.Join(rows, "\n"), toLeader, toCreate)
+		onExit, strings.Join(rows, "\n"), toLeader, toCreate)
 	c.sameImages()
+	return toLeader, toCreate
 }
 
 // benchEnvInts reads a comma-separated list of ints from env, or def.

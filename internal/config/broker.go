@@ -115,6 +115,7 @@ type Broker struct {
 	BrokerHeartbeatIntervalMs          int64 // broker.heartbeat.interval.ms
 	BrokerSessionTimeoutMs             int64 // broker.session.timeout.ms
 	FenceOnConnectionClose             bool  // gregor.broker.fence.on.connection.close
+	ElectionOnLeaderExit               bool  // gregor.controller.quorum.election.on.leader.exit
 	InitialBrokerRegistrationTimeoutMs int64 // initial.broker.registration.timeout.ms
 	QuorumElectionTimeoutMs            int64 // controller.quorum.election.timeout.ms
 	QuorumFetchTimeoutMs               int64 // controller.quorum.fetch.timeout.ms
@@ -477,6 +478,7 @@ func loadTunables(b *Broker, v values) {
 	b.BrokerHeartbeatIntervalMs = v.i64("broker.heartbeat.interval.ms")
 	b.BrokerSessionTimeoutMs = v.i64("broker.session.timeout.ms")
 	b.FenceOnConnectionClose = v.boolean("gregor.broker.fence.on.connection.close")
+	b.ElectionOnLeaderExit = v.boolean("gregor.controller.quorum.election.on.leader.exit")
 	b.InitialBrokerRegistrationTimeoutMs = v.i64("initial.broker.registration.timeout.ms")
 	b.QuorumElectionTimeoutMs = v.i64("controller.quorum.election.timeout.ms")
 	b.QuorumFetchTimeoutMs = v.i64("controller.quorum.fetch.timeout.ms")

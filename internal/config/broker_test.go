@@ -102,6 +102,7 @@ func TestLoadZeroConfig(t *testing.T) {
 		{"ReplicaLagTimeMaxMs", b.ReplicaLagTimeMaxMs, int64(30000)},
 		{"BrokerSessionTimeoutMs", b.BrokerSessionTimeoutMs, int64(9000)},
 		{"FenceOnConnectionClose", b.FenceOnConnectionClose, true},
+		{"ElectionOnLeaderExit", b.ElectionOnLeaderExit, true},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

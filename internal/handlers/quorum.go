@@ -18,6 +18,9 @@ import (
 // brokers that follow it.
 type Quorum interface {
 	Step(ctx context.Context, m raftpb.Message) error
+	// WatchPeerConnection names the connection a voter's messages came
+	// on (raft.Node.WatchPeerConnection: an election on the leader's exit).
+	WatchPeerConnection(voter int32, closed <-chan struct{})
 	ReadCommitted(offset int64, maxBytes int) (batches []byte, highWatermark int64, err error)
 	LatestSnapshot() (id raft.SnapshotID, data []byte, ok bool)
 	Status() raft.QuorumStatus
@@ -52,6 +55,9 @@ func (h *Handlers) raftMessages(ctx context.Context, req *network.Request) (kmsg
 	voter := false
 	for _, v := range h.d.Broker.ControllerQuorumVoters {
 		voter = voter || (v.ID == r.From && v.ID != h.d.NodeID)
+	}
+	if voter {
+		h.d.Quorum.WatchPeerConnection(r.From, req.PeerClosed)
 	}
 	for _, m := range r.Messages {
 		// Only the other voters take part; anything else (a node of

@@ -45,9 +45,13 @@ type NodeConfig struct {
 	// Image returns the state as of the last batch handed to listeners. It
 	// is called on the node's goroutine right after the listeners handled a
 	// batch, to take a snapshot. Nil: no snapshots are taken.
-	Image  func() *metadata.Image
-	Logger *slog.Logger
-	Now    func() time.Time
+	Image func() *metadata.Image
+	// LeaderProbe, when set, turns on elections on the leader's exit
+	// (gregor.controller.quorum.election.on.leader.exit, see
+	// leader_exit.go): it reports whether a voter's process is gone.
+	LeaderProbe LeaderProbe
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Transport sends Raft messages to other voters. Send must not block; it may
@@ -126,6 +130,14 @@ type Node struct {
 	leaderEpoch   atomic.Int32
 	highWatermark watermark
 	errv          atomic.Pointer[error]
+
+	// peerConns is the connection each voter's messages last came on,
+	// watched for the leader's exit (guarded by mu); bg owns the watchers
+	// and probes, which end when bgCtx does (Close).
+	peerConns map[int32]peerConn
+	bg        sync.WaitGroup
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
 
 	snapMu   sync.Mutex
 	snapID   SnapshotID
@@ -213,6 +225,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		donec:         make(chan struct{}),
 		highWatermark: newWatermark(),
 	}
+	n.bgCtx, n.bgCancel = context.WithCancel(context.Background())
 	n.leaderID.Store(-1)
 	n.leaderEpoch.Store(int32(st.hardState.Term))
 	n.highWatermark.Store(st.offsets.ends[0])
@@ -604,6 +617,8 @@ func (n *Node) Close() error {
 	case !wasClosed:
 		close(n.donec)
 	}
+	n.bgCancel()
+	n.bg.Wait()
 	if err := n.log.Close(); err != nil {
 		return fmt.Errorf("raft node: %w", err)
 	}

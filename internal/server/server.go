@@ -348,6 +348,10 @@ func (s *Server) openQuorum(clusterID string) error {
 			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
 			Logger:         s.logger,
 		})
+		var probe raft.LeaderProbe
+		if s.cfg.ElectionOnLeaderExit {
+			probe = s.transport.ProbeGone
+		}
 		node, err := raft.NewNode(raft.NodeConfig{
 			Dir:                       dir,
 			NodeID:                    s.cfg.NodeID,
@@ -359,6 +363,7 @@ func (s *Server) openQuorum(clusterID string) error {
 			SegmentBytes:              s.cfg.MetadataLogSegmentBytes,
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
 			Image:                     func() *metadata.Image { return s.controller.Image() },
+			LeaderProbe:               probe,
 			Logger:                    s.logger,
 		})
 		if err != nil {
