@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -299,14 +300,21 @@ func controllerFailovers(t *testing.T, kills int, onExit bool) (toLeader, toCrea
 		}
 		toLeader = append(toLeader, el)
 		toCreate = append(toCreate, created)
-		rows = append(rows, fmt.Sprintf("%5d  %6d  %17v  %22v", round+1, leader, el.Round(time.Millisecond), created.Round(time.Millisecond)))
+		rows = append(rows, fmt.Sprintf("%5d  %6d  %s  %17v  %22v", round+1, leader, t0.UTC().Format("15:04:05.000"),
+			el.Round(time.Millisecond), created.Round(time.Millisecond)))
 		victim.start()
 	}
 	t.Logf("controller failover, 3 controllers + 3 brokers, kill -9 of the active controller "+
 		"(gregor.controller.quorum.election.on.leader.exit=%v, controller.quorum.election.timeout.ms=1000, broker.heartbeat.interval.ms=200, broker.session.timeout.ms=2000):\n"+
-		"round  killed  new leader named  CreateTopics succeeded\n%s\n"+
+		"round  killed  killed at     new leader named  CreateTopics succeeded\n%s\n"+
 		"new leader named in DescribeQuorum: %v\nCreateTopics through a broker OK:   %v",
 		onExit, strings.Join(rows, "\n"), toLeader, toCreate)
+	if dir := os.Getenv("GREGOR_BENCH_LOGS"); dir != "" {
+		name := filepath.Join(dir, fmt.Sprintf("controller-failover-on-exit-%v.log", onExit))
+		if err := os.WriteFile(name, []byte(c.logs()), 0o644); err != nil {
+			t.Errorf("write the logs: %v", err)
+		}
+	}
 	c.sameImages()
 	return toLeader, toCreate
 }

@@ -94,6 +94,12 @@ type Config struct {
 	// the kernel closes a killed process's sockets), instead of waiting out
 	// BrokerSessionTimeout. Silence still waits for the session timeout.
 	FenceOnConnectionClose bool
+	// ProbeGone reports whether nothing listens at a broker listener's
+	// host:port (rpc.ProbeGone). With FenceOnConnectionClose, a newly
+	// active controller probes every unfenced broker's listeners and
+	// fences at once a broker whose every listener refuses connections
+	// (see probeBrokersOnActivation). Nil: no probes.
+	ProbeGone func(ctx context.Context, addr string) bool
 	// UncleanLeaderElectionEnable is the static
 	// unclean.leader.election.enable (Kafka's default false); a topic's
 	// config, this node's dynamic broker config and the cluster default

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -356,6 +358,73 @@ func (c *Controller) heartbeatConnClosed(ctx context.Context, id int32, epoch in
 	c.logger.Info("fencing broker because it closed the connection of its heartbeats", "broker", id, "brokerEpoch", epoch)
 	if _, err := c.q.Append(ctx, c.brokerFencedRecords(img, id)); err != nil {
 		c.logger.Warn("fencing a broker whose heartbeat connection closed failed", "broker", id, "err", err)
+		return
+	}
+	s.touch(c.cfg.Now(), true, s.metadataOffset)
+}
+
+// probeBrokersOnActivation runs when this controller became active in
+// epoch at activatedAt. A broker whose process died before it heartbeated
+// to this controller has no heartbeat connection here to close: typically
+// the broker half of the previous active controller's process (its
+// heartbeats went to its own controller, in process), or a broker that
+// died during the failover. Rather than wait out the session timeout for
+// it, the controller dials each unfenced broker's listeners once, in
+// goroutines owned by c.wg, and fences at once a broker whose every
+// listener refuses connections (nothing listens there: the process is
+// gone) and that has not heartbeated since activation. A live broker's
+// listeners accept, and it heartbeats to the new controller within
+// broker.heartbeat.interval.ms anyway. Only with FenceOnConnectionClose.
+func (c *Controller) probeBrokersOnActivation(epoch int32, activatedAt time.Time) {
+	if !c.cfg.FenceOnConnectionClose || c.cfg.ProbeGone == nil || c.cfg.BrokerSessionTimeout <= 0 {
+		return
+	}
+	img := c.image.Image()
+	ctx := c.runCtx
+	for _, id := range img.SortedBrokerIDs() {
+		b := img.Brokers[id]
+		if b.Fenced || len(b.Listeners) == 0 || (id == c.cfg.NodeID && c.cfg.CoResidentBroker) {
+			continue
+		}
+		addrs := make([]string, 0, len(b.Listeners))
+		for _, l := range b.Listeners {
+			addrs = append(addrs, net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
+		}
+		brokerEpoch := b.Epoch
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for _, addr := range addrs {
+				if !c.cfg.ProbeGone(ctx, addr) {
+					return
+				}
+			}
+			// Fails only when the event loop stops: nothing to fence then.
+			_ = c.submit(ctx, func() { c.brokerGone(ctx, id, brokerEpoch, epoch, activatedAt) })
+		}()
+	}
+}
+
+// brokerGone fences a broker whose listeners all refused connections, if
+// this controller is still active in the epoch of the probe, the broker is
+// still registered in the same epoch and unfenced, and it has not
+// heartbeated since activation.
+func (c *Controller) brokerGone(ctx context.Context, id int32, brokerEpoch int64, epoch int32, activatedAt time.Time) {
+	if !c.active.Load() || c.activeEpoch != epoch {
+		return
+	}
+	img := c.image.Image()
+	if b := img.Brokers[id]; b == nil || b.Epoch != brokerEpoch || b.Fenced {
+		return
+	}
+	s := c.session(id)
+	if s.lastContact.After(activatedAt) {
+		return
+	}
+	c.logger.Info("fencing broker because its listeners refuse connections (its process is gone) and it has not heartbeated to this new active controller",
+		"broker", id, "brokerEpoch", brokerEpoch)
+	if _, err := c.q.Append(ctx, c.brokerFencedRecords(img, id)); err != nil {
+		c.logger.Warn("fencing a broker whose listeners refuse connections failed", "broker", id, "err", err)
 		return
 	}
 	s.touch(c.cfg.Now(), true, s.metadataOffset)

@@ -154,6 +154,7 @@ func (c *Controller) handleLeaderChange(ctx context.Context) {
 	}
 	c.leaderMu.Unlock()
 	c.logger.Info("became the active controller", "epoch", epoch, "brokers", len(c.sessions))
+	c.probeBrokersOnActivation(epoch, now)
 }
 
 // RegisterBroker registers a broker incarnation (Kafka's

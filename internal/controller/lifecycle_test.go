@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +111,32 @@ type harness struct {
 	// conns are the named connections heartbeats came on: closed when the
 	// script closes them.
 	conns map[string]chan struct{}
+	// probes answers the controller's ProbeGone.
+	probes *probeSet
+}
+
+// probeSet is a fake ProbeGone: the addresses the script said are gone.
+type probeSet struct {
+	mu     sync.Mutex
+	gone   map[string]bool
+	probed map[string]int
+}
+
+func (p *probeSet) probe(_ context.Context, addr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probed[addr]++
+	return p.gone[addr]
+}
+
+func (p *probeSet) total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.probed {
+		n += c
+	}
+	return n
 }
 
 func newHarness(t *testing.T) *harness {
@@ -118,6 +146,8 @@ func newHarness(t *testing.T) *harness {
 	cfg.Now = clock.Now
 	cfg.BrokerSessionTimeout = 9 * time.Second
 	cfg.FenceOnConnectionClose = true
+	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}}
+	cfg.ProbeGone = probes.probe
 	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Logger: cfg.Logger, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +170,7 @@ func newHarness(t *testing.T) *harness {
 	})
 	waitActive(t, c, true)
 	rec.drain(c.Image()) // the activation's metadata.version
-	return &harness{t: t, clock: clock, q: q, c: c, rec: rec, conns: map[string]chan struct{}{}}
+	return &harness{t: t, clock: clock, q: q, c: c, rec: rec, conns: map[string]chan struct{}{}, probes: probes}
 }
 
 func waitActive(t *testing.T, c *Controller, want bool) {
@@ -234,6 +264,32 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("active=%v\n", h.c.Active())
 	case "image":
 		return imageSummary(h.c.Image())
+	case "gone":
+		var addr string
+		d.ScanArgs(t, "addr", &addr)
+		h.probes.mu.Lock()
+		h.probes.gone[addr] = true
+		h.probes.mu.Unlock()
+		return ""
+	case "wait-probed":
+		var n int
+		d.ScanArgs(t, "n", &n)
+		waitFor(t, fmt.Sprintf("%d probes", n), func() bool { return h.probes.total() >= n })
+		h.probes.mu.Lock()
+		defer h.probes.mu.Unlock()
+		var b strings.Builder
+		for _, addr := range slices.Sorted(maps.Keys(h.probes.probed)) {
+			fmt.Fprintf(&b, "%s probed %d gone=%v\n", addr, h.probes.probed[addr], h.probes.gone[addr])
+		}
+		return b.String()
+	case "wait-fenced":
+		var id int
+		d.ScanArgs(t, "id", &id)
+		waitFor(t, fmt.Sprintf("broker %d fenced", id), func() bool {
+			b := h.c.Image().Brokers[int32(id)]
+			return b != nil && b.Fenced
+		})
+		return ""
 	}
 	if out, ok := h.runReplication(t, d); ok {
 		return out
@@ -332,6 +388,16 @@ func (h *harness) heartbeat(t *testing.T, d *datadriven.TestData) string {
 // closeConn closes a named connection and waits until no broker session
 // watches it any more: the controller handled the close, or had already
 // stopped watching the connection.
+// waitFor polls cond until it holds, failing the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
 func (h *harness) closeConn(t *testing.T, name string) {
 	conn := h.conns[name]
 	if conn == nil {

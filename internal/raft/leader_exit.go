@@ -2,14 +2,13 @@ package raft
 
 import (
 	"context"
-	"errors"
-	"net"
 	"slices"
-	"syscall"
 	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"gregor/internal/rpc"
 )
 
 // An election on the leader's exit (gregor.controller.quorum.election.on.leader.exit)
@@ -47,48 +46,16 @@ import (
 // after the (n-1)-th before it campaigns for a leader that exited.
 const exitElectionStagger = 150 * time.Millisecond
 
-// exitProbeAttempts and exitProbeGap bound the probe of a leader that
-// closed its connection: every attempt must be refused. A dial that
-// connects means something listens (a live leader), unless the process is
-// in the middle of exiting and its listener not yet closed, which the next
-// attempt, exitProbeGap later, tells apart.
-const (
-	exitProbeAttempts = 3
-	exitProbeGap      = 20 * time.Millisecond
-)
-
 // LeaderProbe reports whether a voter's process is known to be gone: its
 // controller listener refuses connections. It returns false when unsure
 // (the dial connected or timed out).
 type LeaderProbe func(ctx context.Context, voter int32) bool
 
-// ProbeGone is the NetTransport's LeaderProbe: it dials the voter's
-// controller listener and reports true only if every one of
-// exitProbeAttempts dials is refused (ECONNREFUSED).
+// ProbeGone is the NetTransport's LeaderProbe: rpc.ProbeGone of the
+// voter's controller listener.
 func (t *NetTransport) ProbeGone(ctx context.Context, voter int32) bool {
 	addr, ok := t.cfg.Peers[voter]
-	if !ok {
-		return false
-	}
-	d := net.Dialer{Timeout: t.cfg.RequestTimeout}
-	for attempt := range exitProbeAttempts {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return false
-			case <-time.After(exitProbeGap):
-			}
-		}
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			conn.Close()
-			return false
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return false
-		}
-	}
-	return true
+	return ok && rpc.ProbeGone(ctx, addr, t.cfg.RequestTimeout)
 }
 
 // WatchPeerConnection tells the node which connection a voter's Raft

@@ -158,7 +158,23 @@ func (t *NetTransport) sendLoop(ctx context.Context, to uint64, addr string, q c
 	}
 }
 
+// send sends a batch. A connection that has sat idle may lead to a process
+// of the peer that has since ended (a follower sends nothing to a voter
+// that is not its leader until an election): the first write or read on it
+// finds the close. Then the batch is sent once more on a new connection at
+// once, rather than lost until raft resends; a vote or its answer, which
+// raft does not resend, would otherwise cost a whole election timeout. A
+// message the peer did receive before the close may so arrive twice, which
+// raft tolerates.
 func (t *NetTransport) send(ctx context.Context, client *rpc.Client, batch []raftpb.Message) error {
+	err := t.sendOnce(ctx, client, batch)
+	if err != nil && ctx.Err() == nil && rpc.PeerClosed(err) {
+		err = t.sendOnce(ctx, client, batch)
+	}
+	return err
+}
+
+func (t *NetTransport) sendOnce(ctx context.Context, client *rpc.Client, batch []raftpb.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.RequestTimeout)
 	defer cancel()
 	req := &RaftMessagesRequest{ClusterID: t.cfg.ClusterID, From: t.cfg.NodeID, Messages: batch}

@@ -227,6 +227,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			CoResidentBroker:                   isBroker,
 			BrokerSessionTimeout:               time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 			FenceOnConnectionClose:             s.cfg.FenceOnConnectionClose,
+			ProbeGone:                          s.probeGone,
 			ValidateTopicConfig:                config.ValidateTopicConfig,
 			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
 			Bootstrap:                          bootstrap,
@@ -382,6 +383,12 @@ func (s *Server) openQuorum(clusterID string) error {
 		})
 	}
 	return nil
+}
+
+// probeGone is rpc.ProbeGone with controller.quorum.request.timeout.ms
+// bounding each dial: the controller's probe of a broker's listener.
+func (s *Server) probeGone(ctx context.Context, addr string) bool {
+	return rpc.ProbeGone(ctx, addr, time.Duration(s.cfg.QuorumRequestTimeoutMs)*time.Millisecond)
 }
 
 // netConfig configures the socket server of listeners ls; scram finds the
