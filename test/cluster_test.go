@@ -940,8 +940,9 @@ func TestClusterIsolatedController(t *testing.T) {
 // startCombined starts the README's three-node cluster: each node broker
 // and controller, from config/kraft/combined-N.properties, with ports and
 // directories overridden so tests run side by side. With secure, both
-// listeners of each node are SASL_SSL, the broker one named BROKER.
-func startCombined(t *testing.T, secure bool) *cluster {
+// listeners of each node are SASL_SSL, the broker one named BROKER. extra
+// overrides come last.
+func startCombined(t *testing.T, secure bool, extra ...string) *cluster {
 	t.Helper()
 	out, err := run(t, 10*time.Second, "", gregorBin, "storage", "random-uuid")
 	if err != nil {
@@ -977,6 +978,7 @@ func startCombined(t *testing.T, secure bool) *cluster {
 		if c.sec != nil {
 			n.props = append(n.props, c.sec.props()...)
 		}
+		n.props = append(n.props, extra...)
 		c.format(n)
 		c.brokers = append(c.brokers, n)
 		c.controllers = append(c.controllers, n)

@@ -90,3 +90,69 @@ func TestClusterFenceOnConnectionClose(t *testing.T) {
 	produceSome(t, cl, "fence", 30)
 	c.consumeCount("fence", 30)
 }
+
+// TestClusterCombinedFenceAfterControllerKill: three combined nodes with a
+// long session timeout; kill -9 of the node that is the active controller
+// and a broker. Its broker half heartbeated to its own controller in
+// process, so no heartbeat connection closes anywhere: the new active
+// controller finds its listeners refusing connections and fences it, long
+// before the session timeout. It comes back when restarted.
+func TestClusterCombinedFenceAfterControllerKill(t *testing.T) {
+	const session = 60 * time.Second
+	c := startCombined(t, false, fmt.Sprintf("broker.session.timeout.ms=%d", session.Milliseconds()))
+	c.createTopic("combined-fence", 6)
+	var leader int32
+	c.eventually("quorum leader", 20*time.Second, func() (err error) {
+		leader, err = c.quorumLeader()
+		return err
+	})
+	victim := c.controller(leader)
+	var other string
+	for _, b := range c.brokers {
+		if b.id != victim.id {
+			other = b.addr()
+		}
+	}
+	leads := func() (bool, error) {
+		leaders, err := c.partitionLeaders(other, "combined-fence")
+		if err != nil {
+			return false, err
+		}
+		for _, l := range leaders {
+			if l == victim.id {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	c.eventually("the active controller's node leads a partition", 30*time.Second, func() error {
+		if ok, err := leads(); err != nil || !ok {
+			return fmt.Errorf("node %d leads nothing (%v)", victim.id, err)
+		}
+		return nil
+	})
+	const phrase = "fencing broker because its listeners refuse connections"
+	killedAt := time.Now()
+	victim.kill9()
+	c.eventually("the killed node fenced by the new controller", session/2, func() error {
+		n := 0
+		for _, ctl := range c.controllers {
+			if ctl != victim {
+				n += ctl.logCount(phrase)
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("no controller logged %q", phrase)
+		}
+		if ok, err := leads(); err != nil || ok {
+			return fmt.Errorf("node %d still leads (%v)", victim.id, err)
+		}
+		return nil
+	})
+	t.Logf("node %d fenced %v after kill -9 (session timeout %v)", victim.id, time.Since(killedAt).Round(time.Millisecond), session)
+	victim.start()
+	c.waitBrokers(3)
+	cl := c.client(kgo.DefaultProduceTopic("combined-fence"))
+	produceSome(t, cl, "combined-fence", 30)
+	c.consumeCount("combined-fence", 30)
+}
