@@ -475,7 +475,7 @@ var brokerDefList = []Def{
 
 	// Gregor additions.
 	bdef("gregor.broker.fence.on.connection.close", Boolean, ptr("true"), nil, ReadOnly,
-		"Gregor: the active controller fences a broker at once when the broker closes the connection its heartbeats come on (its process died), instead of after broker.session.timeout.ms; silence still waits for the session timeout."),
+		"Gregor: the active controller fences a broker at once when the broker closes the connection its heartbeats come on (its process died), or, right after a controller failover, when every listener of the broker refuses connections, instead of after broker.session.timeout.ms; silence still waits for the session timeout."),
 	bdef("gregor.controller.quorum.election.on.leader.exit", Boolean, ptr("true"), nil, ReadOnly,
 		"Gregor: a controller whose connection from the quorum leader was closed by the leader's side, and whose dials to the leader's controller listener are refused (the leader's process is gone), starts an election at once (the lowest surviving voter first) instead of after controller.quorum.election.timeout.ms."),
 	bdef("gregor.http.listen", String, ptr(GregorDefaultHTTPListen), func(v string) error {
