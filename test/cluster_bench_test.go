@@ -210,7 +210,8 @@ func createBenchTopic(t *testing.T, adm *kadm.Client, name string, partitions in
 // survivors campaign as soon as the leader's connections close and its
 // listener refuses connections) and off (Kafka's rule: after the election
 // timeout), in one run. GREGOR_BENCH_KILLS (default 20) kills per mode,
-// GREGOR_BENCH_MODES picks the modes ("on,off").
+// GREGOR_BENCH_MODES picks the modes ("on,off"); with GREGOR_BENCH_LOGS=DIR
+// every node's log of each mode is written to DIR.
 func TestClusterBenchFailover(t *testing.T) {
 	skipUnlessBench(t)
 	benchMachine(t)
