@@ -116,17 +116,29 @@ type harness struct {
 }
 
 // probeSet is a fake ProbeGone: the addresses the script said are gone.
+// A probe of a gone address answers only once the script released the
+// probes, so that the fencing it causes shows in a known command's output.
 type probeSet struct {
-	mu     sync.Mutex
-	gone   map[string]bool
-	probed map[string]int
+	mu      sync.Mutex
+	gone    map[string]bool
+	probed  map[string]int
+	release chan struct{}
 }
 
-func (p *probeSet) probe(_ context.Context, addr string) bool {
+func (p *probeSet) probe(ctx context.Context, addr string) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.probed[addr]++
-	return p.gone[addr]
+	gone := p.gone[addr]
+	p.mu.Unlock()
+	if !gone {
+		return false
+	}
+	select {
+	case <-p.release:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (p *probeSet) total() int {
@@ -146,7 +158,7 @@ func newHarness(t *testing.T) *harness {
 	cfg.Now = clock.Now
 	cfg.BrokerSessionTimeout = 9 * time.Second
 	cfg.FenceOnConnectionClose = true
-	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}}
+	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}, release: make(chan struct{})}
 	cfg.ProbeGone = probes.probe
 	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Logger: cfg.Logger, Now: clock.Now})
 	if err != nil {
@@ -282,9 +294,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "%s probed %d gone=%v\n", addr, h.probes.probed[addr], h.probes.gone[addr])
 		}
 		return b.String()
-	case "wait-fenced":
+	case "release-probes":
+		// Gone addresses answer now; wait for the broker their answer fences.
 		var id int
-		d.ScanArgs(t, "id", &id)
+		d.ScanArgs(t, "fenced", &id)
+		close(h.probes.release)
 		waitFor(t, fmt.Sprintf("broker %d fenced", id), func() bool {
 			b := h.c.Image().Brokers[int32(id)]
 			return b != nil && b.Fenced
