@@ -3,13 +3,14 @@
 // batches, in offset order, to its listeners (the controller and every
 // broker's metadata loader).
 //
-// Quorum is the seam. Today SingleVoter implements it for a one-voter quorum
-// (the process is both broker and controller): an append is committed once it
-// is written and fsynced. A later implementation drives go.etcd.io/raft/v3
-// behind the same interface, with the same on-disk log: one Raft entry is one
-// record batch, the Raft term is the batch's partition leader epoch, and Raft
-// bookkeeping (leader changes) goes in control batches that listeners never
-// see.
+// Quorum is the seam, with three implementations over the same on-disk log.
+// SingleVoter is a one-voter quorum (the zero-config node, broker and
+// controller in one process): an append is committed once it is written and
+// fsynced. Node is a voter of a larger quorum, driving go.etcd.io/raft/v3:
+// one Raft entry is one record batch, the Raft term is the batch's partition
+// leader epoch, and Raft bookkeeping goes in control batches that listeners
+// never see. Observer follows the log without voting (a broker-only node),
+// fetching it from the controllers.
 package raft
 
 import (
