@@ -60,8 +60,16 @@ func kgoBatches(t *testing.T) map[Codec][]byte {
 			}
 			recs = append(recs, r)
 		}
-		// A long linger and one Flush put all records in one batch.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// One record first, alone, so that the client has its metadata and
+		// producer id before the twenty: records produced while those load
+		// may leave in a batch of their own (seen on a loaded machine).
+		// Then a long linger and one Flush put all twenty in one batch.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var warmErr error
+		client.Produce(ctx, &kgo.Record{Value: []byte("warm-up")}, func(_ *kgo.Record, err error) { warmErr = err })
+		if err := client.Flush(ctx); err != nil || warmErr != nil { // Flush: past the linger
+			t.Fatalf("%v: warm-up produce: %v %v", c, err, warmErr)
+		}
 		var wg sync.WaitGroup
 		var produceErr error
 		for _, r := range recs {
