@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -51,12 +52,18 @@ type mmapIndex struct {
 	// lastUse is when a reader last searched the index (UnixNano), for the
 	// idle unmapping of inactive segments' indexes.
 	lastUse atomic.Int64
+	// check is the index's sanity check, run when it is mapped on demand
+	// (guarded by mu); corrupt is why it failed. A corrupt index reads as
+	// empty, so searches scan its segment from the start: slower, correct.
+	check   func() error
+	corrupt error
 }
 
-// open opens or creates an index file. A new file is preallocated to
-// maxIndexSize and mapped; an existing one is only measured: its entries are
-// all taken as valid (a cleanly closed index was trimmed to them) and it is
-// mapped on first use.
+// open opens or creates an index file. Neither is mapped: a new file is
+// preallocated to maxIndexSize (its entries are zero); an existing one is
+// only measured, its entries all taken as valid (a cleanly closed index was
+// trimmed to them). Either is mapped on first use, so that opening 100,000
+// partitions costs no mapping (vm.max_map_count is often 65,530).
 func (x *mmapIndex) open(path string, baseOffset int64, entrySize, maxIndexSize int) error {
 	x.path, x.baseOffset, x.entrySize, x.maxIndexSize = path, baseOffset, entrySize, maxIndexSize
 	// An existing empty file is a trimmed index without entries, not a new one.
@@ -74,13 +81,51 @@ func (x *mmapIndex) open(path string, baseOffset int64, entrySize, maxIndexSize 
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
-	defer f.Close()
 	size := roundDown(maxIndexSize, entrySize)
 	if err := f.Truncate(int64(size)); err != nil {
+		f.Close()
 		return fmt.Errorf("preallocate index %s: %w", path, err)
 	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create index %s: %w", path, err)
+	}
 	x.fileSize = int64(size)
-	return x.mapFileLocked(f)
+	x.maxEntries = size / entrySize
+	return nil
+}
+
+// ensureMapped maps the index for a writer holding the log's append lock.
+func (x *mmapIndex) ensureMapped() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.mapped {
+		return nil
+	}
+	if x.closed {
+		return fmt.Errorf("index %s: %w", x.path, ErrClosed)
+	}
+	return x.mapOnDemandLocked()
+}
+
+// mapOnDemandLocked maps the index and sanity-checks it: the load checks
+// only the active segment's indexes (as Kafka since KAFKA-7283), so an old
+// segment's index is checked when it is first used. The caller holds mu
+// exclusively.
+func (x *mmapIndex) mapOnDemandLocked() error {
+	if err := x.mapLocked(); err != nil {
+		return err
+	}
+	if x.check != nil && x.corrupt == nil {
+		x.corrupt = x.check()
+	}
+	return nil
+}
+
+// isCorrupt reports whether the index failed its sanity check when mapped.
+func (x *mmapIndex) isCorrupt() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.corrupt != nil
 }
 
 func roundDown(n, factor int) int { return factor * (n / factor) }
@@ -139,12 +184,10 @@ func (x *mmapIndex) resize(newSize int) error {
 		return fmt.Errorf("resize index %s: %w", x.path, ErrClosed)
 	}
 	if x.fileSize == int64(newSize) {
-		if x.mapped {
-			return nil
-		}
-		// Same length, not mapped yet (lazy): the caller will write to it.
-		return x.mapLocked()
+		return nil
 	}
+	// An index not mapped now stays so: the next user maps it.
+	wasMapped := x.mapped
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
@@ -152,8 +195,11 @@ func (x *mmapIndex) resize(newSize int) error {
 		return fmt.Errorf("resize index %s: %w", x.path, err)
 	}
 	x.fileSize = int64(newSize)
-	if err := x.mapLocked(); err != nil {
-		return err
+	x.maxEntries = newSize / x.entrySize
+	if wasMapped {
+		if err := x.mapLocked(); err != nil {
+			return err
+		}
 	}
 	if n := x.entries.Load(); n > int64(x.maxEntries) {
 		x.entries.Store(int64(x.maxEntries))
@@ -165,23 +211,22 @@ func (x *mmapIndex) resize(newSize int) error {
 // segment becomes inactive or closes, so that a reopened index knows its
 // entry count from its length.
 func (x *mmapIndex) trimToValidSize() error {
-	size := int(x.entries.Load()) * x.entrySize
-	x.mu.RLock()
-	trimmed := !x.mapped && x.fileSize == int64(size)
-	x.mu.RUnlock()
-	if trimmed {
-		return nil // a lazy index that was never mapped stays so
-	}
-	return x.resize(size)
+	return x.resize(int(x.entries.Load()) * x.entrySize)
 }
 
 // isFull reports whether no entry can be appended.
 func (x *mmapIndex) isFull() bool { return x.entries.Load() >= int64(x.maxEntries) }
 
-// truncateEntries drops every entry from slot n on.
+// truncateEntries drops every entry from slot n on. Dropping them all
+// (before a rebuild) also forgets that the index was corrupt.
 func (x *mmapIndex) truncateEntries(n int) {
 	if int64(n) < x.entries.Load() {
 		x.entries.Store(int64(n))
+	}
+	if n == 0 {
+		x.mu.Lock()
+		x.corrupt = nil
+		x.mu.Unlock()
 	}
 }
 
@@ -253,6 +298,7 @@ const offsetIndexEntrySize = 8
 
 func openOffsetIndex(path string, baseOffset int64, maxIndexSize int) (*offsetIndex, error) {
 	x := &offsetIndex{}
+	x.check = func() error { return x.checkLocked(math.MaxInt64) }
 	if err := x.open(path, baseOffset, offsetIndexEntrySize, maxIndexSize); err != nil {
 		return nil, err
 	}
@@ -300,8 +346,11 @@ func (x *offsetIndex) canAppendOffset(offset int64) bool {
 const maxRelativeOffset = 1<<31 - 1
 
 // append adds (offset, position). Only the log's append lock calls it, so the
-// mapping cannot change underneath.
+// mapping cannot change underneath once mapped (only that lock unmaps).
 func (x *offsetIndex) append(offset, position int64) error {
+	if err := x.ensureMapped(); err != nil {
+		return err
+	}
 	n := int(x.entries.Load())
 	if n >= x.maxEntries || n >= len(x.mmap)/offsetIndexEntrySize {
 		return fmt.Errorf("append to full offset index %s", x.path)
@@ -345,10 +394,18 @@ func (x *offsetIndex) truncateTo(offset int64) {
 func (x *offsetIndex) sanityCheck(segmentSize int64) error {
 	x.rlockMapped()
 	defer x.mu.RUnlock()
+	if x.corrupt != nil {
+		return x.corrupt
+	}
+	return x.checkLocked(segmentSize)
+}
+
+// checkLocked is sanityCheck on the mapped index; the caller holds mu.
+func (x *offsetIndex) checkLocked(segmentSize int64) error {
 	if x.fileSize%offsetIndexEntrySize != 0 {
 		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, offsetIndexEntrySize)
 	}
-	n := x.count()
+	n := x.mappedCount()
 	if n == 0 {
 		return nil
 	}
@@ -371,6 +428,7 @@ const timeIndexEntrySize = 12
 
 func openTimeIndex(path string, baseOffset int64, maxIndexSize int) (*timeIndex, error) {
 	x := &timeIndex{}
+	x.check = x.checkLocked
 	if err := x.open(path, baseOffset, timeIndexEntrySize, maxIndexSize); err != nil {
 		return nil, err
 	}
@@ -421,6 +479,9 @@ func (x *timeIndex) lookup(target int64) (ts, offset int64) {
 // skipFullCheck is for the entry written on roll and close, which may use the
 // reserved last slot.
 func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
+	if err := x.ensureMapped(); err != nil {
+		return err
+	}
 	x.rlockMapped()
 	defer x.mu.RUnlock()
 	n := x.count()
@@ -431,7 +492,7 @@ func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
 	if n > 0 && offset < lastOff {
 		return fmt.Errorf("time index %s: offset %d below last entry %d", x.path, offset, lastOff)
 	}
-	if ts <= lastTs || n >= x.maxEntries {
+	if ts <= lastTs || n >= x.maxEntries || n >= len(x.mmap)/timeIndexEntrySize {
 		return nil
 	}
 	var e [timeIndexEntrySize]byte
@@ -461,10 +522,18 @@ func (x *timeIndex) truncateTo(offset int64) {
 func (x *timeIndex) sanityCheck() error {
 	x.rlockMapped()
 	defer x.mu.RUnlock()
+	if x.corrupt != nil {
+		return x.corrupt
+	}
+	return x.checkLocked()
+}
+
+// checkLocked is sanityCheck on the mapped index; the caller holds mu.
+func (x *timeIndex) checkLocked() error {
 	if x.fileSize%timeIndexEntrySize != 0 {
 		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, timeIndexEntrySize)
 	}
-	n := x.count()
+	n := x.mappedCount()
 	if n == 0 {
 		return nil
 	}

@@ -21,14 +21,28 @@ const CleanShutdownFileName = ".kafka_cleanshutdown"
 // Open loads (or creates) the log in dir. recoveryPoint and logStartOffset
 // come from the log.dir's checkpoint files (0 when unknown).
 //
-// If the clean-shutdown marker is present in dir's parent, the segments are
-// trusted: only their indexes are sanity-checked and rebuilt when bad.
-// Otherwise every segment from the one holding the recovery point on is
-// rescanned: batches are checked (header, offsets, CRC), the first bad or torn
-// batch and everything after it (later segments too) is cut off, and the
-// indexes are rebuilt. Leftover .cleaned and .deleted files are removed and
-// .swap files completed, as Kafka's LogLoader does.
+// Loading costs no descriptor and reads no segment below the recovery
+// point: segment files are measured, not opened (file_cache.go opens them
+// when used), and the indexes of segments that need no recovery are only
+// checked to exist, as Kafka does since KAFKA-7283 (a lookup never trusts an
+// index entry that does not point at its batch; see translateOffset). If
+// the clean-shutdown marker is present in dir's parent, every segment is
+// trusted but the active one, whose indexes are sanity-checked and whose tail
+// is validated (validateTail): a clean shutdown does not vouch for bytes a
+// disk or an operator cut afterwards. Otherwise every segment from the one
+// holding the recovery point on is rescanned: batches are checked (header,
+// offsets, CRC), the first bad or torn batch and everything after it (later
+// segments too) is cut off, and the indexes are rebuilt. Leftover .cleaned
+// and .deleted files are removed and .swap files completed, as Kafka's
+// LogLoader does.
+//
+// The log's segment files are opened without a descriptor budget; a
+// Manager's logs share the broker's budget instead.
 func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger) (*Log, error) {
+	return openLog(dir, cfg, recoveryPoint, logStartOffset, logger, newFileCache(0))
+}
+
+func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger, files *fileCache) (*Log, error) {
 	cfg = cfg.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -38,7 +52,7 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 	}
 	_, err := os.Stat(filepath.Join(filepath.Dir(dir), CleanShutdownFileName))
 	hadCleanShutdown := err == nil
-	l := &Log{dir: dir, logger: logger, health: newDirHealth(filepath.Dir(dir), logger)}
+	l := &Log{dir: dir, logger: logger, files: files, health: newDirHealth(filepath.Dir(dir), logger)}
 	l.cfg.Store(&cfg)
 	logStartOffset = max(logStartOffset, 0)
 	recoveryPoint = max(recoveryPoint, 0)
@@ -50,6 +64,11 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 	}
 	if !hadCleanShutdown {
 		if segs, err = l.recoverSegments(segs, recoveryPoint); err != nil {
+			closeSegments(segs)
+			return nil, fmt.Errorf("recover log %s: %w", dir, err)
+		}
+	} else if len(segs) > 0 {
+		if err := l.recoverTornTail(segs[len(segs)-1]); err != nil {
 			closeSegments(segs)
 			return nil, fmt.Errorf("recover log %s: %w", dir, err)
 		}
@@ -73,7 +92,7 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		segs, leo = nil, logStartOffset
 	}
 	if len(segs) == 0 {
-		seg, err := openSegment(dir, logStartOffset, cfg, rollJitter(cfg))
+		seg, err := openSegment(dir, logStartOffset, cfg, rollJitter(cfg), files)
 		if err != nil {
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
 		}
@@ -138,8 +157,9 @@ func parseSegmentBase(name string) (int64, bool) {
 }
 
 // loadSegments cleans up temporary files, completes swaps, and opens every
-// segment. Indexes that are missing or fail their sanity check are rebuilt,
-// except in segments the crash recovery will rescan anyway.
+// segment. Indexes that are missing are rebuilt, and so are the active
+// segment's when they fail their sanity check, except in segments the crash
+// recovery will rescan anyway.
 func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int64) ([]*segment, error) {
 	swapped, err := l.removeTempFilesAndCompleteSwaps()
 	if err != nil {
@@ -177,20 +197,24 @@ func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int6
 	}
 	slices.Sort(bases)
 	segs := make([]*segment, 0, len(bases))
-	for _, base := range bases {
+	for i, base := range bases {
 		idxName := fmt.Sprintf("%020d%s", base, indexFileSuffix)
 		timeIdxName := fmt.Sprintf("%020d%s", base, timeIndexFileSuffix)
 		indexesPresent := present[idxName] && present[timeIdxName]
-		seg, err := openSegment(l.dir, base, cfg, 0)
+		seg, err := openSegment(l.dir, base, cfg, 0, l.files)
 		if err != nil {
 			return segs, err
 		}
 		segs = append(segs, seg)
-		if !hadCleanShutdown && base >= recoveryPoint {
+		if !hadCleanShutdown && (i+1 == len(bases) || bases[i+1] > recoveryPoint) {
 			continue // recoverSegments rescans it
 		}
-		reason := errors.New("index files missing")
-		if indexesPresent {
+		var reason error
+		switch {
+		case !indexesPresent:
+			reason = errors.New("index files missing")
+		case i == len(bases)-1:
+			// The active segment: appends will write to its indexes.
 			reason = errors.Join(seg.offsetIdx.sanityCheck(seg.size.Load()), seg.timeIdx.sanityCheck(), seg.txnIdx.sanityCheck())
 		}
 		if reason == nil {
@@ -294,4 +318,55 @@ func (l *Log) recoverSegments(segs []*segment, recoveryPoint int64) ([]*segment,
 		return segs[:i+1], nil
 	}
 	return segs, nil
+}
+
+// recoverTornTail validates the active segment's batches after its last
+// offset index entry — about index.interval.bytes, whatever the segment's
+// size — and recovers the segment when they are not whole, valid batches up
+// to its end. After a clean shutdown this is the only check of the data: a
+// tail cut or damaged after the shutdown would otherwise hide the segment's
+// batches behind garbage and let the next append follow it.
+func (l *Log) recoverTornTail(active *segment) error {
+	reason, err := active.validateTail()
+	if err != nil || reason == nil {
+		return err
+	}
+	truncated, _, err := active.recover()
+	if err != nil {
+		return err
+	}
+	l.logger.Warn("truncated invalid tail of the active segment after a clean shutdown", "dir", l.dir,
+		"base_offset", active.baseOffset, "position", active.size.Load(), "bytes", truncated, "reason", reason)
+	return nil
+}
+
+// validateTail returns why the segment's tail (from its last offset index
+// entry to its size) is not a run of whole batches with valid CRCs, or nil
+// when it is. err is an I/O error.
+func (s *segment) validateTail() (reason, err error) {
+	_, start := s.offsetIdx.lookup(s.offsetIdx.lastOffset())
+	end := s.size.Load()
+	sc, err := s.scanner(start, end)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.release()
+	for sc.next() {
+		b, err := sc.batch()
+		if err != nil {
+			return nil, fmt.Errorf("segment %s: %w", s.logPath, err)
+		}
+		if err := validateBatch(b, sc.hdr); err != nil {
+			return err, nil
+		}
+	}
+	switch {
+	case sc.err != nil && errors.Is(sc.err, errCorruptBatch):
+		return sc.err, nil
+	case sc.err != nil:
+		return nil, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+	case sc.partial || sc.pos != end:
+		return fmt.Errorf("torn batch at position %d of %d", sc.pos, end), nil
+	}
+	return nil, nil
 }

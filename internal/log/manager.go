@@ -47,6 +47,10 @@ type ManagerConfig struct {
 	// expired producers are removed (producer_state_log.go).
 	ProducerIDExpirationMs              int64
 	ProducerIDExpirationCheckIntervalMs int64
+	// MaxOpenFiles is gregor.log.max.open.files, the budget of segment
+	// files open at once across the log.dirs (file_cache.go); zero means
+	// half of RLIMIT_NOFILE, at most DefaultMaxOpenFiles.
+	MaxOpenFiles int
 }
 
 // Manager owns every partition log in the broker's log.dirs (Kafka's
@@ -68,6 +72,9 @@ type Manager struct {
 	offlinePartitions map[TopicPartition]string
 
 	checkpointMu sync.Mutex // serializes checkpoint file writes
+
+	// files is the descriptor budget every log's segment files share.
+	files *fileCache
 
 	// cleaner compacts logs with cleanup.policy=compact; nil when
 	// log.cleaner.enable is off.
@@ -169,7 +176,10 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}}
+	if cfg.MaxOpenFiles <= 0 {
+		cfg.MaxOpenFiles = defaultMaxOpenFiles()
+	}
+	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}, files: newFileCache(cfg.MaxOpenFiles)}
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
@@ -254,7 +264,7 @@ func (m *Manager) loadDir(d *logDir) error {
 		if other, ok := m.logs[tp]; ok {
 			return fmt.Errorf("duplicate log directories for %s: %s and %s", tp, other.log.Dir(), path)
 		}
-		l, err := Open(path, m.cfg.Default, recoveryPoints[tp], logStarts[tp], m.logger.With("partition", tp.String()))
+		l, err := openLog(path, m.cfg.Default, recoveryPoints[tp], logStarts[tp], m.logger.With("partition", tp.String()), m.files)
 		if err != nil {
 			return fmt.Errorf("load %s: %w", tp, err)
 		}
@@ -506,7 +516,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 		return nil, fmt.Errorf("create %s: %w: no usable log dir", tp, ErrKafkaStorage)
 	}
 	path := filepath.Join(d.path, tp.String())
-	l, err := Open(path, cfg, 0, 0, m.logger.With("partition", tp.String()))
+	l, err := openLog(path, cfg, 0, 0, m.logger.With("partition", tp.String()), m.files)
 	if err != nil {
 		if isIOError(err) {
 			d.health.fail(err)
@@ -558,6 +568,10 @@ func (m *Manager) nextDirLocked() *logDir {
 	}
 	return best
 }
+
+// OpenSegmentFiles is how many segment files are open now, under the
+// gregor.log.max.open.files budget.
+func (m *Manager) OpenSegmentFiles() int { return m.files.openFiles() }
 
 // Get returns the partition's log if it is hosted here.
 func (m *Manager) Get(tp TopicPartition) (*Log, bool) {

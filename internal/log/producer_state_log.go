@@ -110,7 +110,10 @@ func replayProducerBatches(ps *producerStateManager, seg *segment, from, to, hig
 	if !found {
 		return nil
 	}
-	sc := newBatchScanner(seg.logFile, first.pos, seg.size.Load())
+	sc, err := seg.scanner(first.pos, seg.size.Load())
+	if err != nil {
+		return fmt.Errorf("rebuild producer state: %w", err)
+	}
 	defer sc.release()
 	for sc.next() {
 		h := sc.hdr
