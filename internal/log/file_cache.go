@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,12 +46,17 @@ func defaultMaxOpenFiles() int {
 // fileCache is the set of open segment files and their budget. Files that
 // are open and not pinned sit in lru, most recently used first; pinned files
 // are out of it, so eviction takes the back of the list in O(1).
+//
+// open counts descriptors that exist or are about to: a slot is taken
+// before a file is opened and given back only after a file is closed, so
+// the process never holds more segment descriptors than open says, and open
+// stays within the budget unless pinned files alone exceed it.
 type fileCache struct {
 	budget int // at most this many open files; <= 0 means no limit
 
 	mu   sync.Mutex
 	lru  list.List // of *cachedFile: open, unpinned
-	open int       // open files, pinned or not
+	open int       // open files, pinned or not, and slots being opened or closed
 
 	opens atomic.Int64 // files opened (first opens and reopens), for tests and metrics
 }
@@ -61,7 +67,8 @@ func newFileCache(budget int) *fileCache {
 	return c
 }
 
-// OpenFiles is how many segment files are open now.
+// openFiles is how many segment files are open now (or being opened or
+// closed).
 func (c *fileCache) openFiles() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -78,10 +85,11 @@ type cachedFile struct {
 	path   string // guarded by openMu
 
 	// Guarded by cache.mu.
-	f      *os.File // nil while closed
-	pins   int
-	elem   *list.Element // in cache.lru while open and unpinned
-	closed bool          // closed for good: acquire fails, the last release closes f
+	f       *os.File // nil while closed
+	pins    int
+	lastUse int64         // UnixNano of the last release, for closeIdle
+	elem    *list.Element // in cache.lru while open and unpinned
+	closed  bool          // closed for good: acquire fails, the last release closes f
 }
 
 func (c *fileCache) file(path string) *cachedFile {
@@ -93,14 +101,15 @@ func (c *fileCache) file(path string) *cachedFile {
 func (cf *cachedFile) acquire() (*os.File, error) {
 	c := cf.cache
 	c.mu.Lock()
-	if f, ok := cf.pinLocked(); ok || cf.closed {
-		c.mu.Unlock()
-		if !ok {
-			return nil, fmt.Errorf("segment file %s: %w", cf.pathNow(), ErrClosed)
-		}
+	f, ok := cf.pinLocked()
+	closed := cf.closed
+	c.mu.Unlock()
+	if ok {
 		return f, nil
 	}
-	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("segment file %s: %w", cf.pathNow(), ErrClosed)
+	}
 
 	cf.openMu.Lock()
 	defer cf.openMu.Unlock()
@@ -113,23 +122,27 @@ func (cf *cachedFile) acquire() (*os.File, error) {
 		}
 		return f, nil
 	}
+	c.open++ // the slot for this file
+	victims := c.evictLocked()
 	c.mu.Unlock()
+	c.closeFiles(victims)
+
 	f, err := os.OpenFile(cf.path, os.O_RDWR, 0)
 	if err != nil {
+		c.mu.Lock()
+		c.open--
+		c.mu.Unlock()
 		return nil, fmt.Errorf("open segment: %w", err)
 	}
 	c.opens.Add(1)
 	c.mu.Lock()
 	if cf.closed {
 		c.mu.Unlock()
-		f.Close()
+		c.closeFiles([]*os.File{f})
 		return nil, fmt.Errorf("segment file %s: %w", cf.path, ErrClosed)
 	}
 	cf.f, cf.pins = f, 1
-	c.open++
-	victims := c.evictLocked()
 	c.mu.Unlock()
-	closeAll(victims)
 	return f, nil
 }
 
@@ -161,23 +174,21 @@ func (cf *cachedFile) release() {
 	if cf.closed {
 		victims = append(victims, cf.f)
 		cf.f = nil
-		c.open--
 	} else {
+		cf.lastUse = time.Now().UnixNano()
 		cf.elem = c.lru.PushFront(cf)
 		victims = c.evictLocked()
 	}
 	c.mu.Unlock()
-	// Nobody waits for these errors: the files were only read, or written
-	// and flushed (or left to flush) by their segment; an fsync through a
-	// later descriptor still reports a write-back failure.
-	closeAll(victims)
+	c.closeFiles(victims)
 }
 
 // evictLocked takes the least recently used idle files out of the cache
-// until the budget holds, and returns them to be closed outside cache.mu.
+// until the budget holds, and returns them for closeFiles, which gives
+// their slots back once they are closed.
 func (c *fileCache) evictLocked() []*os.File {
 	var victims []*os.File
-	for c.budget > 0 && c.open > c.budget {
+	for c.budget > 0 && c.open-len(victims) > c.budget {
 		back := c.lru.Back()
 		if back == nil {
 			break // everything open is pinned
@@ -186,15 +197,47 @@ func (c *fileCache) evictLocked() []*os.File {
 		c.lru.Remove(back)
 		victims = append(victims, cf.f)
 		cf.f, cf.elem = nil, nil
-		c.open--
 	}
 	return victims
 }
 
-func closeAll(files []*os.File) {
+// FileIdleCloseAfter is how long a segment file stays open unused before the
+// manager's sweep closes it, budget or not: a broker whose partitions went
+// quiet gives its descriptors back.
+const FileIdleCloseAfter = 10 * time.Minute
+
+// closeIdle closes the files unused since cutoff and returns how many.
+func (c *fileCache) closeIdle(cutoff time.Time) int {
+	c.mu.Lock()
+	var victims []*os.File
+	for back := c.lru.Back(); back != nil; back = c.lru.Back() {
+		cf := back.Value.(*cachedFile)
+		if cf.lastUse > cutoff.UnixNano() {
+			break // the list is in order of use
+		}
+		c.lru.Remove(back)
+		victims = append(victims, cf.f)
+		cf.f, cf.elem = nil, nil
+	}
+	c.mu.Unlock()
+	c.closeFiles(victims)
+	return len(victims)
+}
+
+// closeFiles closes files taken out of the cache and gives back their
+// slots. Nobody waits for the close errors: the files were only read, or
+// written and flushed (or left to flush) by their segment; an fsync through
+// a later descriptor still reports a write-back failure.
+func (c *fileCache) closeFiles(files []*os.File) {
+	if len(files) == 0 {
+		return
+	}
 	for _, f := range files {
 		_ = f.Close()
 	}
+	c.mu.Lock()
+	c.open -= len(files)
+	c.mu.Unlock()
 }
 
 // close closes the file for good: now if nobody pins it, else at the last
@@ -212,13 +255,16 @@ func (cf *cachedFile) close() error {
 		f = cf.f
 		c.lru.Remove(cf.elem)
 		cf.f, cf.elem = nil, nil
-		c.open--
 	}
 	c.mu.Unlock()
 	if f == nil {
 		return nil
 	}
-	if err := f.Close(); err != nil {
+	err := f.Close()
+	c.mu.Lock()
+	c.open--
+	c.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("close segment %s: %w", cf.pathNow(), err)
 	}
 	return nil

@@ -43,7 +43,12 @@ type mmapIndex struct {
 	closed bool
 	// fileSize is the file's length, known without opening it.
 	fileSize int64
-	entries  atomic.Int64
+	// growTo is the length the file takes before its first entry is
+	// written (the active segment's full size), 0 when it has it already:
+	// loading an idle partition then neither grows, maps nor trims its
+	// active segment's indexes (growOnWrite).
+	growTo  int64
+	entries atomic.Int64
 	// maxEntries is the capacity of the current mapping, or of the file
 	// while it is not mapped.
 	maxEntries int
@@ -94,15 +99,45 @@ func (x *mmapIndex) open(path string, baseOffset int64, entrySize, maxIndexSize 
 	return nil
 }
 
-// ensureMapped maps the index for a writer holding the log's append lock.
+// growOnWrite gives the index room for size bytes (the active segment's
+// full size) without touching the file now: the file grows, sparse, when
+// an entry is first written (ensureMapped). An index larger than size is
+// resized at once.
+func (x *mmapIndex) growOnWrite(size int) error {
+	size = roundDown(size, x.entrySize)
+	x.mu.Lock()
+	if x.closed || int64(size) < x.fileSize {
+		x.mu.Unlock()
+		return x.resize(size)
+	}
+	defer x.mu.Unlock()
+	x.growTo = 0
+	if int64(size) > x.fileSize {
+		x.growTo = int64(size)
+	}
+	x.maxEntries = x.capacity()
+	return nil
+}
+
+// ensureMapped maps the index, grown to its full size first if it is to
+// grow, for a writer holding the log's append lock.
 func (x *mmapIndex) ensureMapped() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.mapped {
-		return nil
-	}
 	if x.closed {
 		return fmt.Errorf("index %s: %w", x.path, ErrClosed)
+	}
+	if x.growTo > x.fileSize {
+		if err := x.unmapLocked(); err != nil {
+			return err
+		}
+		if err := os.Truncate(x.path, x.growTo); err != nil {
+			return fmt.Errorf("resize index %s: %w", x.path, err)
+		}
+		x.fileSize, x.growTo = x.growTo, 0
+	}
+	if x.mapped {
+		return nil
 	}
 	return x.mapOnDemandLocked()
 }
@@ -130,10 +165,16 @@ func (x *mmapIndex) isCorrupt() bool {
 
 func roundDown(n, factor int) int { return factor * (n / factor) }
 
+// capacity is how many entries the index may hold: its file's, or the
+// size it grows to. The caller holds mu.
+func (x *mmapIndex) capacity() int {
+	return int(max(x.fileSize, x.growTo)) / x.entrySize
+}
+
 // mapLocked maps the whole file. The caller holds mu exclusively.
 func (x *mmapIndex) mapLocked() error {
 	if x.fileSize == 0 {
-		x.mmap, x.maxEntries, x.mapped = nil, 0, true // nothing to map or open
+		x.mmap, x.maxEntries, x.mapped = nil, x.capacity(), true // nothing to map or open
 		return nil
 	}
 	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
@@ -155,7 +196,7 @@ func (x *mmapIndex) mapFileLocked(f *os.File) error {
 		}
 		x.mmap = m
 	}
-	x.maxEntries = int(x.fileSize) / x.entrySize
+	x.maxEntries = x.capacity()
 	x.mapped = true
 	return nil
 }
@@ -183,7 +224,9 @@ func (x *mmapIndex) resize(newSize int) error {
 	if x.closed {
 		return fmt.Errorf("resize index %s: %w", x.path, ErrClosed)
 	}
+	x.growTo = 0
 	if x.fileSize == int64(newSize) {
+		x.maxEntries = newSize / x.entrySize
 		return nil
 	}
 	// An index not mapped now stays so: the next user maps it.
@@ -479,21 +522,30 @@ func (x *timeIndex) lookup(target int64) (ts, offset int64) {
 // skipFullCheck is for the entry written on roll and close, which may use the
 // reserved last slot.
 func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
-	if err := x.ensureMapped(); err != nil {
-		return err
-	}
+	// Decide on the current mapping first: most calls append nothing, and
+	// an index that is to grow (growOnWrite) grows only for an entry.
 	x.rlockMapped()
-	defer x.mu.RUnlock()
 	n := x.count()
-	if !skipFullCheck && n >= x.maxEntries-1 {
+	lastTs, lastOff := x.lastEntryLocked()
+	maxEntries := x.maxEntries
+	x.mu.RUnlock()
+	if !skipFullCheck && n >= maxEntries-1 {
 		return fmt.Errorf("append to full time index %s", x.path)
 	}
-	lastTs, lastOff := x.lastEntryLocked()
 	if n > 0 && offset < lastOff {
 		return fmt.Errorf("time index %s: offset %d below last entry %d", x.path, offset, lastOff)
 	}
-	if ts <= lastTs || n >= x.maxEntries || n >= len(x.mmap)/timeIndexEntrySize {
+	if ts <= lastTs || n >= maxEntries {
 		return nil
+	}
+	// Only the append lock's holder writes, so n and the last entry hold.
+	if err := x.ensureMapped(); err != nil {
+		return err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if n >= len(x.mmap)/timeIndexEntrySize {
+		return fmt.Errorf("append to full time index %s", x.path)
 	}
 	var e [timeIndexEntrySize]byte
 	binary.BigEndian.PutUint64(e[:], uint64(ts))

@@ -126,8 +126,10 @@ func (l *Log) MappedIndexes() int {
 const indexSweepInterval = time.Minute
 
 // unmapIdleIndexes releases the index maps that no reader has used for
-// IndexIdleUnmapAfter, in every log.
+// IndexIdleUnmapAfter, in every log, and closes the segment files unused
+// for FileIdleCloseAfter.
 func (m *Manager) unmapIdleIndexes(now time.Time) {
+	m.files.closeIdle(now.Add(-FileIdleCloseAfter))
 	cutoff := now.Add(-IndexIdleUnmapAfter)
 	for tp, l := range m.All() {
 		if _, err := l.unmapIdleIndexes(cutoff); err != nil {

@@ -116,9 +116,10 @@ func TestCleanShutdownSkipsRecovery(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Garbage after a clean shutdown is trusted as data (no rescan): the
-	// marker is the promise that the files are complete. Here it is a whole
-	// valid batch appended behind the log's back, which a clean load finds.
+	// A clean shutdown skips the rescan: the marker is the promise that
+	// the files are complete, checked only at the active segment's tail.
+	// Here that tail is a whole valid batch appended behind the log's
+	// back, which a clean load finds and keeps.
 	appendRaw(t, segmentFileName(dir, 0, logFileSuffix), simpleBatch(t, 10, 2, 1, 10))
 	markClean(t, dir)
 	l, err := Open(dir, testConfig(), 0, 0, testLogger())
@@ -128,6 +129,49 @@ func TestCleanShutdownSkipsRecovery(t *testing.T) {
 	defer l.Close()
 	if l.LogEndOffset() != 12 || l.RecoveryPoint() != 12 {
 		t.Fatalf("clean load: LEO %d recovery point %d, want 12", l.LogEndOffset(), l.RecoveryPoint())
+	}
+}
+
+// TestCleanShutdownTornTailRecovered is issue #20 item 3: 30 bytes cut from
+// the active segment of a cleanly closed log (the marker is there) must
+// cost only the torn batch, not hide the segment behind an index entry that
+// points past the data, and the next append must follow the last whole
+// batch.
+func TestCleanShutdownTornTailRecovered(t *testing.T) {
+	cfg := testConfig()
+	cfg.IndexIntervalBytes = 256
+	l, dir := openTestLog(t, cfg)
+	batches := fillLog(t, l, 40, 3, 40, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logPath := segmentFileName(dir, 0, logFileSuffix)
+	size := fileSize(t, logPath)
+	if err := os.Truncate(logPath, size-30); err != nil {
+		t.Fatal(err)
+	}
+	markClean(t, dir)
+	l, err := Open(dir, cfg, 0, 0, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kept := batches[:len(batches)-1]
+	if want := int64(3 * len(kept)); l.LogEndOffset() != want {
+		t.Fatalf("log end offset %d after the torn tail, want %d", l.LogEndOffset(), want)
+	}
+	if got, want := fileSize(t, logPath), size-int64(len(batches[len(batches)-1])); got != want {
+		t.Fatalf("segment is %d bytes, want %d (the torn batch cut)", got, want)
+	}
+	res, err := l.Read(0, math.MaxInt32, math.MaxInt64, true)
+	if err != nil || !bytes.Equal(res.Records, bytes.Join(kept, nil)) {
+		t.Fatalf("data before the torn batch differs: %v", err)
+	}
+	next := simpleBatch(t, l.LogEndOffset(), 1, 1, 1)
+	mustAppendFollower(t, l, next)
+	res, err = l.Read(l.LogEndOffset()-1, math.MaxInt32, math.MaxInt64, true)
+	if err != nil || !bytes.Equal(res.Records, next) {
+		t.Fatalf("append after the torn tail not read back: %v", err)
 	}
 }
 

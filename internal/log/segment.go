@@ -126,8 +126,11 @@ func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64, f
 }
 
 // scanner is a batch scanner over the segment file from start to end, with
-// the file pinned until the scanner's release.
+// the file pinned until the scanner's release. An empty range needs no file.
 func (s *segment) scanner(start, end int64) (*batchScanner, error) {
+	if start >= end {
+		return &batchScanner{pos: start, end: end}, nil
+	}
 	f, err := s.file.acquire()
 	if err != nil {
 		return nil, err
@@ -340,10 +343,7 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 		return 0, nil, err
 	}
 	s.txnIndexStale = true
-	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
-		return 0, nil, err
-	}
-	if err := s.timeIdx.resize(s.timeIdx.maxIndexSize); err != nil {
+	if err := s.resizeIndexes(s.offsetIdx.maxIndexSize); err != nil {
 		return 0, nil, err
 	}
 	f, err := s.file.acquire()
@@ -436,10 +436,7 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 	if err := s.txnIdx.truncateTo(offset); err != nil {
 		return 0, err
 	}
-	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
-		return 0, err
-	}
-	if err := s.timeIdx.resize(s.timeIdx.maxIndexSize); err != nil {
+	if err := s.resizeIndexes(s.offsetIdx.maxIndexSize); err != nil {
 		return 0, err
 	}
 	if !found {
@@ -512,12 +509,13 @@ func (s *segment) trimLogFile() error {
 	return nil
 }
 
-// resizeIndexes gives the indexes of the (new) active segment their full size.
+// resizeIndexes gives the indexes of the (new) active segment their full
+// size, on disk when they are first written to (growOnWrite).
 func (s *segment) resizeIndexes(size int) error {
-	if err := s.offsetIdx.resize(size); err != nil {
+	if err := s.offsetIdx.growOnWrite(size); err != nil {
 		return err
 	}
-	return s.timeIdx.resize(size)
+	return s.timeIdx.growOnWrite(size)
 }
 
 // flush fsyncs the data file and the indexes.

@@ -1,0 +1,175 @@
+package log
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestScaleBench measures the log side of a broker hosting many idle
+// partitions (issue 15, part 4): descriptors and index maps held, heap per
+// idle partition, and the time to load every log after a clean shutdown
+// and after a crash (no clean-shutdown marker; recovery starts at the
+// recovery-point checkpoint). A 1,000-partition baseline runs first in the
+// same process. It runs only with GREGOR_BENCH=1 and reports with t.Log
+// (go test -v); GREGOR_BENCH_PARTITIONS sets the large count (default
+// 100000). It asserts correctness (every log reloaded at its end), never a
+// time.
+func TestScaleBench(t *testing.T) {
+	if os.Getenv("GREGOR_BENCH") != "1" {
+		t.Skip("benchmark: set GREGOR_BENCH=1")
+	}
+	n := 100000
+	if s := os.Getenv("GREGOR_BENCH_PARTITIONS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			t.Fatalf("GREGOR_BENCH_PARTITIONS=%q", s)
+		}
+		n = v
+	}
+	for _, parts := range []int{1000, n} {
+		runScaleBench(t, parts)
+	}
+}
+
+type scaleFigures struct {
+	heapPerPartition float64
+	fds, maps        int
+	segmentFiles     int // open in the manager's cache
+}
+
+func measureScale(t *testing.T, m *Manager, heapBefore uint64, parts int) scaleFigures {
+	t.Helper()
+	return scaleFigures{
+		segmentFiles:     m.OpenSegmentFiles(),
+		heapPerPartition: float64(int64(heapAfterGC())-int64(heapBefore)) / float64(parts),
+		fds:              countLines(t, "/proc/self/fd", true),
+		maps:             countLines(t, "/proc/self/maps", false),
+	}
+}
+
+func runScaleBench(t *testing.T, parts int) {
+	root := t.TempDir()
+	cfg := ManagerConfig{Dirs: []string{root}, Default: DefaultConfig(), Logger: testLogger()}
+	tps := make([]TopicPartition, parts)
+	for i := range tps {
+		tps[i] = TopicPartition{Topic: fmt.Sprintf("scale-%06d", i), Partition: 0}
+	}
+	baseFDs := countLines(t, "/proc/self/fd", true)
+	baseMaps := countLines(t, "/proc/self/maps", false)
+	heap0 := heapAfterGC()
+
+	start := time.Now()
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := simpleBatch(t, 0, 1, 1_700_000_000_000, 100)
+	for _, tp := range tps {
+		l, err := m.GetOrCreate(tp, [16]byte{}, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsFollower(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := time.Since(start)
+	// Idle: what the flusher and the index sweep do to a quiet partition.
+	for _, l := range m.All() {
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.unmapIdleIndexes(time.Now().Add(IndexIdleUnmapAfter + time.Second))
+	idle := measureScale(t, m, heap0, parts)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	heap1 := heapAfterGC()
+	start = time.Now()
+	clean, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanLoad := time.Since(start)
+	loaded := measureScale(t, clean, heap1, parts)
+	checkLoaded(t, clean, tps)
+
+	// A crash: this manager is dropped without Close, so its log.dir has no
+	// clean-shutdown marker (the load removed it) and the recovery points
+	// are those of the last checkpoint. The next load recovers every
+	// partition from its recovery point.
+	start = time.Now()
+	crashed, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashLoad := time.Since(start)
+	checkLoaded(t, crashed, tps)
+	if err := crashed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := clean.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Logf("%d partitions: create+append %v (%.0f µs each)", parts, created.Round(time.Millisecond),
+		float64(created.Microseconds())/float64(parts))
+	t.Logf("%d partitions idle: heap %.0f B/partition, fds %d (+%d), maps %d (+%d), segment files open %d (budget %d)",
+		parts, idle.heapPerPartition, idle.fds, idle.fds-baseFDs, idle.maps, idle.maps-baseMaps, idle.segmentFiles, m.cfg.MaxOpenFiles)
+	t.Logf("%d partitions after a clean load: load %v, heap %.0f B/partition, fds %d (+%d), maps %d (+%d), segment files open %d",
+		parts, cleanLoad.Round(time.Millisecond), loaded.heapPerPartition, loaded.fds, loaded.fds-baseFDs,
+		loaded.maps, loaded.maps-baseMaps, loaded.segmentFiles)
+	t.Logf("%d partitions after a crash: load with recovery %v", parts, crashLoad.Round(time.Millisecond))
+}
+
+// checkLoaded checks that every partition came back with its one batch.
+func checkLoaded(t *testing.T, m *Manager, tps []TopicPartition) {
+	t.Helper()
+	for _, tp := range tps {
+		l, ok := m.Get(tp)
+		if !ok {
+			t.Fatalf("%s not loaded", tp)
+		}
+		if leo := l.LogEndOffset(); leo != 1 {
+			t.Fatalf("%s loaded with log end offset %d, want 1", tp, leo)
+		}
+	}
+}
+
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// countLines counts the entries of a /proc directory or the lines of a
+// /proc file.
+func countLines(t *testing.T, path string, dir bool) int {
+	t.Helper()
+	if dir {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			t.Skipf("no %s: %v", path, err)
+		}
+		return len(entries)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("no %s: %v", path, err)
+	}
+	defer f.Close()
+	n := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		n++
+	}
+	return n
+}
