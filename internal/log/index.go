@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -72,17 +73,17 @@ type mmapIndex struct {
 func (x *mmapIndex) open(path string, baseOffset int64, entrySize, maxIndexSize int) error {
 	x.path, x.baseOffset, x.entrySize, x.maxIndexSize = path, baseOffset, entrySize, maxIndexSize
 	// An existing empty file is a trimmed index without entries, not a new one.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		st, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("open index: %w", err)
-		}
+	st, err := os.Stat(path)
+	if err == nil {
 		x.fileSize = st.Size()
 		x.maxEntries = int(st.Size()) / entrySize
 		x.entries.Store(int64(x.maxEntries))
 		return nil
 	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open index: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -156,6 +157,60 @@ func (x *mmapIndex) mapOnDemandLocked() error {
 	return nil
 }
 
+// corruption is why the index failed its sanity check when mapped, or nil.
+func (x *mmapIndex) corruption() error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.corrupt
+}
+
+// firstAndLast returns copies of the first and last entries and the entry
+// count, read from the mapping when there is one and with two preads of
+// the file when not (the file is not mapped for them).
+func (x *mmapIndex) firstAndLast() (first, last []byte, n int, err error) {
+	x.mu.RLock()
+	if x.mapped || x.closed {
+		defer x.mu.RUnlock()
+		if n = x.mappedCount(); n == 0 {
+			return nil, nil, 0, nil
+		}
+		e := x.entrySize
+		return slices.Clone(x.mmap[:e]), slices.Clone(x.mmap[(n-1)*e : n*e]), n, nil
+	}
+	n = int(min(x.entries.Load(), x.fileSize/int64(x.entrySize)))
+	path := x.path
+	x.mu.RUnlock()
+	if n == 0 {
+		return nil, nil, 0, nil
+	}
+	f, err := openRegular(path, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("read index: %w", err)
+	}
+	defer f.Close()
+	first, last = make([]byte, x.entrySize), make([]byte, x.entrySize)
+	if _, err := f.ReadAt(first, 0); err != nil {
+		return nil, nil, 0, fmt.Errorf("read index %s: %w", path, err)
+	}
+	if n == 1 {
+		return first, first, n, nil
+	}
+	if _, err := f.ReadAt(last, int64(n-1)*int64(x.entrySize)); err != nil {
+		return nil, nil, 0, fmt.Errorf("read index %s: %w", path, err)
+	}
+	return first, last, n, nil
+}
+
+// lastEntry is the last entry's offset and position, (base offset, 0)
+// without entries; it does not map the index.
+func (x *offsetIndex) lastEntry() (offset, position int64, err error) {
+	_, last, n, err := x.firstAndLast()
+	if err != nil || n == 0 || x.corruption() != nil {
+		return x.baseOffset, 0, err
+	}
+	return x.baseOffset + int64(binary.BigEndian.Uint32(last)), int64(binary.BigEndian.Uint32(last[4:])), nil
+}
+
 // isCorrupt reports whether the index failed its sanity check when mapped.
 func (x *mmapIndex) isCorrupt() bool {
 	x.mu.RLock()
@@ -177,7 +232,7 @@ func (x *mmapIndex) mapLocked() error {
 		x.mmap, x.maxEntries, x.mapped = nil, x.capacity(), true // nothing to map or open
 		return nil
 	}
-	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+	f, err := openRegular(x.path, unix.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -434,29 +489,44 @@ func (x *offsetIndex) truncateTo(offset int64) {
 // whole entries only, the last offset above the base offset and not below the
 // first, and the last position inside the segment. An index left preallocated
 // by a crash ends in zero entries and fails here.
+//
+// It reads only the first and last entries, without mapping the index if
+// it is not mapped: loading 100,000 partitions must not map and unmap
+// 200,000 files.
 func (x *offsetIndex) sanityCheck(segmentSize int64) error {
-	x.rlockMapped()
-	defer x.mu.RUnlock()
-	if x.corrupt != nil {
-		return x.corrupt
+	if err := x.corruption(); err != nil {
+		return err
 	}
-	return x.checkLocked(segmentSize)
+	first, last, n, err := x.firstAndLast()
+	if err != nil {
+		return err
+	}
+	return x.checkEntries(n, first, last, segmentSize)
 }
 
 // checkLocked is sanityCheck on the mapped index; the caller holds mu.
 func (x *offsetIndex) checkLocked(segmentSize int64) error {
+	n := x.mappedCount()
+	if n == 0 {
+		return x.checkEntries(0, nil, nil, segmentSize)
+	}
+	e := offsetIndexEntrySize
+	return x.checkEntries(n, x.mmap[:e], x.mmap[(n-1)*e:n*e], segmentSize)
+}
+
+func (x *offsetIndex) checkEntries(n int, firstEntry, lastEntry []byte, segmentSize int64) error {
 	if x.fileSize%offsetIndexEntrySize != 0 {
 		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, offsetIndexEntrySize)
 	}
-	n := x.mappedCount()
 	if n == 0 {
 		return nil
 	}
-	last, first := x.relOffset(n-1), x.relOffset(0)
+	be := binary.BigEndian
+	first, last := int64(be.Uint32(firstEntry)), int64(be.Uint32(lastEntry))
 	if last <= 0 || last < first {
 		return fmt.Errorf("%w: %s last offset %d is not above base %d and first entry %d", errCorruptIndex, x.path, x.baseOffset+last, x.baseOffset, x.baseOffset+first)
 	}
-	if pos := x.position(n - 1); pos >= segmentSize {
+	if pos := int64(be.Uint32(lastEntry[4:])); pos >= segmentSize {
 		return fmt.Errorf("%w: %s last position %d beyond segment size %d", errCorruptIndex, x.path, pos, segmentSize)
 	}
 	return nil
@@ -571,26 +641,38 @@ func (x *timeIndex) truncateTo(offset int64) {
 
 // sanityCheck is Kafka's TimeIndex.sanityCheck: whole entries, the last
 // timestamp not below the first, the last offset not below the base offset.
+// It reads only the first and last entries, without mapping the index.
 func (x *timeIndex) sanityCheck() error {
-	x.rlockMapped()
-	defer x.mu.RUnlock()
-	if x.corrupt != nil {
-		return x.corrupt
+	if err := x.corruption(); err != nil {
+		return err
 	}
-	return x.checkLocked()
+	first, last, n, err := x.firstAndLast()
+	if err != nil {
+		return err
+	}
+	return x.checkEntries(n, first, last)
 }
 
 // checkLocked is sanityCheck on the mapped index; the caller holds mu.
 func (x *timeIndex) checkLocked() error {
+	n := x.mappedCount()
+	if n == 0 {
+		return x.checkEntries(0, nil, nil)
+	}
+	e := timeIndexEntrySize
+	return x.checkEntries(n, x.mmap[:e], x.mmap[(n-1)*e:n*e])
+}
+
+func (x *timeIndex) checkEntries(n int, firstEntry, lastEntry []byte) error {
 	if x.fileSize%timeIndexEntrySize != 0 {
 		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, timeIndexEntrySize)
 	}
-	n := x.mappedCount()
 	if n == 0 {
 		return nil
 	}
-	if x.timestamp(n-1) < x.timestamp(0) {
-		return fmt.Errorf("%w: %s last timestamp %d below first %d", errCorruptIndex, x.path, x.timestamp(n-1), x.timestamp(0))
+	first, last := int64(binary.BigEndian.Uint64(firstEntry)), int64(binary.BigEndian.Uint64(lastEntry))
+	if last < first {
+		return fmt.Errorf("%w: %s last timestamp %d below first %d", errCorruptIndex, x.path, last, first)
 	}
 	return nil
 }

@@ -57,7 +57,11 @@ func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger
 	logStartOffset = max(logStartOffset, 0)
 	recoveryPoint = max(recoveryPoint, 0)
 
-	segs, err := l.loadSegments(cfg, hadCleanShutdown, recoveryPoint)
+	listing, swapped, err := l.removeTempFilesAndCompleteSwaps()
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	segs, err := l.loadSegments(cfg, hadCleanShutdown, recoveryPoint, listing, swapped)
 	if err != nil {
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
@@ -67,14 +71,15 @@ func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger
 			closeSegments(segs)
 			return nil, fmt.Errorf("recover log %s: %w", dir, err)
 		}
-	} else if len(segs) > 0 {
-		if err := l.recoverTornTail(segs[len(segs)-1]); err != nil {
+	}
+	leo, leoKnown := logStartOffset, false
+	if hadCleanShutdown && len(segs) > 0 {
+		if leo, leoKnown, err = l.recoverTornTail(segs[len(segs)-1]); err != nil {
 			closeSegments(segs)
 			return nil, fmt.Errorf("recover log %s: %w", dir, err)
 		}
 	}
-	leo := logStartOffset
-	if len(segs) > 0 {
+	if len(segs) > 0 && !leoKnown {
 		if leo, err = segs[len(segs)-1].readNextOffset(); err != nil {
 			closeSegments(segs)
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
@@ -120,7 +125,7 @@ func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: rebuild transaction indexes: %w", dir, err)
 	}
-	if err := l.loadProducerStateLocked(hadCleanShutdown); err != nil {
+	if err := l.loadProducerStateLocked(hadCleanShutdown, listing); err != nil {
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: load producer state: %w", dir, err)
 	}
@@ -160,15 +165,7 @@ func parseSegmentBase(name string) (int64, bool) {
 // segment. Indexes that are missing are rebuilt, and so are the active
 // segment's when they fail their sanity check, except in segments the crash
 // recovery will rescan anyway.
-func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int64) ([]*segment, error) {
-	swapped, err := l.removeTempFilesAndCompleteSwaps()
-	if err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(l.dir)
-	if err != nil {
-		return nil, fmt.Errorf("list log dir: %w", err)
-	}
+func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int64, entries []os.DirEntry, swapped []int64) ([]*segment, error) {
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		present[e.Name()] = true
@@ -252,12 +249,15 @@ func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int6
 
 // removeTempFilesAndCompleteSwaps deletes .deleted and .cleaned files and
 // renames .log.swap files into place (dropping their stale indexes and all
-// index swaps, which are rebuilt). It returns the swapped-in base offsets.
-func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
+// index swaps, which are rebuilt). It returns the directory's entries
+// afterwards (listed again only if it changed them) and the swapped-in base
+// offsets.
+func (l *Log) removeTempFilesAndCompleteSwaps() ([]os.DirEntry, []int64, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("list log dir: %w", err)
+		return nil, nil, fmt.Errorf("list log dir: %w", err)
 	}
+	changed := false
 	var swapped []int64
 	for _, e := range entries {
 		name := e.Name()
@@ -268,8 +268,9 @@ func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
 		switch {
 		case strings.HasSuffix(name, deletedFileSuffix), strings.HasSuffix(name, cleanedFileSuffix):
 			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("delete leftover file: %w", err)
+				return nil, nil, fmt.Errorf("delete leftover file: %w", err)
 			}
+			changed = true
 		case strings.HasSuffix(name, logFileSuffix+swapFileSuffix):
 			base, ok := parseSegmentBase(name)
 			if !ok {
@@ -277,21 +278,28 @@ func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
 			}
 			l.logger.Info("completing segment swap", "dir", l.dir, "file", name)
 			if err := os.Rename(path, strings.TrimSuffix(path, swapFileSuffix)); err != nil {
-				return nil, fmt.Errorf("complete swap: %w", err)
+				return nil, nil, fmt.Errorf("complete swap: %w", err)
 			}
 			for _, suffix := range []string{indexFileSuffix, timeIndexFileSuffix} {
 				if err := os.Remove(segmentFileName(l.dir, base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return nil, fmt.Errorf("delete stale index: %w", err)
+					return nil, nil, fmt.Errorf("delete stale index: %w", err)
 				}
 			}
 			swapped = append(swapped, base)
+			changed = true
 		case strings.HasSuffix(name, swapFileSuffix):
 			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("delete index swap: %w", err)
+				return nil, nil, fmt.Errorf("delete index swap: %w", err)
 			}
+			changed = true
 		}
 	}
-	return swapped, nil
+	if changed {
+		if entries, err = os.ReadDir(l.dir); err != nil {
+			return nil, nil, fmt.Errorf("list log dir: %w", err)
+		}
+	}
+	return entries, swapped, nil
 }
 
 // recoverSegments rescans the segments from the one holding the recovery
@@ -325,48 +333,59 @@ func (l *Log) recoverSegments(segs []*segment, recoveryPoint int64) ([]*segment,
 // size — and recovers the segment when they are not whole, valid batches up
 // to its end. After a clean shutdown this is the only check of the data: a
 // tail cut or damaged after the shutdown would otherwise hide the segment's
-// batches behind garbage and let the next append follow it.
-func (l *Log) recoverTornTail(active *segment) error {
-	reason, err := active.validateTail()
+// batches behind garbage and let the next append follow it. A valid tail
+// gives the log end offset too (ok); after a recovery it is to be read.
+func (l *Log) recoverTornTail(active *segment) (logEnd int64, ok bool, err error) {
+	next, reason, err := active.validateTail()
 	if err != nil || reason == nil {
-		return err
+		return next, err == nil, err
 	}
 	truncated, _, err := active.recover()
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	l.logger.Warn("truncated invalid tail of the active segment after a clean shutdown", "dir", l.dir,
 		"base_offset", active.baseOffset, "position", active.size.Load(), "bytes", truncated, "reason", reason)
-	return nil
+	return 0, false, nil
 }
 
 // validateTail returns why the segment's tail (from its last offset index
 // entry to its size) is not a run of whole batches with valid CRCs, or nil
-// when it is. err is an I/O error.
-func (s *segment) validateTail() (reason, err error) {
-	_, start := s.offsetIdx.lookup(s.offsetIdx.lastOffset())
+// when it is, with the offset after the last batch. err is an I/O error.
+func (s *segment) validateTail() (next int64, reason, err error) {
+	_, start, err := s.offsetIdx.lastEntry()
+	if err != nil {
+		return 0, nil, err
+	}
+	next = s.baseOffset
 	end := s.size.Load()
 	sc, err := s.scanner(start, end)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer sc.release()
 	for sc.next() {
 		b, err := sc.batch()
 		if err != nil {
-			return nil, fmt.Errorf("segment %s: %w", s.logPath, err)
+			return 0, nil, fmt.Errorf("segment %s: %w", s.logPath, err)
 		}
 		if err := validateBatch(b, sc.hdr); err != nil {
-			return err, nil
+			return 0, err, nil
 		}
+		next = sc.hdr.NextOffset()
 	}
 	switch {
 	case sc.err != nil && errors.Is(sc.err, errCorruptBatch):
-		return sc.err, nil
+		return 0, sc.err, nil
 	case sc.err != nil:
-		return nil, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+		return 0, nil, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
 	case sc.partial || sc.pos != end:
-		return fmt.Errorf("torn batch at position %d of %d", sc.pos, end), nil
+		return 0, fmt.Errorf("torn batch at position %d of %d", sc.pos, end), nil
 	}
-	return nil, nil
+	if start > 0 && next == s.baseOffset {
+		// No batch after the last index entry: an index entry names a
+		// batch, so the index is wrong; let the log end be scanned for.
+		return 0, errors.New("no batch at the last offset index entry"), nil
+	}
+	return next, nil, nil
 }

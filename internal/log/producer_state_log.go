@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 )
@@ -28,11 +29,8 @@ import (
 //     recovery point) are deleted, so the last two segments keep theirs.
 
 // loadProducerStateLocked builds the producer state of a log being opened.
-func (l *Log) loadProducerStateLocked(hadCleanShutdown bool) error {
-	ps, err := newProducerStateManager(l.dir, l.config().ProducerIDExpirationMs)
-	if err != nil {
-		return err
-	}
+func (l *Log) loadProducerStateLocked(hadCleanShutdown bool, listing []os.DirEntry) error {
+	ps := newProducerStateManagerListed(l.dir, l.config().ProducerIDExpirationMs, listing)
 	l.producers = ps
 	segs, leo := l.snapshot()
 	bases := make([]int64, len(segs))

@@ -306,7 +306,13 @@ func (s *segment) scanForOffset(offset, start, limit int64) (batchPosition, bool
 // scanning from the last index entry (Kafka's readNextOffset), or from the
 // segment start when that entry does not point at a batch.
 func (s *segment) readNextOffset() (int64, error) {
-	_, start := s.offsetIdx.lookup(s.offsetIdx.lastOffset())
+	_, start, err := s.offsetIdx.lastEntry()
+	if err != nil {
+		return 0, err
+	}
+	if start > s.size.Load() {
+		start = 0 // an index entry past the data: scan it all
+	}
 	next, err := s.scanNextOffset(start)
 	if err != nil && start != 0 && errors.Is(err, errCorruptBatch) {
 		return s.scanNextOffset(0)
