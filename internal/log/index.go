@@ -63,6 +63,12 @@ type mmapIndex struct {
 	// empty, so searches scan its segment from the start: slower, correct.
 	check   func() error
 	corrupt error
+	// written is set when an entry is written into the mapping and
+	// cleared by msync; unsynced (guarded by mu) when a mapping with
+	// written entries was dropped, so that the next flush fsyncs the file:
+	// the pages are in the page cache, but no mapping is left to msync.
+	written  atomic.Bool
+	unsynced bool
 }
 
 // open opens or creates an index file. Neither is mapped: a new file is
@@ -262,6 +268,9 @@ func (x *mmapIndex) unmapLocked() error {
 	if x.mmap == nil {
 		return nil
 	}
+	if x.written.Swap(false) {
+		x.unsynced = true
+	}
 	err := unix.Munmap(x.mmap)
 	x.mmap = nil
 	if err != nil {
@@ -273,6 +282,12 @@ func (x *mmapIndex) unmapLocked() error {
 // resize sets the file length (rounded down to whole entries) and remaps it,
 // keeping the entries that still fit (Kafka's AbstractIndex.resize).
 func (x *mmapIndex) resize(newSize int) error {
+	return x.resizeTo(newSize, true)
+}
+
+// resizeTo is resize; with keepMapped false a mapped index is left
+// unmapped, to be mapped again by its next use.
+func (x *mmapIndex) resizeTo(newSize int, keepMapped bool) error {
 	newSize = roundDown(newSize, x.entrySize)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -294,7 +309,7 @@ func (x *mmapIndex) resize(newSize int) error {
 	}
 	x.fileSize = int64(newSize)
 	x.maxEntries = newSize / x.entrySize
-	if wasMapped {
+	if wasMapped && keepMapped {
 		if err := x.mapLocked(); err != nil {
 			return err
 		}
@@ -308,8 +323,11 @@ func (x *mmapIndex) resize(newSize int) error {
 // trimToValidSize shrinks the file to its entries, as Kafka does when a
 // segment becomes inactive or closes, so that a reopened index knows its
 // entry count from its length.
+//
+// The index is left unmapped: an inactive segment's index is mapped again
+// only when searched.
 func (x *mmapIndex) trimToValidSize() error {
-	return x.resize(int(x.entries.Load()) * x.entrySize)
+	return x.resizeTo(int(x.entries.Load())*x.entrySize, false)
 }
 
 // isFull reports whether no entry can be appended.
@@ -328,18 +346,58 @@ func (x *mmapIndex) truncateEntries(n int) {
 	}
 }
 
-// flush writes dirty index pages to disk. An index that is not mapped has
-// nothing of ours to write: it is unmapped only once flushed.
+// flush writes dirty index pages to disk: msync of the mapping, or an
+// fsync of the file when a written mapping was dropped since (resize,
+// recovery, the idle sweep).
 func (x *mmapIndex) flush() error {
+	if err := x.syncDropped(); err != nil {
+		return err
+	}
+	// Searches go on meanwhile: msync needs no exclusive hold.
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.mmap == nil {
+	if x.mmap == nil || !x.written.Swap(false) {
 		return nil
 	}
 	if err := unix.Msync(x.mmap, unix.MS_SYNC); err != nil {
+		x.written.Store(true)
 		return fmt.Errorf("msync index %s: %w", x.path, err)
 	}
 	return nil
+}
+
+// syncDropped fsyncs the file if a written mapping was dropped unsynced.
+func (x *mmapIndex) syncDropped() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.unsynced || x.closed {
+		return nil
+	}
+	f, err := openRegular(x.path, unix.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("fsync index: %w", err)
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("fsync index %s: %w", x.path, err)
+	}
+	x.unsynced = false
+	return nil
+}
+
+// unsyncedNow reports whether a dropped mapping's writes await an fsync.
+func (x *mmapIndex) unsyncedNow() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.unsynced
+}
+
+// unmap drops the mapping (a later use maps the file again).
+func (x *mmapIndex) unmap() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.unmapLocked()
 }
 
 // close trims the file to its entries and releases the mapping.

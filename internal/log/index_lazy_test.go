@@ -184,3 +184,50 @@ func TestLazyIndexRecoveryAfterCrash(t *testing.T) {
 	}
 	fillLog(t, r, 20, 5, 100, 1_700_000_100_000)
 }
+
+// TestDroppedIndexMapIsSynced checks that an index written through a
+// mapping that was then dropped (a roll's trim, recovery, the idle sweep)
+// is fsynced by the next flush, and that crash recovery leaves no maps.
+func TestDroppedIndexMapIsSynced(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 8 << 10
+	cfg.IndexIntervalBytes = 256
+	l, dir := openTestLog(t, cfg)
+	fillLog(t, l, 40, 5, 100, 1_700_000_000_000)
+	waitRolledFlushed(t, l)
+	segs, _ := l.snapshot()
+	if segs[0].offsetIdx.isMapped() || segs[0].offsetIdx.unsyncedNow() {
+		t.Fatal("a rolled and flushed segment's index is still mapped or unsynced")
+	}
+	active := segs[len(segs)-1]
+	fillLog(t, l, 1, 5, 100, 1_700_000_100_000)
+	if err := active.offsetIdx.unmap(); err != nil {
+		t.Fatal(err)
+	}
+	if !active.offsetIdx.unsyncedNow() {
+		t.Fatal("dropping a written mapping did not mark the index for fsync")
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if active.offsetIdx.unsyncedNow() {
+		t.Fatal("flush left the dropped mapping's writes unsynced")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// No clean-shutdown marker: every segment is recovered, and none keeps
+	// a map.
+	r, err := Open(dir, cfg, 0, 0, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.MappedIndexes(); n != 0 {
+		t.Fatalf("%d index maps after crash recovery, want 0", n)
+	}
+	if r.LogEndOffset() != 41*5 {
+		t.Fatalf("recovered log end %d, want %d", r.LogEndOffset(), 41*5)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // CleanShutdownFileName marks a log.dir whose logs were all flushed and
@@ -133,11 +132,15 @@ func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: load leader epochs: %w", dir, err)
 	}
-	// The sanity checks mapped the old segments' indexes; release the maps
-	// of flushed ones until a reader needs them (lazy indexes).
-	if _, err := l.unmapIdleIndexes(time.Now()); err != nil {
-		closeSegments(segs)
-		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	// Recovery and the producer state and epoch rebuilds may have mapped
+	// indexes; drop every map until a reader or an append needs it (lazy
+	// indexes): 100,000 partitions loaded must not hold 200,000 maps. What
+	// was written through them is fsynced by the next flush.
+	for _, s := range segs {
+		if err := errors.Join(s.offsetIdx.unmap(), s.timeIdx.unmap()); err != nil {
+			closeSegments(segs)
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
 	}
 	l.lastFlushMs.Store(active.created.UnixMilli())
 	logger.Debug("loaded log", "dir", dir, "segments", len(segs), "log_start_offset", logStart,

@@ -152,5 +152,6 @@ func (x *mmapIndex) writeEntry(n int, entry []byte) (err error) {
 			Err: fmt.Errorf("%w: fault storing into the mapping (%v)", syscall.ENOSPC, r)}
 	}()
 	copy(x.mmap[n*x.entrySize:(n+1)*x.entrySize], entry)
+	x.written.Store(true)
 	return nil
 }

@@ -423,6 +423,12 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 	if err := s.timeIdx.trimToValidSize(); err != nil {
 		return 0, nil, err
 	}
+	// Recovery runs at load, for every partition past its recovery point
+	// after a crash: drop the maps it wrote through (vm.max_map_count is
+	// often 65,530); the next flush fsyncs what they wrote.
+	if err := errors.Join(s.offsetIdx.unmap(), s.timeIdx.unmap()); err != nil {
+		return 0, nil, err
+	}
 	if invalid == nil && truncated > 0 {
 		invalid = fmt.Errorf("%w: torn batch at position %d", record.ErrShortBatch, validBytes)
 	}
