@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -172,4 +173,70 @@ func countLines(t *testing.T, path string, dir bool) int {
 		n++
 	}
 	return n
+}
+
+// TestRecoveryBoundedByCheckpointBench shows that loading after a crash
+// costs what lies past the recovery-point checkpoint, not the data size:
+// the same partitions (8 segments each) recover once with their
+// checkpointed recovery points at the log end (Kafka's rule: only the
+// segment holding it is rescanned) and once without the checkpoint file
+// (everything is rescanned). GREGOR_BENCH=1 only; it reports, never
+// asserts a time.
+func TestRecoveryBoundedByCheckpointBench(t *testing.T) {
+	if os.Getenv("GREGOR_BENCH") != "1" {
+		t.Skip("benchmark: set GREGOR_BENCH=1")
+	}
+	const parts, batchesPerPart, batchRecords, valueSize = 200, 64, 32, 1000
+	root := t.TempDir()
+	def := DefaultConfig()
+	def.SegmentBytes = 256 << 10
+	cfg := ManagerConfig{Dirs: []string{root}, Default: def, Logger: testLogger()}
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bytesWritten int64
+	for i := range parts {
+		l, err := m.GetOrCreate(TopicPartition{Topic: fmt.Sprintf("rec-%03d", i)}, [16]byte{}, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range fillLog(t, l, batchesPerPart, batchRecords, valueSize, 1_700_000_000_000) {
+			bytesWritten += int64(len(b))
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crashLoad := func(dropCheckpoint bool) time.Duration {
+		t.Helper()
+		if err := os.Remove(filepath.Join(root, CleanShutdownFileName)); err != nil {
+			t.Fatal(err)
+		}
+		if dropCheckpoint {
+			if err := os.Remove(filepath.Join(root, RecoveryPointCheckpointFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		m, err := NewManager(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		for tp, l := range m.All() {
+			if want := int64(batchesPerPart * batchRecords); l.LogEndOffset() != want {
+				t.Fatalf("%s recovered to %d, want %d", tp, l.LogEndOffset(), want)
+			}
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return took
+	}
+	withCheckpoint := crashLoad(false)
+	without := crashLoad(true)
+	t.Logf("%d partitions, %d MiB: crash load with recovery points at the log end %v, without the checkpoint (all rescanned) %v (%.1fx)",
+		parts, bytesWritten>>20, withCheckpoint.Round(time.Millisecond), without.Round(time.Millisecond),
+		float64(without)/float64(withCheckpoint))
 }
