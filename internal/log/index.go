@@ -386,6 +386,41 @@ func (x *mmapIndex) syncDropped() error {
 	return nil
 }
 
+// replaceEntries makes entries (whole, valid, in order) the index's only
+// entries and the file exactly their size, with one write and without a
+// mapping; the next flush fsyncs the file.
+func (x *mmapIndex) replaceEntries(entries []byte) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return fmt.Errorf("index %s: %w", x.path, ErrClosed)
+	}
+	if err := x.unmapLocked(); err != nil {
+		return err
+	}
+	f, err := openRegular(x.path, unix.O_RDWR|unix.O_CREAT, 0o644)
+	if err != nil {
+		return fmt.Errorf("rebuild index: %w", err)
+	}
+	defer f.Close()
+	if x.fileSize != int64(len(entries)) {
+		if err := f.Truncate(int64(len(entries))); err != nil {
+			return fmt.Errorf("rebuild index %s: %w", x.path, err)
+		}
+		x.unsynced = true
+	}
+	if len(entries) > 0 {
+		if _, err := f.WriteAt(entries, 0); err != nil {
+			return fmt.Errorf("rebuild index %s: %w", x.path, err)
+		}
+		x.unsynced = true
+	}
+	n := len(entries) / x.entrySize
+	x.fileSize, x.growTo, x.maxEntries, x.corrupt = int64(len(entries)), 0, n, nil
+	x.entries.Store(int64(n))
+	return nil
+}
+
 // unsyncedNow reports whether a dropped mapping's writes await an fsync.
 func (x *mmapIndex) unsyncedNow() bool {
 	x.mu.RLock()

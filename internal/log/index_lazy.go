@@ -21,8 +21,8 @@ const IndexIdleUnmapAfter = 10 * time.Minute
 func (x *mmapIndex) rlockMapped() {
 	x.lastUse.Store(time.Now().UnixNano())
 	x.mu.RLock()
-	if x.mapped || x.closed {
-		return
+	if x.mapped || x.closed || x.entries.Load() == 0 {
+		return // (without entries, count is 0: nothing to read)
 	}
 	x.mu.RUnlock()
 	x.mu.Lock()

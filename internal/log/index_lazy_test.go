@@ -88,9 +88,12 @@ func TestLazyIndexMaps(t *testing.T) {
 func TestLazyIndexKeepsUnflushedMaps(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 8 << 10
+	cfg.IndexIntervalBytes = 256
 	l, _ := openTestLog(t, cfg)
 	defer l.Close()
 	fillLog(t, l, 40, 5, 100, 1_700_000_000_000)
+	fillLog(t, l, 1, 5, 100, 1_700_000_100_000)
+	fillLog(t, l, 1, 5, 100, 1_700_000_200_000) // the active segment gets entries
 	segs, _ := l.snapshot()
 	// Wait for the background flush of rolled segments, then roll no more.
 	deadline := time.Now().Add(10 * time.Second)

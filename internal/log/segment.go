@@ -1,6 +1,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -339,7 +340,10 @@ func (s *segment) scanNextOffset(start int64) (int64, error) {
 // recover rebuilds the indexes from the batches and truncates the file at the
 // first batch that is torn, fails its CRC, or breaks offset order (Kafka's
 // LogSegment.recover). It returns the number of bytes cut off and, when
-// that is not zero because of a bad batch, the reason.
+// that is not zero because of a bad batch, the reason. The index entries
+// are built in memory and written with one write each (replaceEntries): no
+// mapping, no page faults into a sparse file, for each of the partitions a
+// crash leaves to recover.
 func (s *segment) recover() (truncated int64, reason error, err error) {
 	s.offsetIdx.truncateEntries(0)
 	s.timeIdx.truncateEntries(0)
@@ -349,8 +353,22 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 		return 0, nil, err
 	}
 	s.txnIndexStale = true
-	if err := s.resizeIndexes(s.offsetIdx.maxIndexSize); err != nil {
-		return 0, nil, err
+	offsetCap := s.offsetIdx.maxIndexSize / offsetIndexEntrySize
+	timeCap := s.timeIdx.maxIndexSize / timeIndexEntrySize
+	var offsetEntries, timeEntries []byte
+	lastIndexedTs := noTimestamp
+	appendTimeEntry := func(ts, offset int64, skipFullCheck bool) error {
+		n := len(timeEntries) / timeIndexEntrySize
+		if !skipFullCheck && n >= timeCap-1 {
+			return fmt.Errorf("append to full time index %s", s.timeIdx.path)
+		}
+		if ts <= lastIndexedTs || n >= timeCap {
+			return nil
+		}
+		timeEntries = binary.BigEndian.AppendUint64(timeEntries, uint64(ts))
+		timeEntries = binary.BigEndian.AppendUint32(timeEntries, uint32(offset-s.baseOffset))
+		lastIndexedTs = ts
+		return nil
 	}
 	f, err := s.file.acquire()
 	if err != nil {
@@ -389,10 +407,12 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 			maxTs, maxTsOffset = sc.hdr.MaxTimestamp, sc.hdr.LastOffset()
 		}
 		if validBytes-lastIndexEntry > s.indexIntervalBytes {
-			if err := s.offsetIdx.append(sc.hdr.LastOffset(), validBytes); err != nil {
-				return 0, nil, err
+			if len(offsetEntries)/offsetIndexEntrySize >= offsetCap {
+				return 0, nil, fmt.Errorf("append to full offset index %s", s.offsetIdx.path)
 			}
-			if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, false); err != nil {
+			offsetEntries = binary.BigEndian.AppendUint32(offsetEntries, uint32(sc.hdr.LastOffset()-s.baseOffset))
+			offsetEntries = binary.BigEndian.AppendUint32(offsetEntries, uint32(validBytes))
+			if err := appendTimeEntry(maxTs, maxTsOffset, false); err != nil {
 				return 0, nil, err
 			}
 			lastIndexEntry = validBytes
@@ -406,27 +426,24 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 		}
 	}
 	truncated = fileSize - validBytes
-	if err := f.Truncate(validBytes); err != nil {
-		return 0, nil, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
+	// Only when there is something to cut: a truncate dirties the inode.
+	if truncated > 0 {
+		if err := f.Truncate(validBytes); err != nil {
+			return 0, nil, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
+		}
 	}
 	s.size.Store(validBytes)
 	s.preallocated = false
 	s.setMaxTimestamp(maxTs, maxTsOffset)
 	s.rollingTimestampLoaded = false
 	s.bytesSinceLastIndexEntry = validBytes - lastIndexEntry
-	if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, true); err != nil {
+	if err := appendTimeEntry(maxTs, maxTsOffset, true); err != nil {
 		return 0, nil, err
 	}
-	if err := s.offsetIdx.trimToValidSize(); err != nil {
+	if err := s.offsetIdx.replaceEntries(offsetEntries); err != nil {
 		return 0, nil, err
 	}
-	if err := s.timeIdx.trimToValidSize(); err != nil {
-		return 0, nil, err
-	}
-	// Recovery runs at load, for every partition past its recovery point
-	// after a crash: drop the maps it wrote through (vm.max_map_count is
-	// often 65,530); the next flush fsyncs what they wrote.
-	if err := errors.Join(s.offsetIdx.unmap(), s.timeIdx.unmap()); err != nil {
+	if err := s.timeIdx.replaceEntries(timeEntries); err != nil {
 		return 0, nil, err
 	}
 	if invalid == nil && truncated > 0 {
