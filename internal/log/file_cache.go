@@ -2,9 +2,9 @@ package log
 
 import (
 	"container/list"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
