@@ -129,6 +129,13 @@ func (cf *cachedFile) acquire() (*os.File, error) {
 	c.closeFiles(victims)
 
 	f, err := openRegular(cf.path, unix.O_RDWR, 0)
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+		// The process ran out of descriptors (connections took them):
+		// give back every idle segment file and try once more, rather
+		// than fail a read or an append.
+		c.closeFiles(c.evictAll())
+		f, err = openRegular(cf.path, unix.O_RDWR, 0)
+	}
 	if err != nil {
 		c.mu.Lock()
 		c.open--
@@ -223,6 +230,20 @@ func (c *fileCache) closeIdle(cutoff time.Time) int {
 	c.mu.Unlock()
 	c.closeFiles(victims)
 	return len(victims)
+}
+
+// evictAll takes every idle file out of the cache, for closeFiles.
+func (c *fileCache) evictAll() []*os.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var victims []*os.File
+	for back := c.lru.Back(); back != nil; back = c.lru.Back() {
+		cf := back.Value.(*cachedFile)
+		c.lru.Remove(back)
+		victims = append(victims, cf.f)
+		cf.f, cf.elem = nil, nil
+	}
+	return victims
 }
 
 // closeFiles closes files taken out of the cache and gives back their

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // openFilesUnder lists the segment files (.log, .txnindex: what the budget
@@ -280,5 +282,62 @@ func TestIdleFilesClosed(t *testing.T) {
 		if err != nil || !bytes.Equal(res.Records, bytes.Join(written[i], nil)) {
 			t.Fatalf("read of partition %d after the sweep: %v", i, err)
 		}
+	}
+}
+
+// TestFileCacheGivesBackOnEMFILE runs the process out of descriptors and
+// checks that a read of a closed segment file still succeeds: the cache
+// closes its idle files and opens again instead of failing the read.
+func TestFileCacheGivesBackOnEMFILE(t *testing.T) {
+	_, root, logs, _ := newBudgetManager(t, 100, 4)
+	written := make([][][]byte, len(logs))
+	for i, l := range logs {
+		written[i] = fillLog(t, l, 2, 5, 100, 1_700_000_000_000)
+	}
+	// Partition 0's file closed; the others' open and idle in the cache.
+	segs, _ := logs[0].snapshot()
+	logs[0].files.closeFiles(logs[0].files.evictAll())
+	for _, l := range logs[1:] {
+		if _, err := l.Read(0, math.MaxInt32, math.MaxInt64, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs[0].file.isOpen() || len(openFilesUnder(t, root)) != len(logs)-1 {
+		t.Fatalf("setup: open %v", openFilesUnder(t, root))
+	}
+
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Skip(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	limited := old
+	limited.Cur = uint64(len(fds) + 8)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &limited); err != nil {
+		t.Skip(err)
+	}
+	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	var hogs []*os.File
+	defer func() {
+		for _, h := range hogs {
+			h.Close()
+		}
+	}()
+	for {
+		h, err := os.Open(os.DevNull)
+		if err != nil {
+			break // EMFILE: no descriptor left
+		}
+		hogs = append(hogs, h)
+	}
+	res, err := logs[0].Read(0, math.MaxInt32, math.MaxInt64, true)
+	if err != nil {
+		t.Fatalf("read with no descriptor left: %v", err)
+	}
+	if !bytes.Equal(res.Records, bytes.Join(written[0], nil)) {
+		t.Fatal("read back other bytes")
 	}
 }
