@@ -128,20 +128,34 @@ func (x *mmapIndex) growOnWrite(size int) error {
 
 // ensureMapped maps the index, grown to its full size first if it is to
 // grow, for a writer holding the log's append lock.
-func (x *mmapIndex) ensureMapped() error {
+func (x *mmapIndex) ensureMapped() error { return x.ensureMappedFor(-1) }
+
+// ensureMappedFor is ensureMapped for writing slot: when slot is not
+// negative and the file is to grow, it grows only to hold that slot (the
+// final entry written on roll or close, just before the index is trimmed),
+// keeping its capacity.
+func (x *mmapIndex) ensureMappedFor(slot int) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return fmt.Errorf("index %s: %w", x.path, ErrClosed)
 	}
-	if x.growTo > x.fileSize {
+	need := int64(slot+1) * int64(x.entrySize)
+	if x.growTo > x.fileSize && (slot < 0 || need > x.fileSize) {
+		target := x.growTo
+		if slot >= 0 {
+			target = min(need, x.growTo)
+		}
 		if err := x.unmapLocked(); err != nil {
 			return err
 		}
-		if err := os.Truncate(x.path, x.growTo); err != nil {
+		if err := os.Truncate(x.path, target); err != nil {
 			return fmt.Errorf("resize index %s: %w", x.path, err)
 		}
-		x.fileSize, x.growTo = x.growTo, 0
+		x.fileSize = target
+		if target == x.growTo {
+			x.growTo = 0
+		}
 	}
 	if x.mapped {
 		return nil
@@ -702,7 +716,13 @@ func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
 		return nil
 	}
 	// Only the append lock's holder writes, so n and the last entry hold.
-	if err := x.ensureMapped(); err != nil {
+	// The final entry (skipFullCheck: roll, close) is followed by a trim:
+	// the file grows only to hold it.
+	slot := -1
+	if skipFullCheck {
+		slot = n
+	}
+	if err := x.ensureMappedFor(slot); err != nil {
 		return err
 	}
 	x.mu.RLock()

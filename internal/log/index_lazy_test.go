@@ -234,3 +234,46 @@ func TestDroppedIndexMapIsSynced(t *testing.T) {
 		t.Fatalf("recovered log end %d, want %d", r.LogEndOffset(), 41*5)
 	}
 }
+
+// TestFinalTimeIndexEntryGrowsLittle checks that the entry written when a
+// segment closes does not first grow its (lazily sized) time index to
+// segment.index.bytes, and that a normal entry still gets the full size.
+func TestFinalTimeIndexEntryGrowsLittle(t *testing.T) {
+	l, dir := openTestLog(t, testConfig())
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	markClean(t, dir)
+	// Reopened, the active segment's trimmed indexes are to grow on write.
+	l, err := Open(dir, testConfig(), 0, 0, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	segs, _ := l.snapshot()
+	x := segs[0].timeIdx
+	x.mu.RLock()
+	size, growTo := x.fileSize, x.growTo
+	x.mu.RUnlock()
+	if size != 0 || growTo == 0 {
+		t.Fatalf("reopened active time index: %d bytes, to grow to %d; want 0 and its full size", size, growTo)
+	}
+	if err := x.maybeAppend(100, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	x.mu.RLock()
+	size = x.fileSize
+	x.mu.RUnlock()
+	if size != timeIndexEntrySize {
+		t.Fatalf("time index is %d bytes after the final entry, want %d", size, timeIndexEntrySize)
+	}
+	if err := x.maybeAppend(200, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	x.mu.RLock()
+	size = x.fileSize
+	x.mu.RUnlock()
+	if want := int64(roundDown(x.maxIndexSize, timeIndexEntrySize)); size != want {
+		t.Fatalf("time index is %d bytes after a normal entry, want the full %d", size, want)
+	}
+}
