@@ -88,6 +88,7 @@ type Broker struct {
 	LeaderImbalancePerBrokerPercentage      int      // leader.imbalance.per.broker.percentage
 	LeaderImbalanceCheckIntervalSeconds     int64    // leader.imbalance.check.interval.seconds
 	LogRetentionCheckIntervalMs             int64    // log.retention.check.interval.ms
+	LogMaxOpenFiles                         int      // gregor.log.max.open.files
 	NumRecoveryThreadsPerDataDir            int      // num.recovery.threads.per.data.dir
 	LogCleanerEnable                        bool     // log.cleaner.enable
 	LogCleanerThreads                       int      // log.cleaner.threads
@@ -430,6 +431,7 @@ func loadLogs(b *Broker, v values) error {
 	b.LeaderImbalancePerBrokerPercentage = int(v.i64("leader.imbalance.per.broker.percentage"))
 	b.LeaderImbalanceCheckIntervalSeconds = v.i64("leader.imbalance.check.interval.seconds")
 	b.LogRetentionCheckIntervalMs = v.i64("log.retention.check.interval.ms")
+	b.LogMaxOpenFiles = v.int("gregor.log.max.open.files")
 	b.NumRecoveryThreadsPerDataDir = v.int("num.recovery.threads.per.data.dir")
 	b.LogCleanerEnable = v.boolean("log.cleaner.enable")
 	b.LogCleanerThreads = v.int("log.cleaner.threads")

@@ -500,6 +500,8 @@ var brokerDefList = []Def{
 		"Gregor: the HTTP listener's private key in PEM format (with gregor.http.ssl.keystore.type=PEM)."),
 	bdef("gregor.http.ssl.keystore.certificate.chain", Password, nil, nil, ReadOnly,
 		"Gregor: the HTTP listener's certificate chain in PEM format (with gregor.http.ssl.keystore.type=PEM)."),
+	bdef("gregor.log.max.open.files", Int, ptr("0"), atLeast(0), ReadOnly,
+		"Gregor: how many segment files (.log and .txnindex) may be open at once across the log dirs; past it the least recently used idle ones are closed and reopened when next read or written. 0 means half of the process's open-file limit, at most 10000."),
 }
 
 var brokerCompressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}

@@ -101,7 +101,7 @@ func readCheckpoint(path string) (map[TopicPartition]int64, error) {
 // entries of fields space-separated fields each. A missing file is an error
 // matching os.ErrNotExist; anything else unexpected is a malformed file.
 func readCheckpointEntries(path string, fields int) ([][]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
@@ -172,7 +172,7 @@ func writePartitionMetadata(dir string, topicID [16]byte) error {
 // readPartitionMetadata reads the topic id from partition.metadata.
 func readPartitionMetadata(dir string) ([16]byte, error) {
 	var id [16]byte
-	data, err := os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
+	data, err := readFile(filepath.Join(dir, PartitionMetadataFile))
 	if err != nil {
 		return id, fmt.Errorf("read partition metadata: %w", err)
 	}

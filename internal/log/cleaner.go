@@ -140,9 +140,14 @@ func (c *cleaner) ensureBuffers() {
 	}
 }
 
-// scanner reads seg's batches in [start, end) through the thread's buffer.
-func (c *cleaner) scanner(seg *segment, start, end int64) *batchScanner {
-	return &batchScanner{f: seg.logFile, pos: start, end: end, buf: c.readBuf}
+// scanner reads seg's batches in [start, end) through the thread's buffer,
+// with the segment file pinned until the scanner's unpin.
+func (c *cleaner) scanner(seg *segment, start, end int64) (*batchScanner, error) {
+	f, err := seg.file.acquire()
+	if err != nil {
+		return nil, err
+	}
+	return &batchScanner{f: f, pos: start, end: end, buf: c.readBuf, pinned: seg.file}, nil
 }
 
 // buildOffsetMap fills the map from the dirty segments in [start, end)
@@ -176,7 +181,11 @@ func (c *cleaner) buildOffsetMap(ctx context.Context, segs []*segment, start, en
 // start and reports whether the map became full.
 func (c *cleaner) buildOffsetMapForSegment(ctx context.Context, seg *segment, start, nextStart int64, maxDesired int, txns *cleanedTxnState, stats *CleanerStats) (bool, error) {
 	_, pos := seg.offsetIdx.lookup(start)
-	sc := c.scanner(seg, pos, seg.size.Load())
+	sc, err := c.scanner(seg, pos, seg.size.Load())
+	if err != nil {
+		return false, err
+	}
+	defer sc.unpin()
 	for sc.next() {
 		if err := checkDone(ctx); err != nil {
 			return false, err
@@ -246,12 +255,16 @@ func (c *cleaner) lastDataOffsets(ctx context.Context, segs []*segment) (map[int
 		if err := checkDone(ctx); err != nil {
 			return nil, err
 		}
-		sc := c.scanner(seg, 0, seg.size.Load())
+		sc, err := c.scanner(seg, 0, seg.size.Load())
+		if err != nil {
+			return nil, err
+		}
 		for sc.next() {
 			if h := sc.hdr; h.ProducerID >= 0 && !h.IsControl() {
 				last[h.ProducerID] = h.LastOffset()
 			}
 		}
+		sc.unpin()
 		if sc.err != nil {
 			return nil, fmt.Errorf("read producer state of segment %d: %w", seg.baseOffset, sc.err)
 		}
@@ -300,7 +313,7 @@ func (s *segment) timeIndexBytes() int64   { return s.timeIdx.entries.Load() * t
 // in (Kafka's Cleaner.cleanSegments). On any failure the cleaned files are
 // deleted, except after a simulated crash, which leaves them for the test.
 func (c *cleaner) cleanSegments(ctx context.Context, l *Log, cfg Config, group []*segment, generation int64, stats *CleanerStats) (err error) {
-	cleaned, err := createCleanedSegment(l.dir, group[0].baseOffset, cfg)
+	cleaned, err := createCleanedSegment(l.dir, group[0].baseOffset, cfg, l.files)
 	if err != nil {
 		return l.checkIO(err)
 	}
@@ -335,7 +348,7 @@ func (c *cleaner) cleanSegments(ctx context.Context, l *Log, cfg Config, group [
 	c.writeBuf = w.buf[:0]
 	stats.BytesWritten += w.written
 	// Keep the last modified time of the newest replaced segment, as Kafka.
-	if st, statErr := group[len(group)-1].logFile.Stat(); statErr == nil {
+	if st, statErr := os.Stat(group[len(group)-1].logPath); statErr == nil {
 		if err := os.Chtimes(cleaned.logPath, st.ModTime(), st.ModTime()); err != nil {
 			c.logger.Debug("keep segment mtime failed", "dir", l.dir, "err", err)
 		}
@@ -353,7 +366,11 @@ func (c *cleaner) cleanSegments(ctx context.Context, l *Log, cfg Config, group [
 // cleanInto filters one source segment's batches into the cleaned segment
 // (Kafka's Cleaner.cleanInto).
 func (c *cleaner) cleanInto(ctx context.Context, seg *segment, w *cleanedWriter, stats *CleanerStats) error {
-	sc := c.scanner(seg, 0, seg.size.Load())
+	sc, err := c.scanner(seg, 0, seg.size.Load())
+	if err != nil {
+		return err
+	}
+	defer sc.unpin()
 	for sc.next() {
 		if err := checkDone(ctx); err != nil {
 			return err
@@ -433,7 +450,10 @@ func (w *cleanedWriter) flushBuf() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if _, err := w.seg.logFile.WriteAt(w.buf, w.written); err != nil {
+	if err := w.seg.file.withFile(func(f *os.File) error {
+		_, err := f.WriteAt(w.buf, w.written)
+		return err
+	}); err != nil {
 		return fmt.Errorf("write cleaned segment %s: %w", w.seg.logPath, err)
 	}
 	w.written += int64(len(w.buf))

@@ -328,7 +328,10 @@ func maxCompactionDelay(segs []*segment, firstDirty, now, maxLagMs int64) int64 
 // (Kafka's LogSegment.getFirstBatchTimestamp) without touching the
 // appender's cached copy.
 func firstBatchMaxTimestamp(s *segment) int64 {
-	sc := newBatchScanner(s.logFile, 0, s.size.Load())
+	sc, err := s.scanner(0, s.size.Load())
+	if err != nil {
+		return noTimestamp // unreadable now: the compaction lag check waits
+	}
 	defer sc.release()
 	if sc.next() {
 		return sc.hdr.MaxTimestamp

@@ -64,7 +64,7 @@ var errSimulatedCrash = errors.New("simulated crash")
 // <base>.log.cleaned with its .index.cleaned and .timeindex.cleaned (Kafka's
 // LogCleaner createNewCleanedSegment). Leftovers of an earlier attempt are
 // removed first.
-func createCleanedSegment(dir string, baseOffset int64, cfg Config) (*segment, error) {
+func createCleanedSegment(dir string, baseOffset int64, cfg Config, files *fileCache) (*segment, error) {
 	s := &segment{
 		baseOffset:            baseOffset,
 		dir:                   dir,
@@ -86,20 +86,20 @@ func createCleanedSegment(dir string, baseOffset int64, cfg Config) (*segment, e
 	if err != nil {
 		return nil, fmt.Errorf("create cleaned segment: %w", err)
 	}
-	s.logFile = f
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("create cleaned segment: %w", err)
+	}
+	s.file = files.file(s.logPath)
 	if s.offsetIdx, err = openOffsetIndex(idxPath, baseOffset, int(cfg.SegmentIndexBytes)); err != nil {
-		f.Close()
 		return nil, err
 	}
 	if s.timeIdx, err = openTimeIndex(timeIdxPath, baseOffset, int(cfg.SegmentIndexBytes)); err != nil {
 		s.offsetIdx.close()
-		f.Close()
 		return nil, err
 	}
-	if s.txnIdx, err = openTxnIndex(txnIdxPath, baseOffset); err != nil {
+	if s.txnIdx, err = openTxnIndex(txnIdxPath, baseOffset, files); err != nil {
 		s.timeIdx.close()
 		s.offsetIdx.close()
-		f.Close()
 		return nil, err
 	}
 	return s, nil
@@ -110,8 +110,8 @@ func createCleanedSegment(dir string, baseOffset int64, cfg Config) (*segment, e
 // first: the loader completes a swap from the .log.swap alone.
 func (s *segment) changeFileSuffix(from, to string, afterLog func() bool) error {
 	logPath := segmentFileName(s.dir, s.baseOffset, logFileSuffix) + to
-	if err := os.Rename(s.logPath, logPath); err != nil {
-		return fmt.Errorf("rename segment: %w", err)
+	if err := s.file.rename(logPath, false); err != nil {
+		return err
 	}
 	s.logPath = logPath
 	if afterLog != nil && afterLog() {

@@ -476,7 +476,7 @@ func TestReplaceSegmentsRefusesChangedLog(t *testing.T) {
 	}
 	segs, _ := l.snapshot()
 	try := func(old []*segment, generation int64) error {
-		c, err := createCleanedSegment(dir, old[0].baseOffset, l.config())
+		c, err := createCleanedSegment(dir, old[0].baseOffset, l.config(), l.files)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,10 @@
 // leader epoch cache (the first offset of each leader epoch, kept in the
 // leader-epoch-checkpoint file), which answers OffsetsForLeaderEpoch. The
 // Manager owns every log of a broker's log.dirs, their checkpoint files and
-// the background flusher, retention and producer expiry.
+// the background flusher, retention and producer expiry. An idle partition
+// holds no descriptor and no mapping: segment files are opened on demand
+// under a broker-wide budget (file_cache.go) and indexes are mapped while
+// used (index_lazy.go), so that one broker hosts 100,000 partitions.
 //
 // The layering follows Kafka's: Log (UnifiedLog/LocalLog) -> segment
 // (LogSegment) -> offsetIndex/timeIndex/txnIndex. Record batches are stored

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,7 +44,12 @@ type mmapIndex struct {
 	closed bool
 	// fileSize is the file's length, known without opening it.
 	fileSize int64
-	entries  atomic.Int64
+	// growTo is the length the file takes before its first entry is
+	// written (the active segment's full size), 0 when it has it already:
+	// loading an idle partition then neither grows, maps nor trims its
+	// active segment's indexes (growOnWrite).
+	growTo  int64
+	entries atomic.Int64
 	// maxEntries is the capacity of the current mapping, or of the file
 	// while it is not mapped.
 	maxEntries int
@@ -51,47 +58,201 @@ type mmapIndex struct {
 	// lastUse is when a reader last searched the index (UnixNano), for the
 	// idle unmapping of inactive segments' indexes.
 	lastUse atomic.Int64
+	// check is the index's sanity check, run when it is mapped on demand
+	// (guarded by mu); corrupt is why it failed. A corrupt index reads as
+	// empty, so searches scan its segment from the start: slower, correct.
+	check   func() error
+	corrupt error
+	// written is set when an entry is written into the mapping and
+	// cleared by msync; unsynced (guarded by mu) when a mapping with
+	// written entries was dropped, so that the next flush fsyncs the file:
+	// the pages are in the page cache, but no mapping is left to msync.
+	written  atomic.Bool
+	unsynced bool
 }
 
-// open opens or creates an index file. A new file is preallocated to
-// maxIndexSize and mapped; an existing one is only measured: its entries are
-// all taken as valid (a cleanly closed index was trimmed to them) and it is
-// mapped on first use.
+// open opens or creates an index file. Neither is mapped: a new file is
+// preallocated to maxIndexSize (its entries are zero); an existing one is
+// only measured, its entries all taken as valid (a cleanly closed index was
+// trimmed to them). Either is mapped on first use, so that opening 100,000
+// partitions costs no mapping (vm.max_map_count is often 65,530).
 func (x *mmapIndex) open(path string, baseOffset int64, entrySize, maxIndexSize int) error {
 	x.path, x.baseOffset, x.entrySize, x.maxIndexSize = path, baseOffset, entrySize, maxIndexSize
 	// An existing empty file is a trimmed index without entries, not a new one.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		st, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("open index: %w", err)
-		}
+	st, err := os.Stat(path)
+	if err == nil {
 		x.fileSize = st.Size()
 		x.maxEntries = int(st.Size()) / entrySize
 		x.entries.Store(int64(x.maxEntries))
 		return nil
 	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open index: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
-	defer f.Close()
 	size := roundDown(maxIndexSize, entrySize)
 	if err := f.Truncate(int64(size)); err != nil {
+		f.Close()
 		return fmt.Errorf("preallocate index %s: %w", path, err)
 	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create index %s: %w", path, err)
+	}
 	x.fileSize = int64(size)
-	return x.mapFileLocked(f)
+	x.maxEntries = size / entrySize
+	return nil
+}
+
+// growOnWrite gives the index room for size bytes (the active segment's
+// full size) without touching the file now: the file grows, sparse, when
+// an entry is first written (ensureMapped). An index larger than size is
+// resized at once.
+func (x *mmapIndex) growOnWrite(size int) error {
+	size = roundDown(size, x.entrySize)
+	x.mu.Lock()
+	if x.closed || int64(size) < x.fileSize {
+		x.mu.Unlock()
+		return x.resize(size)
+	}
+	defer x.mu.Unlock()
+	x.growTo = 0
+	if int64(size) > x.fileSize {
+		x.growTo = int64(size)
+	}
+	x.maxEntries = x.capacity()
+	return nil
+}
+
+// ensureMapped maps the index, grown to its full size first if it is to
+// grow, for a writer holding the log's append lock.
+func (x *mmapIndex) ensureMapped() error { return x.ensureMappedFor(-1) }
+
+// ensureMappedFor is ensureMapped for writing slot: when slot is not
+// negative and the file is to grow, it grows only to hold that slot (the
+// final entry written on roll or close, just before the index is trimmed),
+// keeping its capacity.
+func (x *mmapIndex) ensureMappedFor(slot int) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return fmt.Errorf("index %s: %w", x.path, ErrClosed)
+	}
+	need := int64(slot+1) * int64(x.entrySize)
+	if x.growTo > x.fileSize && (slot < 0 || need > x.fileSize) {
+		target := x.growTo
+		if slot >= 0 {
+			target = min(need, x.growTo)
+		}
+		if err := x.unmapLocked(); err != nil {
+			return err
+		}
+		if err := os.Truncate(x.path, target); err != nil {
+			return fmt.Errorf("resize index %s: %w", x.path, err)
+		}
+		x.fileSize = target
+		if target == x.growTo {
+			x.growTo = 0
+		}
+	}
+	if x.mapped {
+		return nil
+	}
+	return x.mapOnDemandLocked()
+}
+
+// mapOnDemandLocked maps the index and sanity-checks it: the load checks
+// only the active segment's indexes (as Kafka since KAFKA-7283), so an old
+// segment's index is checked when it is first used. The caller holds mu
+// exclusively.
+func (x *mmapIndex) mapOnDemandLocked() error {
+	if err := x.mapLocked(); err != nil {
+		return err
+	}
+	if x.check != nil && x.corrupt == nil {
+		x.corrupt = x.check()
+	}
+	return nil
+}
+
+// corruption is why the index failed its sanity check when mapped, or nil.
+func (x *mmapIndex) corruption() error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.corrupt
+}
+
+// firstAndLast returns copies of the first and last entries and the entry
+// count, read from the mapping when there is one and with two preads of
+// the file when not (the file is not mapped for them).
+func (x *mmapIndex) firstAndLast() (first, last []byte, n int, err error) {
+	x.mu.RLock()
+	if x.mapped || x.closed {
+		defer x.mu.RUnlock()
+		if n = x.mappedCount(); n == 0 {
+			return nil, nil, 0, nil
+		}
+		e := x.entrySize
+		return slices.Clone(x.mmap[:e]), slices.Clone(x.mmap[(n-1)*e : n*e]), n, nil
+	}
+	n = int(min(x.entries.Load(), x.fileSize/int64(x.entrySize)))
+	path := x.path
+	x.mu.RUnlock()
+	if n == 0 {
+		return nil, nil, 0, nil
+	}
+	f, err := openRegular(path, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("read index: %w", err)
+	}
+	defer f.Close()
+	first, last = make([]byte, x.entrySize), make([]byte, x.entrySize)
+	if _, err := f.ReadAt(first, 0); err != nil {
+		return nil, nil, 0, fmt.Errorf("read index %s: %w", path, err)
+	}
+	if n == 1 {
+		return first, first, n, nil
+	}
+	if _, err := f.ReadAt(last, int64(n-1)*int64(x.entrySize)); err != nil {
+		return nil, nil, 0, fmt.Errorf("read index %s: %w", path, err)
+	}
+	return first, last, n, nil
+}
+
+// lastEntry is the last entry's offset and position, (base offset, 0)
+// without entries; it does not map the index.
+func (x *offsetIndex) lastEntry() (offset, position int64, err error) {
+	_, last, n, err := x.firstAndLast()
+	if err != nil || n == 0 || x.corruption() != nil {
+		return x.baseOffset, 0, err
+	}
+	return x.baseOffset + int64(binary.BigEndian.Uint32(last)), int64(binary.BigEndian.Uint32(last[4:])), nil
+}
+
+// isCorrupt reports whether the index failed its sanity check when mapped.
+func (x *mmapIndex) isCorrupt() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.corrupt != nil
 }
 
 func roundDown(n, factor int) int { return factor * (n / factor) }
 
+// capacity is how many entries the index may hold: its file's, or the
+// size it grows to. The caller holds mu.
+func (x *mmapIndex) capacity() int {
+	return int(max(x.fileSize, x.growTo)) / x.entrySize
+}
+
 // mapLocked maps the whole file. The caller holds mu exclusively.
 func (x *mmapIndex) mapLocked() error {
 	if x.fileSize == 0 {
-		x.mmap, x.maxEntries, x.mapped = nil, 0, true // nothing to map or open
+		x.mmap, x.maxEntries, x.mapped = nil, x.capacity(), true // nothing to map or open
 		return nil
 	}
-	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+	f, err := openRegular(x.path, unix.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -110,7 +271,7 @@ func (x *mmapIndex) mapFileLocked(f *os.File) error {
 		}
 		x.mmap = m
 	}
-	x.maxEntries = int(x.fileSize) / x.entrySize
+	x.maxEntries = x.capacity()
 	x.mapped = true
 	return nil
 }
@@ -120,6 +281,9 @@ func (x *mmapIndex) unmapLocked() error {
 	x.mapped = false
 	if x.mmap == nil {
 		return nil
+	}
+	if x.written.Swap(false) {
+		x.unsynced = true
 	}
 	err := unix.Munmap(x.mmap)
 	x.mmap = nil
@@ -132,19 +296,25 @@ func (x *mmapIndex) unmapLocked() error {
 // resize sets the file length (rounded down to whole entries) and remaps it,
 // keeping the entries that still fit (Kafka's AbstractIndex.resize).
 func (x *mmapIndex) resize(newSize int) error {
+	return x.resizeTo(newSize, true)
+}
+
+// resizeTo is resize; with keepMapped false a mapped index is left
+// unmapped, to be mapped again by its next use.
+func (x *mmapIndex) resizeTo(newSize int, keepMapped bool) error {
 	newSize = roundDown(newSize, x.entrySize)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return fmt.Errorf("resize index %s: %w", x.path, ErrClosed)
 	}
+	x.growTo = 0
 	if x.fileSize == int64(newSize) {
-		if x.mapped {
-			return nil
-		}
-		// Same length, not mapped yet (lazy): the caller will write to it.
-		return x.mapLocked()
+		x.maxEntries = newSize / x.entrySize
+		return nil
 	}
+	// An index not mapped now stays so: the next user maps it.
+	wasMapped := x.mapped
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
@@ -152,8 +322,11 @@ func (x *mmapIndex) resize(newSize int) error {
 		return fmt.Errorf("resize index %s: %w", x.path, err)
 	}
 	x.fileSize = int64(newSize)
-	if err := x.mapLocked(); err != nil {
-		return err
+	x.maxEntries = newSize / x.entrySize
+	if wasMapped && keepMapped {
+		if err := x.mapLocked(); err != nil {
+			return err
+		}
 	}
 	if n := x.entries.Load(); n > int64(x.maxEntries) {
 		x.entries.Store(int64(x.maxEntries))
@@ -164,39 +337,116 @@ func (x *mmapIndex) resize(newSize int) error {
 // trimToValidSize shrinks the file to its entries, as Kafka does when a
 // segment becomes inactive or closes, so that a reopened index knows its
 // entry count from its length.
+//
+// The index is left unmapped: an inactive segment's index is mapped again
+// only when searched.
 func (x *mmapIndex) trimToValidSize() error {
-	size := int(x.entries.Load()) * x.entrySize
-	x.mu.RLock()
-	trimmed := !x.mapped && x.fileSize == int64(size)
-	x.mu.RUnlock()
-	if trimmed {
-		return nil // a lazy index that was never mapped stays so
-	}
-	return x.resize(size)
+	return x.resizeTo(int(x.entries.Load())*x.entrySize, false)
 }
 
 // isFull reports whether no entry can be appended.
 func (x *mmapIndex) isFull() bool { return x.entries.Load() >= int64(x.maxEntries) }
 
-// truncateEntries drops every entry from slot n on.
+// truncateEntries drops every entry from slot n on. Dropping them all
+// (before a rebuild) also forgets that the index was corrupt.
 func (x *mmapIndex) truncateEntries(n int) {
 	if int64(n) < x.entries.Load() {
 		x.entries.Store(int64(n))
 	}
+	if n == 0 {
+		x.mu.Lock()
+		x.corrupt = nil
+		x.mu.Unlock()
+	}
 }
 
-// flush writes dirty index pages to disk. An index that is not mapped has
-// nothing of ours to write: it is unmapped only once flushed.
+// flush writes dirty index pages to disk: msync of the mapping, or an
+// fsync of the file when a written mapping was dropped since (resize,
+// recovery, the idle sweep).
 func (x *mmapIndex) flush() error {
+	if err := x.syncDropped(); err != nil {
+		return err
+	}
+	// Searches go on meanwhile: msync needs no exclusive hold.
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.mmap == nil {
+	if x.mmap == nil || !x.written.Swap(false) {
 		return nil
 	}
 	if err := unix.Msync(x.mmap, unix.MS_SYNC); err != nil {
+		x.written.Store(true)
 		return fmt.Errorf("msync index %s: %w", x.path, err)
 	}
 	return nil
+}
+
+// syncDropped fsyncs the file if a written mapping was dropped unsynced.
+func (x *mmapIndex) syncDropped() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.unsynced || x.closed {
+		return nil
+	}
+	f, err := openRegular(x.path, unix.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("fsync index: %w", err)
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("fsync index %s: %w", x.path, err)
+	}
+	x.unsynced = false
+	return nil
+}
+
+// replaceEntries makes entries (whole, valid, in order) the index's only
+// entries and the file exactly their size, with one write and without a
+// mapping; the next flush fsyncs the file.
+func (x *mmapIndex) replaceEntries(entries []byte) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return fmt.Errorf("index %s: %w", x.path, ErrClosed)
+	}
+	if err := x.unmapLocked(); err != nil {
+		return err
+	}
+	f, err := openRegular(x.path, unix.O_RDWR|unix.O_CREAT, 0o644)
+	if err != nil {
+		return fmt.Errorf("rebuild index: %w", err)
+	}
+	defer f.Close()
+	if x.fileSize != int64(len(entries)) {
+		if err := f.Truncate(int64(len(entries))); err != nil {
+			return fmt.Errorf("rebuild index %s: %w", x.path, err)
+		}
+		x.unsynced = true
+	}
+	if len(entries) > 0 {
+		if _, err := f.WriteAt(entries, 0); err != nil {
+			return fmt.Errorf("rebuild index %s: %w", x.path, err)
+		}
+		x.unsynced = true
+	}
+	n := len(entries) / x.entrySize
+	x.fileSize, x.growTo, x.maxEntries, x.corrupt = int64(len(entries)), 0, n, nil
+	x.entries.Store(int64(n))
+	return nil
+}
+
+// unsyncedNow reports whether a dropped mapping's writes await an fsync.
+func (x *mmapIndex) unsyncedNow() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.unsynced
+}
+
+// unmap drops the mapping (a later use maps the file again).
+func (x *mmapIndex) unmap() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.unmapLocked()
 }
 
 // close trims the file to its entries and releases the mapping.
@@ -253,6 +503,7 @@ const offsetIndexEntrySize = 8
 
 func openOffsetIndex(path string, baseOffset int64, maxIndexSize int) (*offsetIndex, error) {
 	x := &offsetIndex{}
+	x.check = func() error { return x.checkLocked(math.MaxInt64) }
 	if err := x.open(path, baseOffset, offsetIndexEntrySize, maxIndexSize); err != nil {
 		return nil, err
 	}
@@ -300,8 +551,11 @@ func (x *offsetIndex) canAppendOffset(offset int64) bool {
 const maxRelativeOffset = 1<<31 - 1
 
 // append adds (offset, position). Only the log's append lock calls it, so the
-// mapping cannot change underneath.
+// mapping cannot change underneath once mapped (only that lock unmaps).
 func (x *offsetIndex) append(offset, position int64) error {
+	if err := x.ensureMapped(); err != nil {
+		return err
+	}
 	n := int(x.entries.Load())
 	if n >= x.maxEntries || n >= len(x.mmap)/offsetIndexEntrySize {
 		return fmt.Errorf("append to full offset index %s", x.path)
@@ -342,21 +596,44 @@ func (x *offsetIndex) truncateTo(offset int64) {
 // whole entries only, the last offset above the base offset and not below the
 // first, and the last position inside the segment. An index left preallocated
 // by a crash ends in zero entries and fails here.
+//
+// It reads only the first and last entries, without mapping the index if
+// it is not mapped: loading 100,000 partitions must not map and unmap
+// 200,000 files.
 func (x *offsetIndex) sanityCheck(segmentSize int64) error {
-	x.rlockMapped()
-	defer x.mu.RUnlock()
+	if err := x.corruption(); err != nil {
+		return err
+	}
+	first, last, n, err := x.firstAndLast()
+	if err != nil {
+		return err
+	}
+	return x.checkEntries(n, first, last, segmentSize)
+}
+
+// checkLocked is sanityCheck on the mapped index; the caller holds mu.
+func (x *offsetIndex) checkLocked(segmentSize int64) error {
+	n := x.mappedCount()
+	if n == 0 {
+		return x.checkEntries(0, nil, nil, segmentSize)
+	}
+	e := offsetIndexEntrySize
+	return x.checkEntries(n, x.mmap[:e], x.mmap[(n-1)*e:n*e], segmentSize)
+}
+
+func (x *offsetIndex) checkEntries(n int, firstEntry, lastEntry []byte, segmentSize int64) error {
 	if x.fileSize%offsetIndexEntrySize != 0 {
 		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, offsetIndexEntrySize)
 	}
-	n := x.count()
 	if n == 0 {
 		return nil
 	}
-	last, first := x.relOffset(n-1), x.relOffset(0)
+	be := binary.BigEndian
+	first, last := int64(be.Uint32(firstEntry)), int64(be.Uint32(lastEntry))
 	if last <= 0 || last < first {
 		return fmt.Errorf("%w: %s last offset %d is not above base %d and first entry %d", errCorruptIndex, x.path, x.baseOffset+last, x.baseOffset, x.baseOffset+first)
 	}
-	if pos := x.position(n - 1); pos >= segmentSize {
+	if pos := int64(be.Uint32(lastEntry[4:])); pos >= segmentSize {
 		return fmt.Errorf("%w: %s last position %d beyond segment size %d", errCorruptIndex, x.path, pos, segmentSize)
 	}
 	return nil
@@ -371,6 +648,7 @@ const timeIndexEntrySize = 12
 
 func openTimeIndex(path string, baseOffset int64, maxIndexSize int) (*timeIndex, error) {
 	x := &timeIndex{}
+	x.check = x.checkLocked
 	if err := x.open(path, baseOffset, timeIndexEntrySize, maxIndexSize); err != nil {
 		return nil, err
 	}
@@ -421,18 +699,36 @@ func (x *timeIndex) lookup(target int64) (ts, offset int64) {
 // skipFullCheck is for the entry written on roll and close, which may use the
 // reserved last slot.
 func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
+	// Decide on the current mapping first: most calls append nothing, and
+	// an index that is to grow (growOnWrite) grows only for an entry.
 	x.rlockMapped()
-	defer x.mu.RUnlock()
 	n := x.count()
-	if !skipFullCheck && n >= x.maxEntries-1 {
+	lastTs, lastOff := x.lastEntryLocked()
+	maxEntries := x.maxEntries
+	x.mu.RUnlock()
+	if !skipFullCheck && n >= maxEntries-1 {
 		return fmt.Errorf("append to full time index %s", x.path)
 	}
-	lastTs, lastOff := x.lastEntryLocked()
 	if n > 0 && offset < lastOff {
 		return fmt.Errorf("time index %s: offset %d below last entry %d", x.path, offset, lastOff)
 	}
-	if ts <= lastTs || n >= x.maxEntries {
+	if ts <= lastTs || n >= maxEntries {
 		return nil
+	}
+	// Only the append lock's holder writes, so n and the last entry hold.
+	// The final entry (skipFullCheck: roll, close) is followed by a trim:
+	// the file grows only to hold it.
+	slot := -1
+	if skipFullCheck {
+		slot = n
+	}
+	if err := x.ensureMappedFor(slot); err != nil {
+		return err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if n >= len(x.mmap)/timeIndexEntrySize {
+		return fmt.Errorf("append to full time index %s", x.path)
 	}
 	var e [timeIndexEntrySize]byte
 	binary.BigEndian.PutUint64(e[:], uint64(ts))
@@ -458,18 +754,38 @@ func (x *timeIndex) truncateTo(offset int64) {
 
 // sanityCheck is Kafka's TimeIndex.sanityCheck: whole entries, the last
 // timestamp not below the first, the last offset not below the base offset.
+// It reads only the first and last entries, without mapping the index.
 func (x *timeIndex) sanityCheck() error {
-	x.rlockMapped()
-	defer x.mu.RUnlock()
+	if err := x.corruption(); err != nil {
+		return err
+	}
+	first, last, n, err := x.firstAndLast()
+	if err != nil {
+		return err
+	}
+	return x.checkEntries(n, first, last)
+}
+
+// checkLocked is sanityCheck on the mapped index; the caller holds mu.
+func (x *timeIndex) checkLocked() error {
+	n := x.mappedCount()
+	if n == 0 {
+		return x.checkEntries(0, nil, nil)
+	}
+	e := timeIndexEntrySize
+	return x.checkEntries(n, x.mmap[:e], x.mmap[(n-1)*e:n*e])
+}
+
+func (x *timeIndex) checkEntries(n int, firstEntry, lastEntry []byte) error {
 	if x.fileSize%timeIndexEntrySize != 0 {
 		return fmt.Errorf("%w: %s has size %d, not a multiple of %d", errCorruptIndex, x.path, x.fileSize, timeIndexEntrySize)
 	}
-	n := x.count()
 	if n == 0 {
 		return nil
 	}
-	if x.timestamp(n-1) < x.timestamp(0) {
-		return fmt.Errorf("%w: %s last timestamp %d below first %d", errCorruptIndex, x.path, x.timestamp(n-1), x.timestamp(0))
+	first, last := int64(binary.BigEndian.Uint64(firstEntry)), int64(binary.BigEndian.Uint64(lastEntry))
+	if last < first {
+		return fmt.Errorf("%w: %s last timestamp %d below first %d", errCorruptIndex, x.path, last, first)
 	}
 	return nil
 }

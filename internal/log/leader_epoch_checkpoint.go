@@ -108,7 +108,10 @@ func (l *Log) loadLeaderEpochsLocked(hadCleanShutdown bool, recoveryPoint int64)
 // LogSegment.recover does: a batch's epoch is assigned at its base offset
 // when it is above the latest epoch, so each epoch starts at its first batch.
 func (l *Log) assignSegmentEpochs(s *segment) error {
-	sc := newBatchScanner(s.logFile, 0, s.size.Load())
+	sc, err := s.scanner(0, s.size.Load())
+	if err != nil {
+		return err
+	}
 	defer sc.release()
 	for sc.next() {
 		h := sc.hdr

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // CleanShutdownFileName marks a log.dir whose logs were all flushed and
@@ -21,14 +20,28 @@ const CleanShutdownFileName = ".kafka_cleanshutdown"
 // Open loads (or creates) the log in dir. recoveryPoint and logStartOffset
 // come from the log.dir's checkpoint files (0 when unknown).
 //
-// If the clean-shutdown marker is present in dir's parent, the segments are
-// trusted: only their indexes are sanity-checked and rebuilt when bad.
-// Otherwise every segment from the one holding the recovery point on is
-// rescanned: batches are checked (header, offsets, CRC), the first bad or torn
-// batch and everything after it (later segments too) is cut off, and the
-// indexes are rebuilt. Leftover .cleaned and .deleted files are removed and
-// .swap files completed, as Kafka's LogLoader does.
+// Loading costs no descriptor and reads no segment below the recovery
+// point: segment files are measured, not opened (file_cache.go opens them
+// when used), and the indexes of segments that need no recovery are only
+// checked to exist, as Kafka does since KAFKA-7283 (a lookup never trusts an
+// index entry that does not point at its batch; see translateOffset). If
+// the clean-shutdown marker is present in dir's parent, every segment is
+// trusted but the active one, whose indexes are sanity-checked and whose tail
+// is validated (validateTail): a clean shutdown does not vouch for bytes a
+// disk or an operator cut afterwards. Otherwise every segment from the one
+// holding the recovery point on is rescanned: batches are checked (header,
+// offsets, CRC), the first bad or torn batch and everything after it (later
+// segments too) is cut off, and the indexes are rebuilt. Leftover .cleaned
+// and .deleted files are removed and .swap files completed, as Kafka's
+// LogLoader does.
+//
+// The log's segment files are opened without a descriptor budget; a
+// Manager's logs share the broker's budget instead.
 func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger) (*Log, error) {
+	return openLog(dir, cfg, recoveryPoint, logStartOffset, logger, newFileCache(0))
+}
+
+func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger, files *fileCache) (*Log, error) {
 	cfg = cfg.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -38,12 +51,16 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 	}
 	_, err := os.Stat(filepath.Join(filepath.Dir(dir), CleanShutdownFileName))
 	hadCleanShutdown := err == nil
-	l := &Log{dir: dir, logger: logger, health: newDirHealth(filepath.Dir(dir), logger)}
+	l := &Log{dir: dir, logger: logger, files: files, health: newDirHealth(filepath.Dir(dir), logger)}
 	l.cfg.Store(&cfg)
 	logStartOffset = max(logStartOffset, 0)
 	recoveryPoint = max(recoveryPoint, 0)
 
-	segs, err := l.loadSegments(cfg, hadCleanShutdown, recoveryPoint)
+	listing, swapped, err := l.removeTempFilesAndCompleteSwaps()
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	segs, err := l.loadSegments(cfg, hadCleanShutdown, recoveryPoint, listing, swapped)
 	if err != nil {
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
@@ -54,8 +71,14 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 			return nil, fmt.Errorf("recover log %s: %w", dir, err)
 		}
 	}
-	leo := logStartOffset
-	if len(segs) > 0 {
+	leo, leoKnown := logStartOffset, false
+	if hadCleanShutdown && len(segs) > 0 {
+		if leo, leoKnown, err = l.recoverTornTail(segs[len(segs)-1]); err != nil {
+			closeSegments(segs)
+			return nil, fmt.Errorf("recover log %s: %w", dir, err)
+		}
+	}
+	if len(segs) > 0 && !leoKnown {
 		if leo, err = segs[len(segs)-1].readNextOffset(); err != nil {
 			closeSegments(segs)
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
@@ -73,7 +96,7 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		segs, leo = nil, logStartOffset
 	}
 	if len(segs) == 0 {
-		seg, err := openSegment(dir, logStartOffset, cfg, rollJitter(cfg))
+		seg, err := openSegment(dir, logStartOffset, cfg, rollJitter(cfg), files)
 		if err != nil {
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
 		}
@@ -101,7 +124,7 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: rebuild transaction indexes: %w", dir, err)
 	}
-	if err := l.loadProducerStateLocked(hadCleanShutdown); err != nil {
+	if err := l.loadProducerStateLocked(hadCleanShutdown, listing); err != nil {
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: load producer state: %w", dir, err)
 	}
@@ -109,11 +132,15 @@ func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *s
 		closeSegments(segs)
 		return nil, fmt.Errorf("open log %s: load leader epochs: %w", dir, err)
 	}
-	// The sanity checks mapped the old segments' indexes; release the maps
-	// of flushed ones until a reader needs them (lazy indexes).
-	if _, err := l.unmapIdleIndexes(time.Now()); err != nil {
-		closeSegments(segs)
-		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	// Recovery and the producer state and epoch rebuilds may have mapped
+	// indexes; drop every map until a reader or an append needs it (lazy
+	// indexes): 100,000 partitions loaded must not hold 200,000 maps. What
+	// was written through them is fsynced by the next flush.
+	for _, s := range segs {
+		if err := errors.Join(s.offsetIdx.unmap(), s.timeIdx.unmap()); err != nil {
+			closeSegments(segs)
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
 	}
 	l.lastFlushMs.Store(active.created.UnixMilli())
 	logger.Debug("loaded log", "dir", dir, "segments", len(segs), "log_start_offset", logStart,
@@ -138,17 +165,10 @@ func parseSegmentBase(name string) (int64, bool) {
 }
 
 // loadSegments cleans up temporary files, completes swaps, and opens every
-// segment. Indexes that are missing or fail their sanity check are rebuilt,
-// except in segments the crash recovery will rescan anyway.
-func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int64) ([]*segment, error) {
-	swapped, err := l.removeTempFilesAndCompleteSwaps()
-	if err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(l.dir)
-	if err != nil {
-		return nil, fmt.Errorf("list log dir: %w", err)
-	}
+// segment. Indexes that are missing are rebuilt, and so are the active
+// segment's when they fail their sanity check, except in segments the crash
+// recovery will rescan anyway.
+func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int64, entries []os.DirEntry, swapped []int64) ([]*segment, error) {
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		present[e.Name()] = true
@@ -177,20 +197,24 @@ func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int6
 	}
 	slices.Sort(bases)
 	segs := make([]*segment, 0, len(bases))
-	for _, base := range bases {
+	for i, base := range bases {
 		idxName := fmt.Sprintf("%020d%s", base, indexFileSuffix)
 		timeIdxName := fmt.Sprintf("%020d%s", base, timeIndexFileSuffix)
 		indexesPresent := present[idxName] && present[timeIdxName]
-		seg, err := openSegment(l.dir, base, cfg, 0)
+		seg, err := openSegment(l.dir, base, cfg, 0, l.files)
 		if err != nil {
 			return segs, err
 		}
 		segs = append(segs, seg)
-		if !hadCleanShutdown && base >= recoveryPoint {
+		if !hadCleanShutdown && (i+1 == len(bases) || bases[i+1] > recoveryPoint) {
 			continue // recoverSegments rescans it
 		}
-		reason := errors.New("index files missing")
-		if indexesPresent {
+		var reason error
+		switch {
+		case !indexesPresent:
+			reason = errors.New("index files missing")
+		case i == len(bases)-1:
+			// The active segment: appends will write to its indexes.
 			reason = errors.Join(seg.offsetIdx.sanityCheck(seg.size.Load()), seg.timeIdx.sanityCheck(), seg.txnIdx.sanityCheck())
 		}
 		if reason == nil {
@@ -228,12 +252,15 @@ func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int6
 
 // removeTempFilesAndCompleteSwaps deletes .deleted and .cleaned files and
 // renames .log.swap files into place (dropping their stale indexes and all
-// index swaps, which are rebuilt). It returns the swapped-in base offsets.
-func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
+// index swaps, which are rebuilt). It returns the directory's entries
+// afterwards (listed again only if it changed them) and the swapped-in base
+// offsets.
+func (l *Log) removeTempFilesAndCompleteSwaps() ([]os.DirEntry, []int64, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("list log dir: %w", err)
+		return nil, nil, fmt.Errorf("list log dir: %w", err)
 	}
+	changed := false
 	var swapped []int64
 	for _, e := range entries {
 		name := e.Name()
@@ -244,8 +271,9 @@ func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
 		switch {
 		case strings.HasSuffix(name, deletedFileSuffix), strings.HasSuffix(name, cleanedFileSuffix):
 			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("delete leftover file: %w", err)
+				return nil, nil, fmt.Errorf("delete leftover file: %w", err)
 			}
+			changed = true
 		case strings.HasSuffix(name, logFileSuffix+swapFileSuffix):
 			base, ok := parseSegmentBase(name)
 			if !ok {
@@ -253,21 +281,28 @@ func (l *Log) removeTempFilesAndCompleteSwaps() ([]int64, error) {
 			}
 			l.logger.Info("completing segment swap", "dir", l.dir, "file", name)
 			if err := os.Rename(path, strings.TrimSuffix(path, swapFileSuffix)); err != nil {
-				return nil, fmt.Errorf("complete swap: %w", err)
+				return nil, nil, fmt.Errorf("complete swap: %w", err)
 			}
 			for _, suffix := range []string{indexFileSuffix, timeIndexFileSuffix} {
 				if err := os.Remove(segmentFileName(l.dir, base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return nil, fmt.Errorf("delete stale index: %w", err)
+					return nil, nil, fmt.Errorf("delete stale index: %w", err)
 				}
 			}
 			swapped = append(swapped, base)
+			changed = true
 		case strings.HasSuffix(name, swapFileSuffix):
 			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("delete index swap: %w", err)
+				return nil, nil, fmt.Errorf("delete index swap: %w", err)
 			}
+			changed = true
 		}
 	}
-	return swapped, nil
+	if changed {
+		if entries, err = os.ReadDir(l.dir); err != nil {
+			return nil, nil, fmt.Errorf("list log dir: %w", err)
+		}
+	}
+	return entries, swapped, nil
 }
 
 // recoverSegments rescans the segments from the one holding the recovery
@@ -294,4 +329,66 @@ func (l *Log) recoverSegments(segs []*segment, recoveryPoint int64) ([]*segment,
 		return segs[:i+1], nil
 	}
 	return segs, nil
+}
+
+// recoverTornTail validates the active segment's batches after its last
+// offset index entry — about index.interval.bytes, whatever the segment's
+// size — and recovers the segment when they are not whole, valid batches up
+// to its end. After a clean shutdown this is the only check of the data: a
+// tail cut or damaged after the shutdown would otherwise hide the segment's
+// batches behind garbage and let the next append follow it. A valid tail
+// gives the log end offset too (ok); after a recovery it is to be read.
+func (l *Log) recoverTornTail(active *segment) (logEnd int64, ok bool, err error) {
+	next, reason, err := active.validateTail()
+	if err != nil || reason == nil {
+		return next, err == nil, err
+	}
+	truncated, _, err := active.recover()
+	if err != nil {
+		return 0, false, err
+	}
+	l.logger.Warn("truncated invalid tail of the active segment after a clean shutdown", "dir", l.dir,
+		"base_offset", active.baseOffset, "position", active.size.Load(), "bytes", truncated, "reason", reason)
+	return 0, false, nil
+}
+
+// validateTail returns why the segment's tail (from its last offset index
+// entry to its size) is not a run of whole batches with valid CRCs, or nil
+// when it is, with the offset after the last batch. err is an I/O error.
+func (s *segment) validateTail() (next int64, reason, err error) {
+	_, start, err := s.offsetIdx.lastEntry()
+	if err != nil {
+		return 0, nil, err
+	}
+	next = s.baseOffset
+	end := s.size.Load()
+	sc, err := s.scanner(start, end)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer sc.release()
+	for sc.next() {
+		b, err := sc.batch()
+		if err != nil {
+			return 0, nil, fmt.Errorf("segment %s: %w", s.logPath, err)
+		}
+		if err := validateBatch(b, sc.hdr); err != nil {
+			return 0, err, nil
+		}
+		next = sc.hdr.NextOffset()
+	}
+	switch {
+	case sc.err != nil && errors.Is(sc.err, errCorruptBatch):
+		return 0, sc.err, nil
+	case sc.err != nil:
+		return 0, nil, fmt.Errorf("segment %s: %w", s.logPath, sc.err)
+	case sc.partial || sc.pos != end:
+		return 0, fmt.Errorf("torn batch at position %d of %d", sc.pos, end), nil
+	}
+	if start > 0 && next == s.baseOffset {
+		// No batch after the last index entry: an index entry names a
+		// batch, so the index is wrong; let the log end be scanned for.
+		return 0, errors.New("no batch at the last offset index entry"), nil
+	}
+	return next, nil, nil
 }

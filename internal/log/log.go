@@ -25,6 +25,9 @@ import (
 type Log struct {
 	dir    string
 	logger *slog.Logger
+	// files opens and closes the segment files under the broker's
+	// descriptor budget (file_cache.go), shared by every log of a Manager.
+	files *fileCache
 	// health is the log.dir's online state, shared with the other logs in
 	// the same log.dir when a Manager owns them (logdir_failure.go).
 	health *dirHealth
@@ -219,7 +222,7 @@ func (l *Log) rollLocked(expectedNextOffset int64) error {
 		l.unsyncedSnapshots = append(l.unsyncedSnapshots, snap)
 		l.flushMu.Unlock()
 	}
-	seg, err := openSegment(l.dir, newBase, cfg, rollJitter(cfg))
+	seg, err := openSegment(l.dir, newBase, cfg, rollJitter(cfg), l.files)
 	if err != nil {
 		return fmt.Errorf("roll %s: %w", l.dir, err)
 	}
@@ -413,7 +416,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	if err := l.producers.truncateFullyAndStartAt(offset); err != nil {
 		l.logger.Warn("deleting producer snapshots failed", "dir", l.dir, "err", err)
 	}
-	seg, err := openSegment(l.dir, offset, cfg, rollJitter(cfg))
+	seg, err := openSegment(l.dir, offset, cfg, rollJitter(cfg), l.files)
 	if err != nil {
 		return fmt.Errorf("truncate %s fully to %d: %w", l.dir, offset, err)
 	}

@@ -88,7 +88,7 @@ func (l *Log) failAppendLocked(err error) error {
 	if !active.preallocated {
 		// Best effort: shrinking needs no space. If it fails too, recovery
 		// at the next start cuts the torn batch (the dir is not marked clean).
-		if terr := active.logFile.Truncate(active.size.Load()); terr != nil {
+		if terr := active.file.withFile(func(f *os.File) error { return f.Truncate(active.size.Load()) }); terr != nil {
 			l.logger.Warn("cutting failed append", "dir", l.dir, "err", terr)
 		}
 	}
@@ -119,7 +119,7 @@ func (l *Log) releaseFilesLocked() error {
 
 // release closes the segment's files without writing.
 func (s *segment) release() error {
-	return errors.Join(s.offsetIdx.release(), s.timeIdx.release(), s.closeLogFile())
+	return errors.Join(s.offsetIdx.release(), s.timeIdx.release(), s.file.close())
 }
 
 // release unmaps the index without writing (no trim).
@@ -152,5 +152,6 @@ func (x *mmapIndex) writeEntry(n int, entry []byte) (err error) {
 			Err: fmt.Errorf("%w: fault storing into the mapping (%v)", syscall.ENOSPC, r)}
 	}()
 	copy(x.mmap[n*x.entrySize:(n+1)*x.entrySize], entry)
+	x.written.Store(true)
 	return nil
 }

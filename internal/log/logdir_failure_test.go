@@ -95,7 +95,12 @@ func TestAppendIOErrorTakesDirOffline(t *testing.T) {
 	}
 	acked := fillLog(t, a, 3, 2, 50, 1000)
 	segs, _ := a.snapshot()
-	segs[len(segs)-1].logFile.Close() // the disk "fails"
+	f, err := segs[len(segs)-1].file.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs[len(segs)-1].file.release()
+	f.Close() // the disk "fails": the cached descriptor no longer works
 
 	_, err = a.AppendAsFollower(simpleBatch(t, 6, 2, 2000, 50))
 	if !errors.Is(err, ErrKafkaStorage) {

@@ -47,6 +47,13 @@ type ManagerConfig struct {
 	// expired producers are removed (producer_state_log.go).
 	ProducerIDExpirationMs              int64
 	ProducerIDExpirationCheckIntervalMs int64
+	// RecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir, how
+	// many logs of one log.dir load at once at start; zero means 2.
+	RecoveryThreadsPerDataDir int
+	// MaxOpenFiles is gregor.log.max.open.files, the budget of segment
+	// files open at once across the log.dirs (file_cache.go); zero means
+	// half of RLIMIT_NOFILE, at most DefaultMaxOpenFiles.
+	MaxOpenFiles int
 }
 
 // Manager owns every partition log in the broker's log.dirs (Kafka's
@@ -68,6 +75,9 @@ type Manager struct {
 	offlinePartitions map[TopicPartition]string
 
 	checkpointMu sync.Mutex // serializes checkpoint file writes
+
+	// files is the descriptor budget every log's segment files share.
+	files *fileCache
 
 	// cleaner compacts logs with cleanup.policy=compact; nil when
 	// log.cleaner.enable is off.
@@ -169,7 +179,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}}
+	if cfg.RecoveryThreadsPerDataDir <= 0 {
+		cfg.RecoveryThreadsPerDataDir = 2
+	}
+	if cfg.MaxOpenFiles <= 0 {
+		cfg.MaxOpenFiles = defaultMaxOpenFiles()
+	}
+	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}, files: newFileCache(cfg.MaxOpenFiles)}
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
@@ -229,6 +245,8 @@ func (m *Manager) loadDir(d *logDir) error {
 		return fmt.Errorf("list log dir %s: %w", d.path, err)
 	}
 	now := time.Now()
+	var loads []*logLoad
+	seen := map[TopicPartition]bool{}
 	for _, e := range entries {
 		name := e.Name()
 		if !e.IsDir() {
@@ -254,26 +272,79 @@ func (m *Manager) loadDir(d *logDir) error {
 		if other, ok := m.logs[tp]; ok {
 			return fmt.Errorf("duplicate log directories for %s: %s and %s", tp, other.log.Dir(), path)
 		}
-		l, err := Open(path, m.cfg.Default, recoveryPoints[tp], logStarts[tp], m.logger.With("partition", tp.String()))
-		if err != nil {
-			return fmt.Errorf("load %s: %w", tp, err)
+		if seen[tp] {
+			return fmt.Errorf("duplicate log directories for %s in %s", tp, d.path)
 		}
+		seen[tp] = true
+		loads = append(loads, &logLoad{tp: tp, path: path})
+	}
+	m.openLogs(loads, recoveryPoints, logStarts)
+	var firstErr error
+	for _, ld := range loads {
+		if ld.err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("load %s: %w", ld.tp, ld.err)
+			}
+			continue
+		}
+		l := ld.log
 		l.health = d.health
-		if hw, ok := highWatermarks[tp]; ok {
+		if hw, ok := highWatermarks[ld.tp]; ok {
 			l.SetHighWatermark(hw) // bounded by the recovered log end
 		}
 		ml := &managedLog{log: l, dir: d}
-		if id, err := readPartitionMetadata(path); err == nil {
-			ml.topicID, ml.hasID = id, true
-		} else if !errors.Is(err, os.ErrNotExist) {
-			m.logger.Warn("unreadable partition metadata", "dir", path, "err", err)
+		if ld.metaErr == nil {
+			ml.topicID, ml.hasID = ld.topicID, true
+		} else if !errors.Is(ld.metaErr, os.ErrNotExist) {
+			m.logger.Warn("unreadable partition metadata", "dir", ld.path, "err", ld.metaErr)
 		}
-		m.logs[tp] = ml
+		// The caller closes the logs loaded so far when one fails.
+		m.logs[ld.tp] = ml
+	}
+	if firstErr != nil {
+		return firstErr
 	}
 	if err := os.Remove(filepath.Join(d.path, CleanShutdownFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove clean shutdown marker: %w", err)
 	}
 	return syncDir(d.path)
+}
+
+// logLoad is one partition log to open at start, and the outcome.
+type logLoad struct {
+	tp      TopicPartition
+	path    string
+	log     *Log
+	err     error
+	topicID [16]byte
+	metaErr error
+}
+
+// openLogs opens the logs of one log.dir with
+// num.recovery.threads.per.data.dir goroutines (Kafka's recovery thread
+// pool): loading is mostly system calls and, after a crash, reading the
+// segments past the recovery points, so threads overlap them.
+func (m *Manager) openLogs(loads []*logLoad, recoveryPoints, logStarts map[TopicPartition]int64) {
+	next := make(chan *logLoad)
+	var wg sync.WaitGroup
+	for range min(m.cfg.RecoveryThreadsPerDataDir, max(len(loads), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ld := range next {
+				ld.log, ld.err = openLog(ld.path, m.cfg.Default, recoveryPoints[ld.tp], logStarts[ld.tp],
+					m.logger.With("partition", ld.tp.String()), m.files)
+				if ld.err == nil {
+					ld.topicID, ld.metaErr = readPartitionMetadata(ld.path)
+				}
+			}
+		}()
+	}
+	for _, ld := range loads {
+		next <- ld
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (m *Manager) fileDeleteDelay() time.Duration {
@@ -506,7 +577,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 		return nil, fmt.Errorf("create %s: %w: no usable log dir", tp, ErrKafkaStorage)
 	}
 	path := filepath.Join(d.path, tp.String())
-	l, err := Open(path, cfg, 0, 0, m.logger.With("partition", tp.String()))
+	l, err := openLog(path, cfg, 0, 0, m.logger.With("partition", tp.String()), m.files)
 	if err != nil {
 		if isIOError(err) {
 			d.health.fail(err)
@@ -558,6 +629,10 @@ func (m *Manager) nextDirLocked() *logDir {
 	}
 	return best
 }
+
+// OpenSegmentFiles is how many segment files are open now, under the
+// gregor.log.max.open.files budget.
+func (m *Manager) OpenSegmentFiles() int { return m.files.openFiles() }
 
 // Get returns the partition's log if it is hosted here.
 func (m *Manager) Get(tp TopicPartition) (*Log, bool) {

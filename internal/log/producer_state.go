@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 
 	"gregor/internal/record"
 )
@@ -177,13 +178,19 @@ type producerStateManager struct {
 }
 
 func newProducerStateManager(dir string, expirationMs int64) (*producerStateManager, error) {
-	m := &producerStateManager{dir: dir, expirationMs: expirationMs, producers: map[int64]*producerStateEntry{}}
-	snaps, err := listProducerSnapshots(dir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list producer snapshots: %w", err)
 	}
-	m.snapshots = snaps
-	return m, nil
+	return newProducerStateManagerListed(dir, expirationMs, entries), nil
+}
+
+// newProducerStateManagerListed is newProducerStateManager with the
+// directory already listed (a log's load lists it once).
+func newProducerStateManagerListed(dir string, expirationMs int64, entries []os.DirEntry) *producerStateManager {
+	m := &producerStateManager{dir: dir, expirationMs: expirationMs, producers: map[int64]*producerStateEntry{}}
+	m.snapshots = producerSnapshotOffsets(entries)
+	return m
 }
 
 func (m *producerStateManager) isEmpty() bool { return len(m.producers) == 0 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 )
@@ -28,11 +29,8 @@ import (
 //     recovery point) are deleted, so the last two segments keep theirs.
 
 // loadProducerStateLocked builds the producer state of a log being opened.
-func (l *Log) loadProducerStateLocked(hadCleanShutdown bool) error {
-	ps, err := newProducerStateManager(l.dir, l.config().ProducerIDExpirationMs)
-	if err != nil {
-		return err
-	}
+func (l *Log) loadProducerStateLocked(hadCleanShutdown bool, listing []os.DirEntry) error {
+	ps := newProducerStateManagerListed(l.dir, l.config().ProducerIDExpirationMs, listing)
 	l.producers = ps
 	segs, leo := l.snapshot()
 	bases := make([]int64, len(segs))
@@ -110,7 +108,10 @@ func replayProducerBatches(ps *producerStateManager, seg *segment, from, to, hig
 	if !found {
 		return nil
 	}
-	sc := newBatchScanner(seg.logFile, first.pos, seg.size.Load())
+	sc, err := seg.scanner(first.pos, seg.size.Load())
+	if err != nil {
+		return fmt.Errorf("rebuild producer state: %w", err)
+	}
 	defer sc.release()
 	for sc.next() {
 		h := sc.hdr

@@ -52,12 +52,9 @@ func producerSnapshotPath(dir string, offset int64) string {
 	return segmentFileName(dir, offset, producerSnapshotFileSuffix)
 }
 
-// listProducerSnapshots returns the offsets of the snapshot files in dir.
-func listProducerSnapshots(dir string) ([]int64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("list producer snapshots: %w", err)
-	}
+// producerSnapshotOffsets returns the offsets of the snapshot files among
+// a directory's entries, in order.
+func producerSnapshotOffsets(entries []os.DirEntry) []int64 {
 	var offsets []int64
 	for _, e := range entries {
 		name := e.Name()
@@ -69,7 +66,7 @@ func listProducerSnapshots(dir string) ([]int64, error) {
 		}
 	}
 	slices.Sort(offsets)
-	return offsets, nil
+	return offsets
 }
 
 // encodeProducerSnapshot serializes the producers, ordered by id.
@@ -274,7 +271,7 @@ func (m *producerStateManager) loadLatestSnapshot(logStartOffset, nowMs int64) e
 
 // readSnapshot reads and decodes the snapshot at off.
 func (m *producerStateManager) readSnapshot(off int64) ([]*producerStateEntry, error) {
-	b, err := os.ReadFile(producerSnapshotPath(m.dir, off))
+	b, err := readFile(producerSnapshotPath(m.dir, off))
 	if err != nil {
 		return nil, err
 	}

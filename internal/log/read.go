@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"gregor/internal/record"
 )
@@ -102,7 +103,10 @@ func (l *Log) MaxTimestamp() (timestamp, offset int64) {
 func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (offset, timestamp int64, found bool, err error) {
 	_, idxOffset := s.timeIdx.lookup(ts)
 	_, pos := s.offsetIdx.lookup(max(idxOffset, startingOffset))
-	sc := newBatchScanner(s.logFile, pos, s.size.Load())
+	sc, err := s.scanner(pos, s.size.Load())
+	if err != nil {
+		return 0, 0, false, err
+	}
 	defer sc.release()
 	for sc.next() {
 		if sc.hdr.MaxTimestamp < ts || sc.hdr.LastOffset() < startingOffset {
@@ -135,7 +139,10 @@ func (s *segment) offsetOfTimestampInBatch(ts, lastOffset int64) (int64, bool, e
 		return 0, false, err
 	}
 	b := make([]byte, bp.size)
-	if _, err := s.logFile.ReadAt(b, bp.pos); err != nil {
+	if err := s.file.withFile(func(f *os.File) error {
+		_, err := f.ReadAt(b, bp.pos)
+		return err
+	}); err != nil {
 		return 0, false, fmt.Errorf("read batch in %s: %w", s.logPath, err)
 	}
 	off, recTs, ok, err := firstRecordAtOrAfter(b, ts, bp.hdr.BaseOffset)

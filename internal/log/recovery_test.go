@@ -116,9 +116,10 @@ func TestCleanShutdownSkipsRecovery(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Garbage after a clean shutdown is trusted as data (no rescan): the
-	// marker is the promise that the files are complete. Here it is a whole
-	// valid batch appended behind the log's back, which a clean load finds.
+	// A clean shutdown skips the rescan: the marker is the promise that
+	// the files are complete, checked only at the active segment's tail.
+	// Here that tail is a whole valid batch appended behind the log's
+	// back, which a clean load finds and keeps.
 	appendRaw(t, segmentFileName(dir, 0, logFileSuffix), simpleBatch(t, 10, 2, 1, 10))
 	markClean(t, dir)
 	l, err := Open(dir, testConfig(), 0, 0, testLogger())
@@ -131,12 +132,62 @@ func TestCleanShutdownSkipsRecovery(t *testing.T) {
 	}
 }
 
+// TestCleanShutdownTornTailRecovered is issue #20 item 3: 30 bytes cut from
+// the active segment of a cleanly closed log (the marker is there) must
+// cost only the torn batch, not hide the segment behind an index entry that
+// points past the data, and the next append must follow the last whole
+// batch.
+func TestCleanShutdownTornTailRecovered(t *testing.T) {
+	cfg := testConfig()
+	cfg.IndexIntervalBytes = 256
+	l, dir := openTestLog(t, cfg)
+	batches := fillLog(t, l, 40, 3, 40, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logPath := segmentFileName(dir, 0, logFileSuffix)
+	size := fileSize(t, logPath)
+	if err := os.Truncate(logPath, size-30); err != nil {
+		t.Fatal(err)
+	}
+	markClean(t, dir)
+	l, err := Open(dir, cfg, 0, 0, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kept := batches[:len(batches)-1]
+	if want := int64(3 * len(kept)); l.LogEndOffset() != want {
+		t.Fatalf("log end offset %d after the torn tail, want %d", l.LogEndOffset(), want)
+	}
+	if got, want := fileSize(t, logPath), size-int64(len(batches[len(batches)-1])); got != want {
+		t.Fatalf("segment is %d bytes, want %d (the torn batch cut)", got, want)
+	}
+	res, err := l.Read(0, math.MaxInt32, math.MaxInt64, true)
+	if err != nil || !bytes.Equal(res.Records, bytes.Join(kept, nil)) {
+		t.Fatalf("data before the torn batch differs: %v", err)
+	}
+	next := simpleBatch(t, l.LogEndOffset(), 1, 1, 1)
+	mustAppendFollower(t, l, next)
+	res, err = l.Read(l.LogEndOffset()-1, math.MaxInt32, math.MaxInt64, true)
+	if err != nil || !bytes.Equal(res.Records, next) {
+		t.Fatalf("append after the torn tail not read back: %v", err)
+	}
+}
+
+// TestBadIndexRebuilt damages the indexes of old segments of a cleanly
+// closed log. A missing index is rebuilt at load; a damaged one is not read
+// at load (as Kafka since KAFKA-7283) but found when first used, and then
+// ignored: reads scan the segment, and its largest timestamp comes from the
+// batches, not from zeros that would make it look 56 years old to retention.
 func TestBadIndexRebuilt(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 4096
 	cfg.IndexIntervalBytes = 256
 	l, dir := openTestLog(t, cfg)
 	batches := fillLog(t, l, 40, 2, 100, 1)
+	segs, _ := l.snapshot()
+	wantTs, wantTsOffset := segs[0].maxTimestampAndOffset()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +203,12 @@ func TestBadIndexRebuilt(t *testing.T) {
 	if err := os.WriteFile(idx, append(append([]byte{}, goodIdx...), make([]byte, 64)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(tidx, append(append([]byte{}, goodTimeIdx...), 1, 2, 3), 0o644); err != nil {
+	if err := os.WriteFile(tidx, append(append([]byte{}, goodTimeIdx...), make([]byte, 24)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The second segment's index is gone altogether.
-	if err := os.Remove(segmentFileName(dir, segmentsBase(t, dir, 1), indexFileSuffix)); err != nil {
+	second := segmentsBase(t, dir, 1)
+	if err := os.Remove(segmentFileName(dir, second, indexFileSuffix)); err != nil {
 		t.Fatal(err)
 	}
 	markClean(t, dir)
@@ -164,17 +216,24 @@ func TestBadIndexRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(idx); !bytes.Equal(got, goodIdx) {
-		t.Fatalf("rebuilt index has %d bytes, want the original %d", len(got), len(goodIdx))
-	}
-	if got, _ := os.ReadFile(tidx); !bytes.Equal(got, goodTimeIdx) {
-		t.Fatalf("rebuilt time index has %d bytes, want the original %d", len(got), len(goodTimeIdx))
+	if _, err := os.Stat(segmentFileName(dir, second, indexFileSuffix)); err != nil {
+		t.Fatalf("missing index not rebuilt: %v", err)
 	}
 	for i, b := range batches {
 		res, err := l.Read(int64(i*2), int32(len(b)), math.MaxInt64, true)
 		if err != nil || !bytes.Equal(res.Records, b) {
 			t.Fatalf("read batch %d after rebuild: %v", i, err)
 		}
+	}
+	segs, _ = l.snapshot()
+	if !segs[0].offsetIdx.isCorrupt() {
+		t.Fatal("padded offset index not found corrupt when used")
+	}
+	if ts, off := segs[0].maxTimestampAndOffset(); ts != wantTs || off != wantTsOffset {
+		t.Fatalf("largest timestamp of the damaged segment %d at %d, want %d at %d", ts, off, wantTs, wantTsOffset)
+	}
+	if !segs[0].timeIdx.isCorrupt() {
+		t.Fatal("padded time index not found corrupt when used")
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

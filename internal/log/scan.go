@@ -32,6 +32,8 @@ type batchScanner struct {
 	// partial is set when the scan stopped at a batch that runs past end.
 	partial bool
 	started bool
+	// pinned is the cached file f belongs to, given back by release.
+	pinned *cachedFile
 }
 
 // errCorruptBatch marks a batch that fails a header check; recovery truncates
@@ -45,13 +47,24 @@ func newBatchScanner(f *os.File, start, end int64) *batchScanner {
 	return &batchScanner{f: f, pos: start, end: end, buf: *bp}
 }
 
-// release returns the read-ahead buffer; the scanner is unusable afterwards.
+// release returns the read-ahead buffer and the pin on the file; the scanner
+// is unusable afterwards.
 func (s *batchScanner) release() {
+	s.unpin()
 	if s.buf != nil && cap(s.buf) == 32<<10 {
 		b := s.buf[:cap(s.buf)]
 		scanBufPool.Put(&b)
 	}
 	s.buf = nil
+}
+
+// unpin gives back the pin on the file, keeping the buffer (a cleaner's
+// scanner reads through the cleaner's own buffer).
+func (s *batchScanner) unpin() {
+	if s.pinned != nil {
+		s.pinned.release()
+		s.pinned = nil
+	}
 }
 
 // next advances to the next batch and reports whether there is one.

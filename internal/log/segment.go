@@ -1,6 +1,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -38,17 +39,15 @@ type segment struct {
 	baseOffset int64
 	dir        string
 
-	logFile   *os.File
+	// file is the .log, opened on demand under the broker's descriptor
+	// budget (file_cache.go); every use pins it.
+	file      *cachedFile
 	logPath   string
 	offsetIdx *offsetIndex
 	timeIdx   *timeIndex
 	txnIdx    *txnIndex
 
 	size atomic.Int64 // bytes of complete batches
-
-	// fileRefs keeps logFile open while zero-copy sends of its bytes are
-	// pending (sendfile.go).
-	fileRefs fileRefs
 
 	// Appender state, guarded by the log's append lock.
 	indexIntervalBytes       int64
@@ -72,9 +71,11 @@ type segment struct {
 }
 
 // openSegment opens (or creates) the segment files for baseOffset in dir.
+// It holds no descriptor afterwards: an existing file is only measured, a
+// new one created and closed; files opens the .log when it is first used.
 // A new file is preallocated to segment.bytes when preallocate is set; its
 // size is tracked here, not by the file length.
-func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64) (*segment, error) {
+func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64, files *fileCache) (*segment, error) {
 	s := &segment{
 		baseOffset:            baseOffset,
 		dir:                   dir,
@@ -85,43 +86,59 @@ func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64) (
 		rollJitterMs:          rollJitterMs,
 		maxTimestampSoFar:     noTimestamp,
 	}
-	f, err := os.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
+	st, err := os.Stat(s.logPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f, err := os.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open segment: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("create segment %s: %w", s.logPath, err)
+		}
+	case err != nil:
 		return nil, fmt.Errorf("open segment: %w", err)
+	default:
+		s.size.Store(st.Size())
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat segment %s: %w", s.logPath, err)
-	}
-	s.logFile = f
-	s.size.Store(st.Size())
-	if st.Size() == 0 && cfg.Preallocate {
-		if err := f.Truncate(int64(cfg.SegmentBytes)); err != nil {
-			f.Close()
+	if s.size.Load() == 0 && cfg.Preallocate {
+		if err := os.Truncate(s.logPath, int64(cfg.SegmentBytes)); err != nil {
 			return nil, fmt.Errorf("preallocate segment %s: %w", s.logPath, err)
 		}
 		s.preallocated = true
 	}
+	s.file = files.file(s.logPath)
 	s.offsetIdx, err = openOffsetIndex(segmentFileName(dir, baseOffset, indexFileSuffix), baseOffset, int(cfg.SegmentIndexBytes))
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	s.timeIdx, err = openTimeIndex(segmentFileName(dir, baseOffset, timeIndexFileSuffix), baseOffset, int(cfg.SegmentIndexBytes))
 	if err != nil {
 		s.offsetIdx.close()
-		f.Close()
 		return nil, err
 	}
-	s.txnIdx, err = openTxnIndex(segmentFileName(dir, baseOffset, txnIndexFileSuffix), baseOffset)
+	s.txnIdx, err = openTxnIndex(segmentFileName(dir, baseOffset, txnIndexFileSuffix), baseOffset, files)
 	if err != nil {
 		s.timeIdx.close()
 		s.offsetIdx.close()
-		f.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// scanner is a batch scanner over the segment file from start to end, with
+// the file pinned until the scanner's release. An empty range needs no file.
+func (s *segment) scanner(start, end int64) (*batchScanner, error) {
+	if start >= end {
+		return &batchScanner{pos: start, end: end}, nil
+	}
+	f, err := s.file.acquire()
+	if err != nil {
+		return nil, err
+	}
+	sc := newBatchScanner(f, start, end)
+	sc.pinned = s.file
+	return sc, nil
 }
 
 // maxTimestampAndOffset is the largest batch timestamp in the segment and
@@ -133,6 +150,15 @@ func (s *segment) maxTimestampAndOffset() (ts, offset int64) {
 		// A cleanly closed segment's last time index entry is its maximum.
 		s.maxTimestampSoFar, s.offsetOfMaxTimestampSoFar = s.timeIdx.lastEntry()
 		s.maxTimestampLoaded = true
+		if s.timeIdx.isCorrupt() {
+			// Not with a damaged index (a padded one would say 1970 and
+			// let retention delete the segment): read the batches.
+			if ts, off, err := s.readLargestTimestamp(); err == nil {
+				s.maxTimestampSoFar, s.offsetOfMaxTimestampSoFar = ts, off
+			} else {
+				s.maxTimestampLoaded = false // try again at the next call
+			}
+		}
 	}
 	return s.maxTimestampSoFar, s.offsetOfMaxTimestampSoFar
 }
@@ -165,7 +191,10 @@ func (s *segment) append(b []byte, largestOffset, largestTimestamp, shallowOffse
 	if pos == 0 {
 		s.rollingBasedTimestamp, s.rollingTimestampLoaded = largestTimestamp, true
 	}
-	if _, err := s.logFile.WriteAt(b, pos); err != nil {
+	if err := s.file.withFile(func(f *os.File) error {
+		_, err := f.WriteAt(b, pos)
+		return err
+	}); err != nil {
 		return pos, fmt.Errorf("write segment %s at %d: %w", s.logPath, pos, err)
 	}
 	maxTs, maxTsOffset := s.maxTimestampAndOffset()
@@ -190,7 +219,13 @@ func (s *segment) append(b []byte, largestOffset, largestTimestamp, shallowOffse
 // read once from the file when unknown (Kafka's loadFirstBatchTimestamp).
 func (s *segment) firstBatchTimestamp() int64 {
 	if !s.rollingTimestampLoaded {
-		sc := newBatchScanner(s.logFile, 0, s.size.Load())
+		sc, err := s.scanner(0, s.size.Load())
+		if err != nil {
+			// Unknown for now (the file cannot be opened): the roll
+			// decision falls back to the segment's age, and a later call
+			// tries again.
+			return noTimestamp
+		}
 		if sc.next() {
 			s.rollingBasedTimestamp = sc.hdr.MaxTimestamp
 			s.rollingTimestampLoaded = true
@@ -252,7 +287,10 @@ func (s *segment) translateOffset(offset, limit int64) (batchPosition, bool, err
 // scanForOffset scans from position start for the batch holding offset (or
 // the first one after it).
 func (s *segment) scanForOffset(offset, start, limit int64) (batchPosition, bool, error) {
-	sc := newBatchScanner(s.logFile, start, limit)
+	sc, err := s.scanner(start, limit)
+	if err != nil {
+		return batchPosition{}, false, err
+	}
 	defer sc.release()
 	for sc.next() {
 		if sc.hdr.LastOffset() >= offset {
@@ -269,7 +307,13 @@ func (s *segment) scanForOffset(offset, start, limit int64) (batchPosition, bool
 // scanning from the last index entry (Kafka's readNextOffset), or from the
 // segment start when that entry does not point at a batch.
 func (s *segment) readNextOffset() (int64, error) {
-	_, start := s.offsetIdx.lookup(s.offsetIdx.lastOffset())
+	_, start, err := s.offsetIdx.lastEntry()
+	if err != nil {
+		return 0, err
+	}
+	if start > s.size.Load() {
+		start = 0 // an index entry past the data: scan it all
+	}
 	next, err := s.scanNextOffset(start)
 	if err != nil && start != 0 && errors.Is(err, errCorruptBatch) {
 		return s.scanNextOffset(0)
@@ -278,7 +322,10 @@ func (s *segment) readNextOffset() (int64, error) {
 }
 
 func (s *segment) scanNextOffset(start int64) (int64, error) {
-	sc := newBatchScanner(s.logFile, start, s.size.Load())
+	sc, err := s.scanner(start, s.size.Load())
+	if err != nil {
+		return 0, err
+	}
 	defer sc.release()
 	next := s.baseOffset
 	for sc.next() {
@@ -293,7 +340,10 @@ func (s *segment) scanNextOffset(start int64) (int64, error) {
 // recover rebuilds the indexes from the batches and truncates the file at the
 // first batch that is torn, fails its CRC, or breaks offset order (Kafka's
 // LogSegment.recover). It returns the number of bytes cut off and, when
-// that is not zero because of a bad batch, the reason.
+// that is not zero because of a bad batch, the reason. The index entries
+// are built in memory and written with one write each (replaceEntries): no
+// mapping, no page faults into a sparse file, for each of the partitions a
+// crash leaves to recover.
 func (s *segment) recover() (truncated int64, reason error, err error) {
 	s.offsetIdx.truncateEntries(0)
 	s.timeIdx.truncateEntries(0)
@@ -303,13 +353,29 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 		return 0, nil, err
 	}
 	s.txnIndexStale = true
-	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
+	offsetCap := s.offsetIdx.maxIndexSize / offsetIndexEntrySize
+	timeCap := s.timeIdx.maxIndexSize / timeIndexEntrySize
+	var offsetEntries, timeEntries []byte
+	lastIndexedTs := noTimestamp
+	appendTimeEntry := func(ts, offset int64, skipFullCheck bool) error {
+		n := len(timeEntries) / timeIndexEntrySize
+		if !skipFullCheck && n >= timeCap-1 {
+			return fmt.Errorf("append to full time index %s", s.timeIdx.path)
+		}
+		if ts <= lastIndexedTs || n >= timeCap {
+			return nil
+		}
+		timeEntries = binary.BigEndian.AppendUint64(timeEntries, uint64(ts))
+		timeEntries = binary.BigEndian.AppendUint32(timeEntries, uint32(offset-s.baseOffset))
+		lastIndexedTs = ts
+		return nil
+	}
+	f, err := s.file.acquire()
+	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.timeIdx.resize(s.timeIdx.maxIndexSize); err != nil {
-		return 0, nil, err
-	}
-	st, err := s.logFile.Stat()
+	defer s.file.release()
+	st, err := f.Stat()
 	if err != nil {
 		return 0, nil, fmt.Errorf("stat segment %s: %w", s.logPath, err)
 	}
@@ -320,7 +386,7 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 	// Recovery reads every byte; read ahead further than a lookup does, but
 	// no further than the file (10,000 nearly empty active segments must not
 	// cost 10,000 MiB of buffers at start-up).
-	sc := &batchScanner{f: s.logFile, end: fileSize, buf: make([]byte, min(1<<20, max(fileSize, 4096)))}
+	sc := &batchScanner{f: f, end: fileSize, buf: make([]byte, min(1<<20, max(fileSize, 4096)))}
 	var invalid error
 	for sc.next() {
 		b, err := sc.batch()
@@ -341,10 +407,12 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 			maxTs, maxTsOffset = sc.hdr.MaxTimestamp, sc.hdr.LastOffset()
 		}
 		if validBytes-lastIndexEntry > s.indexIntervalBytes {
-			if err := s.offsetIdx.append(sc.hdr.LastOffset(), validBytes); err != nil {
-				return 0, nil, err
+			if len(offsetEntries)/offsetIndexEntrySize >= offsetCap {
+				return 0, nil, fmt.Errorf("append to full offset index %s", s.offsetIdx.path)
 			}
-			if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, false); err != nil {
+			offsetEntries = binary.BigEndian.AppendUint32(offsetEntries, uint32(sc.hdr.LastOffset()-s.baseOffset))
+			offsetEntries = binary.BigEndian.AppendUint32(offsetEntries, uint32(validBytes))
+			if err := appendTimeEntry(maxTs, maxTsOffset, false); err != nil {
 				return 0, nil, err
 			}
 			lastIndexEntry = validBytes
@@ -358,21 +426,24 @@ func (s *segment) recover() (truncated int64, reason error, err error) {
 		}
 	}
 	truncated = fileSize - validBytes
-	if err := s.logFile.Truncate(validBytes); err != nil {
-		return 0, nil, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
+	// Only when there is something to cut: a truncate dirties the inode.
+	if truncated > 0 {
+		if err := f.Truncate(validBytes); err != nil {
+			return 0, nil, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
+		}
 	}
 	s.size.Store(validBytes)
 	s.preallocated = false
 	s.setMaxTimestamp(maxTs, maxTsOffset)
 	s.rollingTimestampLoaded = false
 	s.bytesSinceLastIndexEntry = validBytes - lastIndexEntry
-	if err := s.timeIdx.maybeAppend(maxTs, maxTsOffset, true); err != nil {
+	if err := appendTimeEntry(maxTs, maxTsOffset, true); err != nil {
 		return 0, nil, err
 	}
-	if err := s.offsetIdx.trimToValidSize(); err != nil {
+	if err := s.offsetIdx.replaceEntries(offsetEntries); err != nil {
 		return 0, nil, err
 	}
-	if err := s.timeIdx.trimToValidSize(); err != nil {
+	if err := s.timeIdx.replaceEntries(timeEntries); err != nil {
 		return 0, nil, err
 	}
 	if invalid == nil && truncated > 0 {
@@ -394,17 +465,14 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 	if err := s.txnIdx.truncateTo(offset); err != nil {
 		return 0, err
 	}
-	if err := s.offsetIdx.resize(s.offsetIdx.maxIndexSize); err != nil {
-		return 0, err
-	}
-	if err := s.timeIdx.resize(s.timeIdx.maxIndexSize); err != nil {
+	if err := s.resizeIndexes(s.offsetIdx.maxIndexSize); err != nil {
 		return 0, err
 	}
 	if !found {
 		return 0, nil
 	}
 	old := s.size.Load()
-	if err := s.logFile.Truncate(bp.pos); err != nil {
+	if err := s.file.withFile(func(f *os.File) error { return f.Truncate(bp.pos) }); err != nil {
 		return 0, fmt.Errorf("truncate segment %s: %w", s.logPath, err)
 	}
 	s.size.Store(bp.pos)
@@ -427,7 +495,10 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 func (s *segment) readLargestTimestamp() (ts, offset int64, err error) {
 	ts, offset = s.timeIdx.lastEntry()
 	_, start := s.offsetIdx.lookup(offset)
-	sc := newBatchScanner(s.logFile, start, s.size.Load())
+	sc, err := s.scanner(start, s.size.Load())
+	if err != nil {
+		return 0, 0, err
+	}
 	defer sc.release()
 	for sc.next() {
 		if sc.hdr.MaxTimestamp > ts {
@@ -460,24 +531,25 @@ func (s *segment) trimLogFile() error {
 	if !s.preallocated {
 		return nil
 	}
-	if err := s.logFile.Truncate(s.size.Load()); err != nil {
+	if err := s.file.withFile(func(f *os.File) error { return f.Truncate(s.size.Load()) }); err != nil {
 		return fmt.Errorf("trim segment %s: %w", s.logPath, err)
 	}
 	s.preallocated = false
 	return nil
 }
 
-// resizeIndexes gives the indexes of the (new) active segment their full size.
+// resizeIndexes gives the indexes of the (new) active segment their full
+// size, on disk when they are first written to (growOnWrite).
 func (s *segment) resizeIndexes(size int) error {
-	if err := s.offsetIdx.resize(size); err != nil {
+	if err := s.offsetIdx.growOnWrite(size); err != nil {
 		return err
 	}
-	return s.timeIdx.resize(size)
+	return s.timeIdx.growOnWrite(size)
 }
 
 // flush fsyncs the data file and the indexes.
 func (s *segment) flush() error {
-	if err := s.logFile.Sync(); err != nil {
+	if err := s.file.withFile((*os.File).Sync); err != nil {
 		return fmt.Errorf("fsync segment %s: %w", s.logPath, err)
 	}
 	if err := s.offsetIdx.flush(); err != nil {
@@ -499,14 +571,14 @@ func (s *segment) close() error {
 		ts, off := s.maxTimestampAndOffset()
 		errs = append(errs, s.timeIdx.maybeAppend(ts, off, true))
 	}
-	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.txnIdx.close(), s.trimLogFile(), s.closeLogFile())
+	errs = append(errs, s.offsetIdx.close(), s.timeIdx.close(), s.txnIdx.close(), s.trimLogFile(), s.file.close())
 	return errors.Join(errs...)
 }
 
 // renameWithSuffix renames the segment's files by appending suffix (".deleted").
 func (s *segment) renameWithSuffix(suffix string) error {
-	if err := os.Rename(s.logPath, s.logPath+suffix); err != nil {
-		return fmt.Errorf("rename segment: %w", err)
+	if err := s.file.rename(s.logPath+suffix, false); err != nil {
+		return err
 	}
 	s.logPath += suffix
 	if err := s.offsetIdx.rename(s.offsetIdx.path + suffix); err != nil {

@@ -10,10 +10,10 @@ import (
 // Zero-copy reads. A consumer fetch does not copy record bytes into the
 // process: ReadFileRange returns where they lie in a segment file, and the
 // network layer sends them from the page cache with sendfile (Kafka's
-// FileRecords.slice and transferTo). The range holds a reference on the
-// segment's file, so a segment deleted, cleaned or closed meanwhile keeps
-// its descriptor until the send has finished (Kafka relies on
-// file.delete.delay.ms alone).
+// FileRecords.slice and transferTo). The range pins the segment's file in
+// the descriptor cache (file_cache.go), so neither the budget nor a segment
+// deleted, cleaned or closed meanwhile closes its descriptor before the send
+// has finished (Kafka relies on file.delete.delay.ms alone).
 
 // FileRange is whole record batches in a segment file: Size bytes from
 // Position. A range with Size > 0 holds a reference on the file that must be
@@ -29,6 +29,7 @@ type FileRange struct {
 
 type fileRangeRef struct {
 	seg  *segment
+	f    *os.File // pinned open until Release
 	once sync.Once
 }
 
@@ -38,14 +39,14 @@ func (r FileRange) File() *os.File {
 	if r.ref == nil {
 		return nil
 	}
-	return r.ref.seg.logFile
+	return r.ref.f
 }
 
 // Release gives back the range's reference on its file. Calls after the
 // first do nothing.
 func (r FileRange) Release() {
 	if r.ref != nil {
-		r.ref.once.Do(r.ref.seg.releaseFile)
+		r.ref.once.Do(r.ref.seg.file.release)
 	}
 }
 
@@ -122,12 +123,13 @@ func (l *Log) ReadFileRange(offset int64, maxBytes int32, maxOffset int64, minOn
 				return empty, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
 			}
 		}
-		if !seg.retainFile() {
+		f, err := seg.file.acquire()
+		if err != nil {
 			// Closed under us (deleted or the log closed): as a read of a
 			// file that is gone.
-			return empty, fmt.Errorf("read %s at %d: %w", l.dir, offset, ErrClosed)
+			return empty, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
 		}
-		return FileRange{ref: &fileRangeRef{seg: seg}, Position: first.pos, Size: end - first.pos,
+		return FileRange{ref: &fileRangeRef{seg: seg, f: f}, Position: first.pos, Size: end - first.pos,
 			FirstBatchOffset: first.hdr.BaseOffset}, nil
 	}
 	return empty, nil
@@ -139,7 +141,10 @@ func (l *Log) ReadFileRange(offset int64, maxBytes int32, maxOffset int64, minOn
 // index.interval.bytes plus one batch, not the whole range.
 func (s *segment) lastBatchEnd(from, limit int64) (int64, error) {
 	start := max(from, s.offsetIdx.floorPosition(limit))
-	sc := newBatchScanner(s.logFile, start, limit)
+	sc, err := s.scanner(start, limit)
+	if err != nil {
+		return 0, err
+	}
 	defer sc.release()
 	end := start
 	for sc.next() {
@@ -161,56 +166,4 @@ func (x *offsetIndex) floorPosition(pos int64) int64 {
 		return 0
 	}
 	return x.position(slot)
-}
-
-// fileRefs counts the pending zero-copy sends of a segment file. Closing
-// the segment closes the file at once when none is pending, else when the
-// last one is released. The zero value is an open file without senders.
-type fileRefs struct {
-	mu      sync.Mutex
-	senders int
-	closing bool
-}
-
-// retainFile takes a reference for a send; false if the file is closed or
-// closing.
-func (s *segment) retainFile() bool {
-	s.fileRefs.mu.Lock()
-	defer s.fileRefs.mu.Unlock()
-	if s.fileRefs.closing {
-		return false
-	}
-	s.fileRefs.senders++
-	return true
-}
-
-func (s *segment) releaseFile() {
-	s.fileRefs.mu.Lock()
-	s.fileRefs.senders--
-	closeNow := s.fileRefs.closing && s.fileRefs.senders == 0
-	s.fileRefs.mu.Unlock()
-	if closeNow {
-		// Nobody waits for this error: the segment's close returned already.
-		_ = s.logFile.Close()
-	}
-}
-
-// closeLogFile closes the segment file now, or, while sends of its bytes
-// are pending, when the last one releases it.
-func (s *segment) closeLogFile() error {
-	s.fileRefs.mu.Lock()
-	if s.fileRefs.closing {
-		s.fileRefs.mu.Unlock()
-		return nil
-	}
-	s.fileRefs.closing = true
-	deferred := s.fileRefs.senders > 0
-	s.fileRefs.mu.Unlock()
-	if deferred {
-		return nil
-	}
-	if err := s.logFile.Close(); err != nil {
-		return fmt.Errorf("close segment %s: %w", s.logPath, err)
-	}
-	return nil
 }

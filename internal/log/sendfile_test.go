@@ -90,12 +90,13 @@ func TestFileRangeOutlivesSegment(t *testing.T) {
 	if !bytes.Equal(got, bytes.Join(batches[last.baseOffset/5:], nil)) {
 		t.Fatal("pending range read other bytes")
 	}
+	f := r.File()
 	r.Release()
 	r.Release() // idempotent
-	if _, err := last.logFile.Stat(); err == nil {
+	if _, err := f.Stat(); err == nil {
 		t.Fatal("segment file still open after the last range was released")
 	}
-	if last.retainFile() {
+	if _, err := last.file.acquire(); err == nil {
 		t.Fatal("a closed segment handed out a new reference")
 	}
 }

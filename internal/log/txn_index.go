@@ -24,6 +24,8 @@ import (
 // The file is created at the first entry (most segments never have one) and
 // written without a mapping: entries are rare (one per aborted transaction
 // and partition) and read only by read_committed fetches that cross them.
+// Its descriptor is one of the segment files under the broker's budget
+// (file_cache.go).
 
 const (
 	txnIndexEntrySize  = 2 + 8 + 8 + 8 + 8
@@ -78,7 +80,7 @@ type txnIndex struct {
 
 	mu   sync.Mutex
 	path string
-	f    *os.File // opened at the first append or read
+	file *cachedFile // opened at the first append or read
 	// lastOffset is the last entry's marker offset (-1: none); entries must
 	// be appended in marker order.
 	lastOffset int64
@@ -88,8 +90,8 @@ type txnIndex struct {
 
 // openTxnIndex describes the transaction index at path; the file need not
 // exist.
-func openTxnIndex(path string, baseOffset int64) (*txnIndex, error) {
-	x := &txnIndex{baseOffset: baseOffset, path: path, lastOffset: -1}
+func openTxnIndex(path string, baseOffset int64, files *fileCache) (*txnIndex, error) {
+	x := &txnIndex{baseOffset: baseOffset, path: path, lastOffset: -1, file: files.file(path)}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -102,27 +104,29 @@ func openTxnIndex(path string, baseOffset int64) (*txnIndex, error) {
 	return x, nil
 }
 
-// fileLocked opens the file, creating it when create is set; nil (and no
-// error) when it does not exist and create is not set.
+// fileLocked returns the file pinned open, creating it when create is set;
+// nil (and no error) when it does not exist and create is not set. The
+// caller releases a returned file with x.file.release.
 func (x *txnIndex) fileLocked(create bool) (*os.File, error) {
-	if x.f != nil {
-		return x.f, nil
-	}
 	if x.closed {
 		return nil, fmt.Errorf("transaction index %s: %w", x.path, ErrClosed)
 	}
-	flags := os.O_RDWR
-	if create {
-		flags |= os.O_CREATE
+	if create && x.size.Load() == 0 {
+		f, err := os.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open transaction index: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("create transaction index %s: %w", x.path, err)
+		}
 	}
-	f, err := os.OpenFile(x.path, flags, 0o644)
+	f, err := x.file.acquire()
 	if errors.Is(err, os.ErrNotExist) && !create {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open transaction index: %w", err)
+		return nil, fmt.Errorf("transaction index: %w", err)
 	}
-	x.f = f
 	return f, nil
 }
 
@@ -139,6 +143,7 @@ func (x *txnIndex) readAllLocked() ([]AbortedTxn, error) {
 	if err != nil || f == nil {
 		return nil, err
 	}
+	defer x.file.release()
 	buf := make([]byte, size)
 	if n, err := f.ReadAt(buf, 0); int64(n) < size {
 		return nil, fmt.Errorf("read transaction index %s: %w", x.path, errors.Join(err, errShortRead))
@@ -184,6 +189,7 @@ func (x *txnIndex) append(a AbortedTxn) error {
 	if err != nil {
 		return err
 	}
+	defer x.file.release()
 	var b [txnIndexEntrySize]byte
 	a.encode(b[:])
 	size := x.size.Load()
@@ -256,6 +262,7 @@ func (x *txnIndex) truncateEntriesLocked(kept []AbortedTxn) error {
 	}
 	size := int64(len(kept)) * txnIndexEntrySize
 	if f != nil {
+		defer x.file.release()
 		if err := f.Truncate(size); err != nil {
 			return fmt.Errorf("truncate transaction index %s: %w", x.path, err)
 		}
@@ -289,10 +296,18 @@ func (x *txnIndex) sanityCheck() error {
 func (x *txnIndex) flush() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.dirty || x.f == nil {
+	if !x.dirty {
 		return nil
 	}
-	if err := x.f.Sync(); err != nil {
+	f, err := x.fileLocked(false)
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		return fmt.Errorf("fsync transaction index %s: %w", x.path, os.ErrNotExist)
+	}
+	defer x.file.release()
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync transaction index %s: %w", x.path, err)
 	}
 	x.dirty = false
@@ -304,22 +319,14 @@ func (x *txnIndex) close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.closed = true
-	if x.f == nil {
-		return nil
-	}
-	err := x.f.Close()
-	x.f = nil
-	if err != nil {
-		return fmt.Errorf("close transaction index %s: %w", x.path, err)
-	}
-	return nil
+	return x.file.close()
 }
 
 // rename moves the file, if there is one, to path.
 func (x *txnIndex) rename(path string) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err := os.Rename(x.path, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := x.file.rename(path, true); err != nil {
 		return fmt.Errorf("rename transaction index: %w", err)
 	}
 	x.path = path

@@ -286,6 +286,8 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 		FlushStartOffsetCheckpointIntervalMs: s.cfg.LogFlushStartOffsetCheckpointIntervalMs,
 		FileDeleteDelayMs:                    s.cfg.LogDeleteDelayMs,
 		RetentionCheckIntervalMs:             s.cfg.LogRetentionCheckIntervalMs,
+		MaxOpenFiles:                         s.cfg.LogMaxOpenFiles,
+		RecoveryThreadsPerDataDir:            s.cfg.NumRecoveryThreadsPerDataDir,
 		ProducerIDExpirationMs:               s.cfg.ProducerIDExpirationMs,
 		ProducerIDExpirationCheckIntervalMs:  s.cfg.ProducerIDExpirationCheckIntervalMs,
 		Logger:                               s.logger.With("component", "log"),
