@@ -52,7 +52,11 @@ type Config struct {
 	// SessionIdle is how long a logged-in visitor's session lasts without
 	// a request; 0 means 30 minutes.
 	SessionIdle time.Duration
-	Logger      *slog.Logger
+	// HTTPListen is gregor.http.listen, the address the console is served
+	// on: when the broker listener has no login, the console's actions are
+	// allowed only if it binds to loopback (actions.go).
+	HTTPListen string
+	Logger     *slog.Logger
 }
 
 // dialTimeout bounds connecting to a broker.
@@ -198,6 +202,10 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/groups/{group}", c.api(c.group))
 	mux.HandleFunc("GET /api/throughput", c.api(c.throughputSeries))
 	mux.HandleFunc("GET /api/security", c.api(c.security))
+	mux.HandleFunc("POST /api/topics", c.action(c.createTopic))
+	mux.HandleFunc("POST /api/topics/{topic}/delete", c.action(c.deleteTopic))
+	mux.HandleFunc("POST /api/topics/{topic}/produce", c.action(c.produce))
+	mux.HandleFunc("POST /api/topics/{topic}/configs", c.action(c.alterConfig))
 }
 
 // Close stops the sampler, ends the sessions and closes the clients.
@@ -280,6 +288,11 @@ func clientOpts(b Broker, extra ...kgo.Opt) []kgo.Opt {
 		// topic created a moment ago, even right after the throughput
 		// sampler listed every partition (the default is 5s).
 		kgo.MetadataMinAge(100 * time.Millisecond),
+		// The console produces one test record at a time, to the
+		// partition it chose (actions.go): no producer id to ask for (nor
+		// the IDEMPOTENT_WRITE a visitor may lack), no batching.
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.DisableIdempotentWrite(),
 	}
 	if b.TLS != nil {
 		opts = append(opts, kgo.Dialer(tlsDialer(b)))
