@@ -1,16 +1,18 @@
-// Package console is Gregor's web console: a read-only view of the cluster
-// served on the gregor.http.listen listener next to /metrics. It shows the
-// brokers and the controller quorum, topics and their partitions and
-// configs, consumer groups with their members and lag, a live throughput
-// chart, and a few records of a partition.
+// Package console is Gregor's web console, served on the gregor.http.listen
+// listener next to /metrics. It shows the brokers and the controller
+// quorum, topics and their partitions and configs, consumer groups with
+// their members and lag, a live throughput chart, and a few records of a
+// partition; and it acts: creates and deletes topics, produces test
+// records, sets and deletes topic configs (actions.go, which says who may
+// act and how cross-site requests are refused).
 //
 // The console reads the cluster the way any operator tool does: through a
 // Kafka client (franz-go kadm) connected to this node's own first broker
 // listener, so what it shows is exactly what clients see, and it works the
 // same on every node of a cluster. When that listener requires SASL the
-// console asks the visitor to log in and reads the cluster as them, each
-// visitor through a client of their own (sessions.go, login.go); it never
-// reads with credentials of its own there. The page itself is static HTML,
+// console asks the visitor to log in and reads and acts as them, each
+// visitor through a client of their own (sessions.go, login.go), so the
+// broker's ACLs decide; it never uses credentials of its own there. The page itself is static HTML,
 // CSS and JavaScript embedded in the binary (no build step, no CDN), so it
 // works offline; it reads the JSON endpoints under /api/.
 package console
