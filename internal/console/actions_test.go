@@ -2,6 +2,8 @@ package console_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -206,6 +208,20 @@ func TestProduceAction(t *testing.T) {
 		t.Errorf("a null key was produced as %q", recs[1].Key)
 	}
 
+	// A record over franz-go's 1 MB default: the topic's max.message.bytes decides.
+	// (Random, so that compression cannot shrink it below 1 MB.)
+	raw := make([]byte, 1125000)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	big := base64.StdEncoding.EncodeToString(raw) // 1.5 MB
+	if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 1, 1, map[string]*string{"max.message.bytes": kmsgString("3000000")}, "big"); err != nil {
+		t.Fatal(err)
+	}
+	a.expect("1.5 MB to a topic that allows 3 MB", "/api/topics/big/produce", map[string]any{"value": big}, nil, 200, `"offset":0`)
+	a.expect("1.5 MB to a topic that allows 1 MB", "/api/topics/tests/produce", map[string]any{"value": big, "partition": 0}, nil, 400, "MESSAGE_TOO_LARGE")
+	a.expect("over the console's limit", "/api/topics/big/produce", map[string]any{"value": big + big}, nil, 413, "the request is over 2097152 bytes")
+
 	a.expect("partition out of range", "/api/topics/tests/produce", map[string]any{"value": "x", "partition": 3}, nil, 400, `partition 3 does not exist: topic "tests" has partitions 0 to 2`)
 	a.expect("partition not a number", "/api/topics/tests/produce", map[string]any{"value": "x", "partition": "first"}, nil, 400, "is not a whole number")
 	a.expect("header without =", "/api/topics/tests/produce", map[string]any{"value": "x", "headers": "=x"}, nil, 400, "headers line 1")
@@ -311,3 +327,59 @@ func TestActionsAsSASLVisitor(t *testing.T) {
 	a.expect("without the header", "/api/topics/mine/delete", map[string]any{"confirm": "mine"}, map[string]string{"X-Gregor-Console": ""}, 403, "X-Gregor-Console")
 	a.expect("delete", "/api/topics/mine/delete", map[string]any{"confirm": "mine"}, nil, 200, "mine")
 }
+
+// TestActionsUnderACLs runs actions as a visitor of a Gregor SASL listener
+// with StandardAuthorizer: without ACLs alice is refused with the
+// broker's TOPIC_AUTHORIZATION_FAILED (403); once granted WRITE on the
+// topic she produces; a super user creates topics.
+func TestActionsUnderACLs(t *testing.T) {
+	n, err := tryStartNode(t, map[string]string{
+		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":                    "User:ANONYMOUS;User:root",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`user_alice="alice-secret" user_root="root-secret";`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(n.client()) // PLAINTEXT: ANONYMOUS, a super user
+	if _, err := adm.CreateTopic(ctxT(t), 1, 1, nil, "guarded"); err != nil {
+		t.Fatal(err)
+	}
+	login := func(a *actionClient, user, password string) {
+		t.Helper()
+		if status, body := a.post("/api/login", map[string]string{"user": user, "password": password, "mechanism": "PLAIN"}, nil); status != 200 {
+			t.Fatalf("login as %s: %d %s", user, status, body)
+		}
+	}
+	alice := newActionClient(t, n.url(""))
+	login(alice, "alice", "alice-secret")
+	alice.expect("alice creates", "/api/topics", map[string]any{"name": "alices", "partitions": 1}, nil, 403, "TOPIC_AUTHORIZATION_FAILED")
+	alice.expect("alice produces", "/api/topics/guarded/produce", map[string]any{"value": "x"}, nil, 403, "TOPIC_AUTHORIZATION_FAILED")
+	alice.expect("alice alters a config", "/api/topics/guarded/configs", map[string]any{"name": "retention.ms", "value": "1000"}, nil, 403, "TOPIC_AUTHORIZATION_FAILED")
+	alice.expect("alice deletes", "/api/topics/guarded/delete", map[string]any{"confirm": "guarded"}, nil, 403, "TOPIC_AUTHORIZATION_FAILED")
+
+	acl := kadm.NewACLs().Allow("User:alice").AllowHosts("*").Topics("guarded").Operations(kadm.OpWrite, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	if rs, err := adm.CreateACLs(ctxT(t), acl); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, r := range rs {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	waitUntil(t, "alice's produce to be allowed", func() bool {
+		status, _ := alice.post("/api/topics/guarded/produce", map[string]any{"value": "granted"}, nil)
+		return status == 200
+	})
+
+	root := newActionClient(t, n.url(""))
+	login(root, "root", "root-secret")
+	root.expect("root creates", "/api/topics", map[string]any{"name": "roots", "partitions": 1}, nil, 200, `"name":"roots"`)
+}
+
+func kmsgString(s string) *string { return &s }

@@ -295,6 +295,10 @@ func clientOpts(b Broker, extra ...kgo.Opt) []kgo.Opt {
 		// the IDEMPOTENT_WRITE a visitor may lack), no batching.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DisableIdempotentWrite(),
+		// A record as large as an action's body may carry: the topic's
+		// max.message.bytes is the broker's to enforce, not franz-go's
+		// 1 MB default.
+		kgo.ProducerBatchMaxBytes(maxActionBody),
 	}
 	if b.TLS != nil {
 		opts = append(opts, kgo.Dialer(tlsDialer(b)))
