@@ -304,6 +304,9 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	if r := text("#produce-result"); !strings.Contains(r, "Produced to partition 1 at offset 0.") {
 		t.Errorf("produce result %q", r)
 	}
+	// The partitions table shows the new end offset without waiting for its refresh.
+	b.poll("partition 1's end offset to be 1",
+		`document.querySelector('#topic-partitions tr[data-partition="1"]').children[6].textContent === "1"`)
 	do("see it in the record browser",
 		chromedp.Click(css("#produce-show")),
 		chromedp.WaitVisible(css(`#records tr[data-offset="0"]`)))

@@ -301,9 +301,9 @@ function viewTopic(name) {
   const browse = recordBrowser(name);
   browse.box.hidden = true; // shown once the topic is known to exist
   const actions = sessionInfo.actions ? topicActions(name, browse) : null;
-  section(main, () => api(path), t => {
+  const refreshTopic = section(main, () => api(path), t => {
     browse.box.hidden = false;
-    if (actions) actions.shown(t);
+    if (actions) actions.shown();
     const parts = [el("div", {class: "cards"},
       card("Partitions", t.partitions), card("Replication factor", t.replicationFactor),
       card("Records", fmtNum(t.records)), card("Size (one copy)", fmtBytes(t.size)),
@@ -347,6 +347,7 @@ function viewTopic(name) {
         el("td", {}, actions ? el("a", {href: "#", class: "edit", onclick: e => { e.preventDefault(); actions.edit(c); }}, "edit") : null)))));
   }, 30000);
   if (actions) {
+    actions.refreshTopic = refreshTopic;
     actions.refreshConfigs = refreshConfigs;
     main.append(actions.remove);
   }
@@ -357,7 +358,7 @@ function viewTopic(name) {
 // show once the topic is known to exist.
 function topicActions(name, browse) {
   const path = "topics/" + encodeURIComponent(name) + "/";
-  const a = {refreshConfigs: null};
+  const a = {refreshTopic: null, refreshConfigs: null}; // the page's sections, redrawn after an action
 
   const partition = el("input", {id: "produce-partition", inputmode: "numeric", placeholder: "by key, or any"});
   const key = el("input", {id: "produce-key", placeholder: "empty: no key (null)"});
@@ -369,6 +370,7 @@ function topicActions(name, browse) {
     async () => {
       const r = await post(path + "produce", {partition: partition.value, key: key.value === "" ? null : key.value,
         value: value.value, headers: headers.value});
+      if (a.refreshTopic) a.refreshTopic(); // the partition's end offset
       return ["Produced to partition " + r.partition + " at offset " + r.offset + ". ",
         el("a", {href: "#", id: "produce-show", onclick: e => { e.preventDefault(); browse.show(r.partition, String(r.offset)); }}, "show it")];
     }));
