@@ -250,3 +250,122 @@ func exceptionText(d *runtime.ExceptionDetails) string {
 	}
 	return text
 }
+
+// poll waits until the JavaScript expression is truthy.
+func (b *browser) poll(what, expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr)); err != nil {
+		b.t.Fatalf("%s (waiting for %s): %v", what, expr, err)
+	}
+}
+
+// TestConsoleActionsInBrowser does in headless Chromium what an operator
+// does with the console's actions: create a topic (after the broker
+// refused a replication factor it cannot meet), produce a record and find
+// it in the record browser, set a config (after the broker refused a bad
+// value), and delete the topic, typing its name to confirm.
+func TestConsoleActionsInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	n := startNode(t)
+	css, text, do := b.css, b.text, b.do
+	adm := kadm.NewClient(n.client())
+
+	do("open the topics list and the create form",
+		chromedp.Navigate(n.url("/#/topics")),
+		chromedp.WaitVisible(css("#new-topic")),
+		chromedp.Click(css("#new-topic")),
+		chromedp.WaitVisible(css("#create-name")),
+		chromedp.SendKeys(css("#create-name"), "ui-made"),
+		chromedp.SendKeys(css("#create-partitions"), "2"),
+		chromedp.SendKeys(css("#create-rf"), "3"),
+		chromedp.SendKeys(css("#create-configs"), "retention.ms=3600000"),
+		chromedp.Click(css("#create-submit")),
+		chromedp.WaitVisible(css("#create-topic-result.error")))
+	if e := text("#create-topic-result"); !strings.Contains(e, "INVALID_REPLICATION_FACTOR: Unable to replicate the partition 3 time(s)") {
+		t.Errorf("refused create shows %q", e)
+	}
+	do("create the topic",
+		chromedp.SetValue(css("#create-rf"), "1"),
+		chromedp.Click(css("#create-submit")),
+		chromedp.WaitVisible(css(`#topic-partitions tr[data-partition="1"]`)),
+		chromedp.WaitVisible(css(`#topic-configs tr[data-config="retention.ms"]`)))
+	if v := text(`#topic-configs tr[data-config="retention.ms"]`); !strings.Contains(v, "3600000") || !strings.Contains(v, "DYNAMIC_TOPIC_CONFIG") {
+		t.Errorf("retention.ms row after create: %q", v)
+	}
+
+	do("produce a record",
+		chromedp.WaitVisible(css("#produce-value")),
+		chromedp.SendKeys(css("#produce-partition"), "1"),
+		chromedp.SendKeys(css("#produce-key"), "ui-key"),
+		chromedp.SendKeys(css("#produce-value"), "hello from the console"),
+		chromedp.SendKeys(css("#produce-headers"), "source=browser"),
+		chromedp.Click(css("#produce-submit")),
+		chromedp.WaitVisible(css("#produce-result.ok")))
+	if r := text("#produce-result"); !strings.Contains(r, "Produced to partition 1 at offset 0.") {
+		t.Errorf("produce result %q", r)
+	}
+	// The partitions table shows the new end offset without waiting for its refresh.
+	b.poll("partition 1's end offset to be 1",
+		`document.querySelector('#topic-partitions tr[data-partition="1"]').children[6].textContent === "1"`)
+	do("see it in the record browser",
+		chromedp.Click(css("#produce-show")),
+		chromedp.WaitVisible(css(`#records tr[data-offset="0"]`)))
+	if rec := text(`#records tr[data-offset="0"]`); !strings.Contains(rec, "ui-key") || !strings.Contains(rec, "hello from the console") || !strings.Contains(rec, "source: browser") {
+		t.Errorf("record row %q", rec)
+	}
+	if p := evalJS[string](b, `document.getElementById("browse-partition").value`); p != "1" {
+		t.Errorf("record browser on partition %q, want the record's 1", p)
+	}
+
+	do("refused config value",
+		chromedp.Click(css(`#topic-configs tr[data-config="retention.ms"] a.edit`)),
+		chromedp.SetValue(css("#config-value"), "soon"),
+		chromedp.Click(css("#config-set")),
+		chromedp.WaitVisible(css("#config-edit-result.error")))
+	if e := text("#config-edit-result"); !strings.Contains(e, `INVALID_CONFIG: invalid value "soon" for configuration retention.ms`) {
+		t.Errorf("refused config shows %q", e)
+	}
+	do("set a config",
+		chromedp.SetValue(css("#config-value"), "7200000"),
+		chromedp.Click(css("#config-set")),
+		chromedp.WaitVisible(css("#config-edit-result.ok")))
+	b.poll("the configs table shows the new value",
+		`(document.querySelector('#topic-configs tr[data-config="retention.ms"]') || {}).textContent.includes("7200000")`)
+	rcs, err := adm.DescribeTopicConfigs(ctxT(t), "ui-made")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := rcs.On("ui-made", nil); err != nil {
+		t.Fatal(err)
+	} else if c := configValue(rc, "retention.ms"); c != "7200000" {
+		t.Errorf("broker says retention.ms = %q", c)
+	}
+
+	do("start deleting",
+		chromedp.Click(css("#delete-topic-start")),
+		chromedp.WaitVisible(css("#delete-confirm")),
+		chromedp.SendKeys(css("#delete-confirm"), "ui-mad"))
+	if evalJS[bool](b, `document.getElementById("delete-submit").disabled`) != true {
+		t.Error("delete enabled before the name is typed in full")
+	}
+	do("delete the topic",
+		chromedp.SendKeys(css("#delete-confirm"), "e"),
+		chromedp.WaitEnabled(css("#delete-submit")),
+		chromedp.Click(css("#delete-submit")),
+		chromedp.WaitVisible(css("#new-topic")))
+	b.poll("the topics list without ui-made", `location.hash === "#/topics" && !document.querySelector('#topics a[data-topic="ui-made"]')`)
+	tds, err := adm.ListTopics(ctxT(t), "ui-made")
+	if err != nil || tds["ui-made"].Err == nil {
+		t.Errorf("ui-made after deletion: %v %+v", err, tds)
+	}
+	b.checkExceptions()
+}
+
+func configValue(rc kadm.ResourceConfig, name string) string {
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue()
+		}
+	}
+	return ""
+}

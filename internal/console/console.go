@@ -1,16 +1,18 @@
-// Package console is Gregor's web console: a read-only view of the cluster
-// served on the gregor.http.listen listener next to /metrics. It shows the
-// brokers and the controller quorum, topics and their partitions and
-// configs, consumer groups with their members and lag, a live throughput
-// chart, and a few records of a partition.
+// Package console is Gregor's web console, served on the gregor.http.listen
+// listener next to /metrics. It shows the brokers and the controller
+// quorum, topics and their partitions and configs, consumer groups with
+// their members and lag, a live throughput chart, and a few records of a
+// partition; and it acts: creates and deletes topics, produces test
+// records, sets and deletes topic configs (actions.go, which says who may
+// act and how cross-site requests are refused).
 //
 // The console reads the cluster the way any operator tool does: through a
 // Kafka client (franz-go kadm) connected to this node's own first broker
 // listener, so what it shows is exactly what clients see, and it works the
 // same on every node of a cluster. When that listener requires SASL the
-// console asks the visitor to log in and reads the cluster as them, each
-// visitor through a client of their own (sessions.go, login.go); it never
-// reads with credentials of its own there. The page itself is static HTML,
+// console asks the visitor to log in and reads and acts as them, each
+// visitor through a client of their own (sessions.go, login.go), so the
+// broker's ACLs decide; it never uses credentials of its own there. The page itself is static HTML,
 // CSS and JavaScript embedded in the binary (no build step, no CDN), so it
 // works offline; it reads the JSON endpoints under /api/.
 package console
@@ -52,7 +54,11 @@ type Config struct {
 	// SessionIdle is how long a logged-in visitor's session lasts without
 	// a request; 0 means 30 minutes.
 	SessionIdle time.Duration
-	Logger      *slog.Logger
+	// HTTPListen is gregor.http.listen, the address the console is served
+	// on: when the broker listener has no login, the console's actions are
+	// allowed only if it binds to loopback (actions.go).
+	HTTPListen string
+	Logger     *slog.Logger
 }
 
 // dialTimeout bounds connecting to a broker.
@@ -198,6 +204,10 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/groups/{group}", c.api(c.group))
 	mux.HandleFunc("GET /api/throughput", c.api(c.throughputSeries))
 	mux.HandleFunc("GET /api/security", c.api(c.security))
+	mux.HandleFunc("POST /api/topics", c.action(c.createTopic))
+	mux.HandleFunc("POST /api/topics/{topic}/delete", c.action(c.deleteTopic))
+	mux.HandleFunc("POST /api/topics/{topic}/produce", c.action(c.produce))
+	mux.HandleFunc("POST /api/topics/{topic}/configs", c.action(c.alterConfig))
 }
 
 // Close stops the sampler, ends the sessions and closes the clients.
@@ -280,6 +290,15 @@ func clientOpts(b Broker, extra ...kgo.Opt) []kgo.Opt {
 		// topic created a moment ago, even right after the throughput
 		// sampler listed every partition (the default is 5s).
 		kgo.MetadataMinAge(100 * time.Millisecond),
+		// The console produces one test record at a time, to the
+		// partition it chose (actions.go): no producer id to ask for (nor
+		// the IDEMPOTENT_WRITE a visitor may lack), no batching.
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.DisableIdempotentWrite(),
+		// A record as large as an action's body may carry: the topic's
+		// max.message.bytes is the broker's to enforce, not franz-go's
+		// 1 MB default.
+		kgo.ProducerBatchMaxBytes(maxActionBody),
 	}
 	if b.TLS != nil {
 		opts = append(opts, kgo.Dialer(tlsDialer(b)))

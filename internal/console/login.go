@@ -35,6 +35,10 @@ type sessionView struct {
 	User       string   `json:"user,omitempty"`
 	Listener   string   `json:"listener,omitempty"`
 	Mechanisms []string `json:"mechanisms,omitempty"`
+	// Actions says whether the console may create, delete, produce and
+	// alter configs here (actions.go); ActionsDisabled says why not.
+	Actions         bool   `json:"actions"`
+	ActionsDisabled string `json:"actionsDisabled,omitempty"`
 }
 
 func (c *Console) session(w http.ResponseWriter, r *http.Request) {
@@ -42,6 +46,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	b := c.broker
 	c.mu.Unlock()
 	v := sessionView{Login: b.SASL}
+	v.Actions, v.ActionsDisabled = c.actionsAllowed()
 	if b.SASL {
 		v.Listener, v.Mechanisms = b.Listener, b.Mechanisms
 		if ss, ok := c.sessions.lookup(time.Now(), sessionID(r)); ok {

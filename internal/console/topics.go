@@ -195,14 +195,15 @@ func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 func describeTopic(ctx context.Context, adm *kadm.Client, name string) (kadm.TopicDetail, error) {
 	tds, err := adm.ListTopicsWithInternal(ctx, name)
 	if err != nil {
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", name, err)
+		// TOPIC_AUTHORIZATION_FAILED is the visitor's lack of DESCRIBE: 403.
+		return kadm.TopicDetail{}, withStatus(fmt.Errorf("describe topic %q: %w", name, err))
 	}
 	td, ok := tds[name]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 		return kadm.TopicDetail{}, notFound("topic %q does not exist", name)
 	}
 	if td.Err != nil {
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", name, td.Err)
+		return kadm.TopicDetail{}, withStatus(fmt.Errorf("describe topic %q: %w", name, td.Err))
 	}
 	return td, nil
 }

@@ -24,8 +24,9 @@ func (s *Server) newConsole() func(mux *http.ServeMux) {
 		return nil
 	}
 	s.console = console.New(console.Config{
-		Metrics: s.metrics.Gatherer(),
-		Logger:  s.logger.With("component", "console"),
+		Metrics:    s.metrics.Gatherer(),
+		HTTPListen: s.cfg.GregorHTTPListen,
+		Logger:     s.logger.With("component", "console"),
 	})
 	// Group lag in /metrics comes from the console's view of the cluster:
 	// the groups this broker coordinates.

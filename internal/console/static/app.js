@@ -1,4 +1,6 @@
-// Gregor console: a small single-page app over the JSON API under /api/.
+// Gregor console: a small single-page app over the JSON API under /api/:
+// it reads the cluster, and (when /api/session allows) creates and deletes
+// topics, produces test records and edits topic configs.
 // Plain JavaScript, no build step and no external resources. Everything
 // the brokers return is put into the page as text (textContent), never as
 // HTML, so topic names, keys and values cannot inject markup.
@@ -42,12 +44,46 @@ async function api(path) {
   return body;
 }
 
+// post sends a JSON body. X-Gregor-Console is the header the console's
+// actions require: another site's page cannot send it.
 async function post(path, data) {
   const resp = await fetch("/api/" + path, {method: "POST", cache: "no-store",
-    headers: {"Content-Type": "application/json"}, body: JSON.stringify(data || {})});
+    headers: {"Content-Type": "application/json", "X-Gregor-Console": "1"}, body: JSON.stringify(data || {})});
   const body = await resp.json().catch(() => ({error: resp.status + " " + resp.statusText}));
+  if (resp.status === 401 && path !== "login" && !loginShown) showLogin();
   if (!resp.ok) throw new Error(body.error || resp.statusText);
   return body;
+}
+
+// actionForm is a form of an action: fields laid out in a grid, a message
+// line for the broker's answer, and submit running act(), which returns
+// the success message (or nothing) and throws the refusal.
+function actionForm(id, fields, buttons, act) {
+  const msg = el("p", {id: id + "-result", hidden: true});
+  const form = el("form", {class: "action", id}, fields.flatMap(([label, input]) =>
+    [el("label", {for: input.id}, label), input]), el("div", {class: "buttons"}, buttons), msg);
+  async function run(e, which) {
+    if (e) e.preventDefault();
+    msg.hidden = true;
+    buttons.forEach(b => { b.disabled = true; });
+    try {
+      const text = await act(which);
+      if (text) { msg.className = "ok"; msg.replaceChildren(...[].concat(text)); msg.hidden = false; }
+    } catch (err) {
+      msg.className = "error";
+      msg.textContent = err.message;
+      msg.hidden = false;
+    } finally {
+      buttons.forEach(b => { b.disabled = false; });
+    }
+  }
+  form.addEventListener("submit", e => run(e, e.submitter ? e.submitter.value : ""));
+  return form;
+}
+
+// actionsNote says why the page offers no actions (/api/session).
+function actionsNote() {
+  return el("p", {id: "actions-disabled", class: "muted"}, sessionInfo.actionsDisabled || "Console actions are disabled.");
 }
 
 function fmtNum(n) { return n < 0 ? "-" : Number(n).toLocaleString("en-US"); }
@@ -222,7 +258,15 @@ function viewTopics() {
   main.append(el("h1", {}, "Topics"));
   const toggle = el("input", {type: "checkbox", id: "show-internal", checked: showInternal});
   toggle.addEventListener("change", () => { showInternal = toggle.checked; route(); });
-  main.append(el("div", {class: "toolbar"}, el("label", {}, toggle, " show internal topics")));
+  const createBox = el("div", {hidden: true});
+  const newTopic = sessionInfo.actions ? el("button", {id: "new-topic", onclick: () => { createBox.hidden = !createBox.hidden; }}, "New topic") : null;
+  main.append(el("div", {class: "toolbar"}, el("label", {}, toggle, " show internal topics"), newTopic));
+  if (sessionInfo.actions) {
+    createBox.append(createTopicForm());
+    main.append(createBox);
+  } else {
+    main.append(actionsNote());
+  }
   section(main, () => api("topics"), topics => {
     const rows = topics.filter(t => showInternal || !t.internal).map(t => el("tr", {},
       el("td", {}, topicLink(t.name), t.internal ? el("span", {class: "tag"}, "internal") : null),
@@ -235,13 +279,31 @@ function viewTopics() {
   }, 5000);
 }
 
+// createTopicForm creates a topic and opens its page; blank partitions or
+// replication factor are the broker's defaults.
+function createTopicForm() {
+  const name = el("input", {id: "create-name", required: true});
+  const partitions = el("input", {id: "create-partitions", inputmode: "numeric", placeholder: "num.partitions"});
+  const rf = el("input", {id: "create-rf", inputmode: "numeric", placeholder: "default.replication.factor"});
+  const configs = el("textarea", {id: "create-configs", rows: 3, placeholder: "key=value, one a line (optional)"});
+  return actionForm("create-topic",
+    [["Name", name], ["Partitions", partitions], ["Replication factor", rf], ["Configs", configs]],
+    [el("button", {id: "create-submit", type: "submit"}, "Create topic")],
+    async () => {
+      const t = await post("topics", {name: name.value, partitions: partitions.value, replicationFactor: rf.value, configs: configs.value});
+      location.hash = "#/topics/" + encodeURIComponent(t.name);
+    });
+}
+
 function viewTopic(name) {
   main.append(el("h1", {}, "Topic ", el("span", {id: "topic-name"}, name)));
   const path = "topics/" + encodeURIComponent(name);
   const browse = recordBrowser(name);
   browse.box.hidden = true; // shown once the topic is known to exist
-  section(main, () => api(path), t => {
+  const actions = sessionInfo.actions ? topicActions(name, browse) : null;
+  const refreshTopic = section(main, () => api(path), t => {
     browse.box.hidden = false;
+    if (actions) actions.shown();
     const parts = [el("div", {class: "cards"},
       card("Partitions", t.partitions), card("Replication factor", t.replicationFactor),
       card("Records", fmtNum(t.records)), card("Size (one copy)", fmtBytes(t.size)),
@@ -263,10 +325,14 @@ function viewTopic(name) {
     return el("div", {}, parts);
   }, 5000);
   main.append(browse.box);
+  if (actions) main.append(actions.produce);
+  else main.append(actionsNote());
   // Configs change rarely and make a long table: below the records, on a
   // slower refresh.
   // A failure is shown once, by the section above.
-  section(main, () => api(path).then(t => t.configs, () => null), configs => {
+  const configsBox = el("div");
+  main.append(configsBox);
+  const refreshConfigs = section(configsBox, () => api(path).then(t => t.configs, () => null), configs => {
     if (!configs) return el("div");
     // Overrides first (the topic's, then the broker's), then defaults.
     const rank = c => c.source === "DYNAMIC_TOPIC_CONFIG" ? 0 : c.source === "DEFAULT_CONFIG" ? 2 : 1;
@@ -274,10 +340,72 @@ function viewTopic(name) {
     const nonDefault = configs.filter(c => c.source !== "DEFAULT_CONFIG");
     return el("div", {}, el("h2", {}, "Configs"),
       el("p", {class: "muted"}, nonDefault.length + " set on the topic or broker, " + (configs.length - nonDefault.length) + " defaults"),
-      table("topic-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {"data-config": c.name},
+      actions ? actions.editConfig : null,
+      table("topic-configs", ["Name", "Value", "Source", ""], configs.map(c => el("tr", {"data-config": c.name},
         el("td", {}, c.name), el("td", {class: "data"}, c.value),
-        el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source)))));
+        el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source),
+        el("td", {}, actions ? el("a", {href: "#", class: "edit", onclick: e => { e.preventDefault(); actions.edit(c); }}, "edit") : null)))));
   }, 30000);
+  if (actions) {
+    actions.refreshTopic = refreshTopic;
+    actions.refreshConfigs = refreshConfigs;
+    main.append(actions.remove);
+  }
+}
+
+// topicActions are a topic page's forms: produce a test record, set or
+// delete a config, delete the topic (its name typed to confirm). They
+// show once the topic is known to exist.
+function topicActions(name, browse) {
+  const path = "topics/" + encodeURIComponent(name) + "/";
+  const a = {refreshTopic: null, refreshConfigs: null}; // the page's sections, redrawn after an action
+
+  const partition = el("input", {id: "produce-partition", inputmode: "numeric", placeholder: "by key, or any"});
+  const key = el("input", {id: "produce-key", placeholder: "empty: no key (null)"});
+  const value = el("textarea", {id: "produce-value", rows: 3});
+  const headers = el("textarea", {id: "produce-headers", rows: 2, placeholder: "key=value, one a line (optional)"});
+  a.produce = el("div", {hidden: true}, el("h2", {}, "Produce a test record"), actionForm("produce",
+    [["Partition", partition], ["Key", key], ["Value", value], ["Headers", headers]],
+    [el("button", {id: "produce-submit", type: "submit"}, "Produce")],
+    async () => {
+      const r = await post(path + "produce", {partition: partition.value, key: key.value === "" ? null : key.value,
+        value: value.value, headers: headers.value});
+      if (a.refreshTopic) a.refreshTopic(); // the partition's end offset
+      return ["Produced to partition " + r.partition + " at offset " + r.offset + ". ",
+        el("a", {href: "#", id: "produce-show", onclick: e => { e.preventDefault(); browse.show(r.partition, String(r.offset)); }}, "show it")];
+    }));
+
+  const cfgName = el("input", {id: "config-name", required: true, placeholder: "e.g. retention.ms"});
+  const cfgValue = el("input", {id: "config-value"});
+  a.editConfig = actionForm("config-edit", [["Config", cfgName], ["Value", cfgValue]],
+    [el("button", {id: "config-set", type: "submit", value: "set"}, "Set"),
+      el("button", {id: "config-delete", type: "submit", value: "delete", title: "remove the topic's value: back to the broker's"}, "Delete key")],
+    async which => {
+      const del = which === "delete";
+      await post(path + "configs", del ? {name: cfgName.value, delete: true} : {name: cfgName.value, value: cfgValue.value});
+      if (a.refreshConfigs) a.refreshConfigs();
+      return del ? "Deleted " + cfgName.value + " from the topic's configs." : "Set " + cfgName.value + ".";
+    });
+  a.edit = c => {
+    cfgName.value = c.name;
+    cfgValue.value = c.sensitive ? "" : c.value;
+    a.editConfig.scrollIntoView();
+    cfgValue.focus();
+  };
+
+  const confirm = el("input", {id: "delete-confirm", autocomplete: "off", placeholder: name});
+  const doDelete = el("button", {id: "delete-submit", type: "submit", class: "danger", disabled: true}, "Delete topic " + name);
+  confirm.addEventListener("input", () => { doDelete.disabled = confirm.value !== name; });
+  const form = actionForm("delete-topic", [["Type the topic's name to delete it and all its records", confirm]], [doDelete], async () => {
+    await post(path + "delete", {confirm: confirm.value});
+    location.hash = "#/topics";
+  });
+  form.hidden = true;
+  a.remove = el("div", {hidden: true}, el("h2", {}, "Delete"),
+    el("button", {id: "delete-topic-start", class: "danger", onclick: () => { form.hidden = false; confirm.focus(); }}, "Delete topic…"), form);
+
+  a.shown = () => { a.produce.hidden = false; a.remove.hidden = false; };
+  return a;
 }
 
 // recordBrowser reads a few records of a partition on demand (never on a
@@ -383,7 +511,7 @@ function viewSecurity() {
 // ---- Login: when the broker listener requires SASL, the console reads
 // the cluster as the visitor, who logs in with their own credentials ----
 
-let sessionInfo = {login: false}; // /api/session: must the visitor log in, as whom, with which mechanisms
+let sessionInfo = {login: false}; // /api/session: must the visitor log in, as whom, with which mechanisms; may the console act
 let loginShown = false;
 
 function clearView() {
