@@ -18,9 +18,11 @@
 #   metadata    TestBenchMetadataApply (replica) and TestBenchControlledShutdown
 #               (controller): one metadata change on a broker with 1k, 10k and
 #               100k partitions in the image; a controlled shutdown at 100k.
-#   partitions  TestPartitionsBench (log): 100k partition logs on one broker,
-#               idle (fds, bytes each) and active, start after a clean
-#               shutdown and after a kill, against 1k in the same run.
+#   partitions  TestScaleBench (log): 100k partition logs on one broker,
+#               idle (fds, heap bytes each), start after a clean shutdown and
+#               after a kill, against 1k in the same run;
+#               TestRecoveryBoundedByCheckpointBench: recovery with the
+#               checkpoints at the log end vs without them.
 #   failover    TestFailoverBench: kill -9 of a partition leader -> first
 #               acknowledged produce, fast fence on and off, franz-go and
 #               librdkafka defaults; TestClusterBenchFailover: kill -9 of the
@@ -54,9 +56,7 @@ run produce ./test/ 'TestReplicationBenchProduce$' -tags e2e
 run followers ./test/ 'TestFollowerBench' -tags e2e
 TMPDIR=${TMPDIR_FAST:-/dev/shm} run metadata-broker ./internal/replica/ 'TestBenchMetadataApply$'
 run metadata-controller ./internal/controller/ 'TestBenchControlledShutdown$'
-if grep -q 'func TestPartitionsBench' internal/log/*_test.go 2>/dev/null; then
-	run partitions ./internal/log/ 'TestPartitionsBench$'
-fi
+run partitions ./internal/log/ 'TestScaleBench$|TestRecoveryBoundedByCheckpointBench$'
 run failover-partition ./test/ 'TestFailoverBench$' -tags e2e
 run failover-controller ./test/ 'TestClusterBenchFailover$' -tags e2e
 
