@@ -21,36 +21,7 @@ import (
 // but the console shows the metadata quorum's leader as the active
 // controller.
 func TestActiveControllerIsTheQuorumLeader(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	voters := fmt.Sprintf("1@127.0.0.1:%d", port)
-	id := server.RandomUUID()
-	ctrlDir, brokerDir := t.TempDir(), t.TempDir()
-	if _, err := server.Format([]string{ctrlDir}, 1, id, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.Format([]string{brokerDir}, 2, id, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tryStartNode(t, map[string]string{
-		"process.roles": "controller", "node.id": "1",
-		"listeners":                fmt.Sprintf("CONTROLLER://127.0.0.1:%d", port),
-		"controller.quorum.voters": voters, "log.dirs": ctrlDir,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := tryStartNode(t, map[string]string{
-		"process.roles": "broker", "node.id": "2",
-		"listeners":                "PLAINTEXT://127.0.0.1:0",
-		"controller.quorum.voters": voters, "log.dirs": brokerDir,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := startSeparateRoles(t, 2)[2]
 	var cluster struct {
 		ControllerID int32 `json:"controllerId"`
 		Brokers      []struct {
@@ -77,44 +48,11 @@ func TestActiveControllerIsTheQuorumLeader(t *testing.T) {
 
 // TestStoppedBrokerShownFenced: a broker that went away stays in the
 // brokers table, marked fenced, the topic page still has a size for every
-// partition, and a topic left without a leader still has its page. (A broker killed but not yet fenced fails its
-// DescribeLogDirs; that the others' answers are kept then is
-// internal/logdirs' test.)
+// partition, and a topic left without a leader still has its page. (A
+// broker killed but not yet fenced fails its DescribeLogDirs; that the
+// others' answers are kept then is internal/logdirs' test.)
 func TestStoppedBrokerShownFenced(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	voters := fmt.Sprintf("1@127.0.0.1:%d", port)
-	id := server.RandomUUID()
-	dirs := map[int32]string{}
-	for _, nodeID := range []int32{1, 2, 3} {
-		dirs[nodeID] = t.TempDir()
-		if _, err := server.Format([]string{dirs[nodeID]}, nodeID, id, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tryStartNode(t, map[string]string{
-		"process.roles": "controller", "node.id": "1",
-		"listeners":                fmt.Sprintf("CONTROLLER://127.0.0.1:%d", port),
-		"controller.quorum.voters": voters, "log.dirs": dirs[1],
-	}); err != nil {
-		t.Fatal(err)
-	}
-	brokers := map[int32]*node{}
-	for _, nodeID := range []int32{2, 3} {
-		b, err := tryStartNode(t, map[string]string{
-			"process.roles": "broker", "node.id": fmt.Sprint(nodeID),
-			"listeners":                "PLAINTEXT://127.0.0.1:0",
-			"controller.quorum.voters": voters, "log.dirs": dirs[nodeID],
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers[nodeID] = b
-	}
+	brokers := startSeparateRoles(t, 2, 3)
 	b := brokers[2]
 	cl := b.client(kgo.DefaultProduceTopic("sized"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
@@ -185,4 +123,45 @@ func TestStoppedBrokerShownFenced(t *testing.T) {
 	if len(topics) < 2 {
 		t.Errorf("topic list with a topic offline: %+v", topics)
 	}
+}
+
+// startSeparateRoles starts controller 1 on a node of its own and a broker
+// node for each of brokerIDs, returning the brokers by id.
+func startSeparateRoles(t *testing.T, brokerIDs ...int32) map[int32]*node {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	voters := fmt.Sprintf("1@127.0.0.1:%d", port)
+	id := server.RandomUUID()
+	format := func(nodeID int32) string {
+		dir := t.TempDir()
+		if _, err := server.Format([]string{dir}, nodeID, id, false); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	if _, err := tryStartNode(t, map[string]string{
+		"process.roles": "controller", "node.id": "1",
+		"listeners":                fmt.Sprintf("CONTROLLER://127.0.0.1:%d", port),
+		"controller.quorum.voters": voters, "log.dirs": format(1),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	brokers := map[int32]*node{}
+	for _, nodeID := range brokerIDs {
+		b, err := tryStartNode(t, map[string]string{
+			"process.roles": "broker", "node.id": fmt.Sprint(nodeID),
+			"listeners":                "PLAINTEXT://127.0.0.1:0",
+			"controller.quorum.voters": voters, "log.dirs": format(nodeID),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[nodeID] = b
+	}
+	return brokers
 }
