@@ -591,9 +591,12 @@ func (s *segment) renameWithSuffix(suffix string) error {
 }
 
 // closeAndDelete closes the segment and removes its files, whatever their
-// current suffix.
+// current suffix. Nothing is written first (no final time index entry, no
+// trim): the files are going, and with indexes mapped on demand, writing
+// would open them again by a path that a later deleted segment of the same
+// base offset may have taken over.
 func (s *segment) closeAndDelete() error {
-	err := s.close()
+	err := errors.Join(s.offsetIdx.discard(), s.timeIdx.discard(), s.txnIdx.close(), s.file.close())
 	for _, p := range []string{s.logPath, s.offsetIdx.path, s.timeIdx.path} {
 		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			err = errors.Join(err, fmt.Errorf("delete segment file: %w", rmErr))
