@@ -33,6 +33,7 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-full}
 OUT=${OUT:-$(mktemp -d /tmp/gregor-bench.XXXXXX)}
+mkdir -p "$OUT"
 export GREGOR_BENCH=1
 if [ "$mode" = quick ]; then
 	export GREGOR_BENCH_KILLS=${GREGOR_BENCH_KILLS:-5}
