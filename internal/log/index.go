@@ -449,20 +449,6 @@ func (x *mmapIndex) unmap() error {
 	return x.unmapLocked()
 }
 
-// discard releases the mapping of an index whose file is to be deleted:
-// nothing is trimmed or written, and the file is never opened again (its
-// path may by now name another segment's file: two segments of one base
-// offset deleted in turn share the .deleted name).
-func (x *mmapIndex) discard() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
-		return nil
-	}
-	x.closed = true
-	return x.unmapLocked()
-}
-
 // close trims the file to its entries and releases the mapping.
 func (x *mmapIndex) close() error {
 	x.mu.RLock()

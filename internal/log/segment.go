@@ -596,7 +596,7 @@ func (s *segment) renameWithSuffix(suffix string) error {
 // would open them again by a path that a later deleted segment of the same
 // base offset may have taken over.
 func (s *segment) closeAndDelete() error {
-	err := errors.Join(s.offsetIdx.discard(), s.timeIdx.discard(), s.txnIdx.close(), s.file.close())
+	err := errors.Join(s.release(), s.txnIdx.close())
 	for _, p := range []string{s.logPath, s.offsetIdx.path, s.timeIdx.path} {
 		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			err = errors.Join(err, fmt.Errorf("delete segment file: %w", rmErr))
