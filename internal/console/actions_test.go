@@ -383,3 +383,27 @@ func TestActionsUnderACLs(t *testing.T) {
 }
 
 func kmsgString(s string) *string { return &s }
+
+// TestNoCORSPreflightGranted: another site's page may send the action
+// header only after a CORS preflight the console answers; it grants none,
+// so the browser never sends the action.
+func TestNoCORSPreflightGranted(t *testing.T) {
+	n := startNode(t)
+	req, err := http.NewRequest(http.MethodOptions, n.url("/api/topics"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "x-gregor-console, content-type")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, h := range []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("preflight answered with %s: %q", h, v)
+		}
+	}
+}
