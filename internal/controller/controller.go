@@ -293,6 +293,16 @@ var errNotActive = errors.New("controller is not running")
 // a request needing more records fails with POLICY_VIOLATION.
 const maxRecordsPerUserOp = 10000
 
+// maxPartitionsPerBatch is Kafka's ReplicationControlManager.
+// MAX_PARTITIONS_PER_BATCH: the partitions one CreateTopics or
+// CreatePartitions request may add, checked before any is placed.
+const maxPartitionsPerBatch = 10000
+
+// excessiveBatchMessage is the message Kafka's controller gives a request
+// whose records would pass maxRecordsPerUserOp (its BoundedListTooLongException
+// becomes this PolicyViolationException).
+const excessiveBatchMessage = "Unable to perform excessively large batch operation."
+
 // submit runs fn on the event loop and waits for it. If ctx ends first, the
 // caller gets ctx's error; an event whose caller already gave up is skipped.
 func (c *Controller) submit(ctx context.Context, fn func()) error {

@@ -46,6 +46,24 @@ func (c *Controller) createPartitions(img *metadata.Image, req *kmsg.CreateParti
 			add(t.Topic, errWith(kerr.InvalidRequest, "Duplicate topic name."))
 		}
 	}
+	// The partitions to add are counted before any is placed: placing first
+	// would let one request for 2^31-1 partitions allocate them all before
+	// the record limit refused it. Over the limit, every topic fails as
+	// Kafka's request fails when its record list passes
+	// MAX_RECORDS_PER_USER_OP, validate_only too.
+	var additional int64
+	for _, t := range req.Topics {
+		if topic := img.Topics.Topic(t.Topic); topic != nil && count[t.Topic] == 1 {
+			additional += max(int64(t.Count)-int64(topic.NumPartitions()), 0)
+		}
+	}
+	if additional > maxPartitionsPerBatch {
+		resp.Topics = nil
+		for _, t := range req.Topics {
+			add(t.Topic, errWith(kerr.PolicyViolation, "%s", excessiveBatchMessage))
+		}
+		return nil, resp
+	}
 	var records []metadata.Record
 	for i := range req.Topics {
 		t := &req.Topics[i]

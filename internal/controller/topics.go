@@ -60,6 +60,20 @@ func unifyCollisionChars(name string) string { return strings.ReplaceAll(name, "
 // Configs list is left empty: the effective topic configs are the config
 // package's to describe (DescribeConfigs answers them).
 func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	if requestedPartitions(req, c.cfg.DefaultNumPartitions) > maxPartitionsPerBatch {
+		// Kafka's validateTotalNumberOfPartitions: the whole request fails
+		// before a name is checked or a replica placed, validate_only too.
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		resp.Version = req.Version
+		e := errWith(kerr.PolicyViolation, "Excessively large number of partitions per request.")
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, e.code(), e.message
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
 	return write(c, ctx, req.ValidateOnly,
 		func(img *metadata.Image) ([]metadata.Record, *kmsg.CreateTopicsResponse) {
 			return c.createTopics(img, req)
@@ -74,6 +88,25 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 			}
 			return resp
 		})
+}
+
+// requestedPartitions is the number of partitions req asks for across its
+// topics (Kafka's count in validateTotalNumberOfPartitions: an assignment's
+// length, else NumPartitions, -1 meaning the default; invalid counts add
+// nothing). It is summed in int64, so no int32 count can wrap it.
+func requestedPartitions(req *kmsg.CreateTopicsRequest, defaultNumPartitions int32) int64 {
+	var total int64
+	for _, t := range req.Topics {
+		switch {
+		case len(t.ReplicaAssignment) > 0:
+			total += int64(len(t.ReplicaAssignment))
+		case t.NumPartitions == -1:
+			total += int64(defaultNumPartitions)
+		case t.NumPartitions > 0:
+			total += int64(t.NumPartitions)
+		}
+	}
+	return total
 }
 
 func (c *Controller) createTopics(img *metadata.Image, req *kmsg.CreateTopicsRequest) ([]metadata.Record, *kmsg.CreateTopicsResponse) {
