@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -686,7 +687,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return fmt.Errorf("delete %s: %w", tp, err)
 	}
-	doomed := filepath.Join(ml.dir.path, tp.String()+"."+hex.EncodeToString(id[:])+deleteDirSuffix)
+	doomed := filepath.Join(ml.dir.path, deleteDirName(tp, id))
 	if err := os.Rename(ml.log.Dir(), doomed); err != nil {
 		return fmt.Errorf("delete %s: %w", tp, err)
 	}
@@ -696,6 +697,25 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	m.doomed = append(m.doomed, doomedDir{path: doomed, deadline: time.Now().Add(m.fileDeleteDelay())})
 	m.logger.Info("scheduled log for deletion", "partition", tp.String(), "dir", doomed)
 	return nil
+}
+
+// maxFileNameBytes is the longest file name Linux file systems take
+// (NAME_MAX); a longer one fails with ENAMETOOLONG.
+const maxFileNameBytes = 255
+
+// deleteDirName is the name a deleted partition's directory is renamed to:
+// "<topic>-<partition>.<id>-delete", the topic shortened so the name fits
+// maxFileNameBytes (Kafka's logDeleteDirName). A topic name may be 249
+// characters, which with the suffix would pass the limit, and the rename
+// would fail: the topic's directory could never be deleted. Only the suffix
+// matters afterwards; start-up removes every "*-delete" directory.
+func deleteDirName(tp TopicPartition, id [16]byte) string {
+	suffix := "-" + strconv.Itoa(int(tp.Partition)) + "." + hex.EncodeToString(id[:]) + deleteDirSuffix
+	topic := tp.Topic
+	if len(topic) > maxFileNameBytes-len(suffix) {
+		topic = topic[:maxFileNameBytes-len(suffix)] // topic names are ASCII
+	}
+	return topic + suffix
 }
 
 // DescribeDirs reports each log.dir's space and partitions (DescribeLogDirs).

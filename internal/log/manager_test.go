@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -313,4 +314,78 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	if got := l.HighWatermark(); got != hw {
 		t.Fatalf("high watermark after restart %d, want %d", got, hw)
 	}
+}
+
+// TestManagerDeleteLongTopicName: a partition of a 249-character topic (the
+// longest name Kafka allows) is renamed for deletion under a name that fits
+// 255 bytes, its topic shortened as Kafka's logDeleteDirName does (the full
+// name failed with ENAMETOOLONG), and removed; a manager started on a log
+// dir holding such a directory removes it too.
+func TestManagerDeleteLongTopicName(t *testing.T) {
+	root := t.TempDir()
+	cfg := ManagerConfig{Dirs: []string{root}, Default: testConfig(), FileDeleteDelayMs: 50, Logger: testLogger()}
+	topic := strings.Repeat("t", 249)
+	waitGone := func(path string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not removed after file.delete.delay.ms", filepath.Base(path))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Start(ctx)
+	for _, p := range []int32{0, 12345} {
+		tp := TopicPartition{topic, p}
+		l, err := m.GetOrCreate(tp, [16]byte{7}, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillLog(t, l, 2, 1, 10, 1)
+		if err := m.Delete(tp); err != nil {
+			t.Fatalf("delete %s-%d: %v", topic[:8], p, err)
+		}
+		if _, err := os.Stat(filepath.Join(root, tp.String())); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("partition %d: original dir still present", p)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, "ttt*-delete"))
+	if len(matches) != 2 {
+		t.Fatalf("renamed dirs: %v", matches)
+	}
+	for _, path := range matches {
+		name := filepath.Base(path)
+		if len(name) != 255 || !regexp.MustCompile(`^t+-(0|12345)\.[0-9a-f]{32}-delete$`).MatchString(name) {
+			t.Fatalf("renamed dir %q (%d bytes)", name, len(name))
+		}
+		waitGone(path)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// One left behind (say the broker stopped within the delay) is found by
+	// its suffix and removed at the next start.
+	left := filepath.Join(root, deleteDirName(TopicPartition{topic, 3}, [16]byte{1}))
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err = NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start(ctx)
+	defer m.Close()
+	waitGone(left)
 }
