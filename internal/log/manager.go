@@ -70,6 +70,11 @@ type Manager struct {
 	logs   map[TopicPartition]*managedLog
 	doomed []doomedDir // directories renamed *-delete, removed after the delay
 	closed bool
+	// creating holds the partitions whose logs GetOrCreate is creating
+	// outside mu (their files and fsyncs), so that many partitions are
+	// created at once; creations counts them for Close.
+	creating  map[TopicPartition]*creation
+	creations sync.WaitGroup
 
 	// offlinePartitions are the partitions found in a log.dir that failed
 	// to load, by that directory (guarded by mu).
@@ -186,7 +191,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxOpenFiles <= 0 {
 		cfg.MaxOpenFiles = defaultMaxOpenFiles()
 	}
-	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}, files: newFileCache(cfg.MaxOpenFiles)}
+	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{},
+		creating: map[TopicPartition]*creation{}, files: newFileCache(cfg.MaxOpenFiles)}
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
@@ -546,6 +552,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 	cfg = cfg.withDefaultsFrom(m.cfg.Default)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.waitCreatingLocked(tp)
 	if m.closed {
 		return nil, fmt.Errorf("get or create %s: %w", tp, ErrClosed)
 	}
@@ -577,6 +584,51 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 	if d == nil {
 		return nil, fmt.Errorf("create %s: %w: no usable log dir", tp, ErrKafkaStorage)
 	}
+	// The files are made and fsynced without mu, so the partitions of a
+	// large delta are created side by side rather than one fsync after
+	// another; the reservation keeps others off this partition meanwhile.
+	c := &creation{dir: d, done: make(chan struct{})}
+	m.creating[tp] = c
+	m.creations.Add(1)
+	m.mu.Unlock()
+	ml, err := m.createLog(tp, d, topicID, cfg)
+	m.mu.Lock()
+	delete(m.creating, tp)
+	close(c.done)
+	m.creations.Done()
+	if err != nil {
+		return nil, err
+	}
+	if m.closed {
+		ml.log.Close()
+		return nil, fmt.Errorf("create %s: %w", tp, ErrClosed)
+	}
+	m.logs[tp] = ml
+	m.logger.Info("created log", "partition", tp.String(), "dir", ml.log.Dir())
+	return ml.log, nil
+}
+
+// creation is a log GetOrCreate is creating: its log.dir, and done, closed
+// when it is created or failed.
+type creation struct {
+	dir  *logDir
+	done chan struct{}
+}
+
+// waitCreatingLocked waits, releasing mu meanwhile, until no log of tp is
+// being created.
+func (m *Manager) waitCreatingLocked(tp TopicPartition) {
+	for c := m.creating[tp]; c != nil; c = m.creating[tp] {
+		m.mu.Unlock()
+		<-c.done
+		m.mu.Lock()
+	}
+}
+
+// createLog makes a new partition log in d: its directory, its
+// partition.metadata when the topic id is known, and the log.dir's entry
+// fsynced. It runs without mu.
+func (m *Manager) createLog(tp TopicPartition, d *logDir, topicID [16]byte, cfg Config) (*managedLog, error) {
 	path := filepath.Join(d.path, tp.String())
 	l, err := openLog(path, cfg, 0, 0, m.logger.With("partition", tp.String()), m.files)
 	if err != nil {
@@ -587,7 +639,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 	}
 	l.health = d.health
 	ml := &managedLog{log: l, dir: d, claimed: true}
-	if hasID {
+	if topicID != [16]byte{} {
 		if err := writePartitionMetadata(path, topicID); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("create %s: %w", tp, err)
@@ -598,9 +650,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg Config) (
 		l.Close()
 		return nil, fmt.Errorf("create %s: %w", tp, err)
 	}
-	m.logs[tp] = ml
-	m.logger.Info("created log", "partition", tp.String(), "dir", path)
-	return l, nil
+	return ml, nil
 }
 
 // nextDirLocked picks the usable log.dir holding the fewest partitions
@@ -617,6 +667,9 @@ func (m *Manager) nextDirLocked() *logDir {
 	if online > 1 {
 		for _, ml := range m.logs {
 			counts[ml.dir]++
+		}
+		for _, c := range m.creating {
+			counts[c.dir]++
 		}
 	}
 	var best *logDir
@@ -675,6 +728,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	m.cleaner.abort(tp) // before mu: the cleaner takes its lock, then mu
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.waitCreatingLocked(tp)
 	ml, ok := m.logs[tp]
 	if !ok {
 		return nil
@@ -768,6 +822,7 @@ func (m *Manager) Close() error {
 		cancel()
 	}
 	m.wg.Wait()
+	m.creations.Wait() // each closes its log when it sees closed
 
 	dirErrs := m.closeLogs()
 	errs := []error{m.checkpointRecoveryPoints(), m.checkpointLogStartOffsets(), m.checkpointHighWatermarks()}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -388,4 +389,54 @@ func TestManagerDeleteLongTopicName(t *testing.T) {
 	m.Start(ctx)
 	defer m.Close()
 	waitGone(left)
+}
+
+// TestManagerConcurrentCreate: logs created at once (outside the manager's
+// mutex) are each created once: callers asking for the same partition get
+// the same log, and a Delete of it waits for its creation.
+func TestManagerConcurrentCreate(t *testing.T) {
+	root := t.TempDir()
+	m, err := NewManager(ManagerConfig{Dirs: []string{root}, Default: testConfig(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const partitions, callers = 20, 4
+	got := make([][callers]*Log, partitions)
+	var wg sync.WaitGroup
+	for p := range partitions {
+		for c := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := m.GetOrCreate(TopicPartition{"many", int32(p)}, [16]byte{9}, Config{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[p][c] = l
+			}()
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := m.Delete(TopicPartition{"many", 0}); err != nil {
+			t.Error(err)
+		}
+	}()
+	wg.Wait()
+	for p := 1; p < partitions; p++ {
+		for c := 1; c < callers; c++ {
+			if got[p][c] != got[p][0] {
+				t.Fatalf("partition %d: two logs created", p)
+			}
+		}
+		if id, ok := m.TopicID(TopicPartition{"many", int32(p)}); !ok || id != [16]byte{9} {
+			t.Fatalf("partition %d: topic id %v %v", p, id, ok)
+		}
+	}
+	if n := len(m.All()); n != partitions && n != partitions-1 {
+		t.Fatalf("%d logs", n)
+	}
 }
