@@ -135,3 +135,96 @@ func TestDeleteLongTopicName(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkCreateKeepsHeartbeats: while the broker creates the logs of 3,000
+// new partitions, its heartbeats keep reaching the controller and it is
+// never fenced; afterwards every partition takes a produce (issue 20, item
+// 11: the broker published the new metadata on the quorum's commit path,
+// which the controller's append waited for, so creating 9,999 logs one
+// fsync after another held up the controller and with it the broker's
+// heartbeats until its session ran out). A short session makes any stall
+// visible.
+func TestBulkCreateKeepsHeartbeats(t *testing.T) {
+	t.Parallel()
+	const partitions = 3000
+	b := startBroker(t, "broker.session.timeout.ms=4000", "broker.heartbeat.interval.ms=250")
+	cl := newKgo(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	start := time.Now()
+	// The answer comes once this broker hosts the partitions: the polling
+	// below runs meanwhile.
+	created := make(chan error, 1)
+	go func() {
+		resp, err := adm.CreateTopic(ctxT(t, 5*time.Minute), partitions, 1, nil, "bulk")
+		if err == nil {
+			err = resp.Err
+		}
+		created <- err
+	}()
+	var createErr error
+	answered := false
+	logDirs := func() int {
+		entries, _ := os.ReadDir(b.dataDir)
+		n := 0
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "bulk-") {
+				n++
+			}
+		}
+		return n
+	}
+	// The signs of a stalled heartbeat path: the broker's heartbeat timing
+	// out or refused, the controller fencing it.
+	stalls := func() []string {
+		logged, _ := os.ReadFile(b.logPath)
+		var out []string
+		for _, line := range strings.Split(string(logged), "\n") {
+			if strings.Contains(line, `msg="heartbeat failed"`) || strings.Contains(line, `msg="heartbeat refused"`) ||
+				strings.Contains(line, "to=FENCED") || strings.Contains(line, `msg="fenced by the controller"`) {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for !answered || logDirs() < partitions {
+		select {
+		case createErr = <-created:
+			answered = true
+			if createErr != nil {
+				t.Fatalf("create %d partitions: %v", partitions, createErr)
+			}
+		default:
+		}
+		if s := stalls(); len(s) > 0 {
+			t.Fatalf("heartbeats stalled with %d of %d logs created:\n%s", logDirs(), partitions, strings.Join(s, "\n"))
+		}
+		desc := kmsg.NewPtrDescribeClusterRequest()
+		desc.Version, desc.IncludeFencedBrokers = 2, true
+		if resp, err := desc.RequestWith(ctxT(t, 30*time.Second), cl); err != nil {
+			t.Fatalf("describe cluster: %v", err)
+		} else if len(resp.Brokers) != 1 || resp.Brokers[0].IsFenced {
+			t.Fatalf("brokers while creating: %+v", resp.Brokers)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d logs created after 5 minutes", logDirs(), partitions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d partitions created in %v", partitions, time.Since(start).Round(time.Millisecond))
+	for _, p := range []int32{0, partitions / 2, partitions - 1} {
+		if err := cl.ProduceSync(ctxT(t, 60*time.Second), &kgo.Record{Topic: "bulk", Partition: p, Value: []byte("after")}).FirstErr(); err != nil {
+			t.Fatalf("produce to partition %d: %v", p, err)
+		}
+	}
+	if s := stalls(); len(s) > 0 {
+		t.Fatalf("heartbeats stalled:\n%s", strings.Join(s, "\n"))
+	}
+	ends, err := adm.ListEndOffsets(ctxT(t, 30*time.Second), "bulk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("bulk", partitions-1); o.Offset != 1 {
+		t.Fatalf("end offset of the last partition: %+v", o)
+	}
+}

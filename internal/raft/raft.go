@@ -54,7 +54,8 @@ type Quorum interface {
 	Register(l Listener)
 	// Append writes records as one batch. Only the leader may append (else
 	// ErrNotLeader). It returns after the batch is committed and every
-	// listener has handled it, with the batch's last offset.
+	// listener has handled it (a QueuedListener by queueing it), with the
+	// batch's last offset.
 	Append(ctx context.Context, records []metadata.Record) (lastOffset int64, err error)
 	// Leader returns the current leader (-1 if unknown) and epoch.
 	Leader() (id int32, epoch int32)

@@ -28,6 +28,32 @@ func (s *Server) controllerRequest(ctx context.Context, req kmsg.Request) (kmsg.
 	return s.controllerRequestOn(ctx, req, nil)
 }
 
+// forwardAdmin is controllerRequest for the admin requests a broker
+// listener forwards (CreateTopics, AlterConfigs, CreateAcls, ...). Once the
+// controller has answered, it waits (within ctx, at most
+// defaultControllerWait) until this broker's metadata loader has handled
+// what the quorum had handed it by then: where the controller runs in this
+// process that includes the request's own change, so the client's next
+// request here sees it (its new topic's partitions hosted, its ACLs in
+// force). The loader is not on the quorum's commit path, so this wait is
+// the client's alone; the change is made whether or not it ends in time.
+func (s *Server) forwardAdmin(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := s.controllerRequest(ctx, req)
+	if err != nil || s.loaderQueue == nil {
+		return resp, err
+	}
+	switch kmsg.Key(req.Key()) {
+	case kmsg.DescribeQuorum, kmsg.ListPartitionReassignments:
+		return resp, nil // reads: they changed nothing to wait for
+	}
+	wctx, cancel := context.WithTimeout(ctx, defaultControllerWait)
+	defer cancel()
+	if werr := s.loaderQueue.WaitHandled(wctx); werr != nil {
+		s.logger.Debug("admin request answered before this broker's image caught up", "api", kmsg.NameForKey(req.Key()), "err", werr)
+	}
+	return resp, nil
+}
+
 // controllerRequestOn is controllerRequest that sends over link when the
 // active controller is another node (a connection per request if link is
 // nil).

@@ -66,8 +66,12 @@ type Server struct {
 	voterAddrs map[int32]string
 
 	// Broker role.
-	logs        *log.Manager
-	loader      *metadata.Loader
+	logs   *log.Manager
+	loader *metadata.Loader
+	// loaderQueue feeds loader from the quorum on a goroutine of its own,
+	// so publishing a large batch never holds up the quorum or the
+	// controller (and with it this broker's heartbeats).
+	loaderQueue *raft.QueuedListener
 	replica     *replica.Manager
 	producerIDs *producerid.Manager
 	groups      *coordinator.Runtime
@@ -203,7 +207,8 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 		return err
 	}
 	if isBroker {
-		s.quorum.Register(s.loader)
+		s.loaderQueue = raft.NewQueuedListener(s.loader)
+		s.quorum.Register(s.loaderQueue)
 	}
 	if isController {
 		// What `storage format` chose for a new cluster; the controller
@@ -504,8 +509,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Broker:      s.cfg,
 		Replica:     s.replica,
 		Image:       s.replica.Image,
-		Controller:  handlers.ForwardingController(s.controllerRequest),
-		Forward:     s.controllerRequest,
+		Controller:  handlers.ForwardingController(s.forwardAdmin),
+		Forward:     s.forwardAdmin,
 		Logs:        s.logs,
 		ProducerIDs: s.producerIDs,
 		Logger:      s.logger.With("component", "handlers"),
@@ -652,6 +657,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.ctrlNet != nil {
 		errs = append(errs, s.ctrlNet.Shutdown(ctx))
+	}
+	if s.loaderQueue != nil {
+		// Before the publishers close: no image reaches them afterwards.
+		s.loaderQueue.Close()
 	}
 	if s.txnMarkers != nil {
 		s.txnMarkers.Close()
