@@ -3,6 +3,8 @@
 package test
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,5 +190,135 @@ func TestDescriptorExhaustionKeepsLogDirOnline(t *testing.T) {
 	}
 	if log := b.log(); strings.Contains(log, "log dir offline") {
 		t.Errorf("a log dir went offline:\n%s", log)
+	}
+}
+
+// rssBytes is the resident set size of process pid (VmRSS).
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/<pid>/status")
+	return 0
+}
+
+// TestRequestBytesBudget (issue #20 item 7): ten connections each send a
+// 100 MiB frame and stop one byte short. queued.max.request.bytes bounds
+// what the broker takes in (the frames past the budget stay in their
+// sockets), so the broker's RSS stays far below the gigabyte the frames
+// would take; connections.max.idle.ms closes the stalled frames, and so it
+// does a frame that trickles in a byte at a time; clients are served after.
+func TestRequestBytesBudget(t *testing.T) {
+	const frameSize = 100 << 20 // socket.request.max.bytes
+	const idle = 4 * time.Second
+	b, _ := startBrokerLimited(t, 0, "queued.max.request.bytes=104857600",
+		fmt.Sprintf("connections.max.idle.ms=%d", idle.Milliseconds()))
+	cl := newKgo(t, b)
+	createTopic(t, cl, "budget", 1, nil)
+	pid := b.cmd.Process.Pid
+	base := rssBytes(t, pid)
+
+	var written [10]atomic.Int64
+	conns := make([]net.Conn, len(written))
+	var wg sync.WaitGroup
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", b.addr(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chunk := make([]byte, 1<<20)
+			binary.BigEndian.PutUint32(chunk, frameSize)
+			for left := frameSize + 4 - 1; left > 0; {
+				n := min(left, len(chunk))
+				c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+				m, err := c.Write(chunk[:n])
+				written[i].Add(int64(m))
+				if err != nil {
+					return // closed by the broker (idle), or the deadline
+				}
+				left -= m
+				binary.BigEndian.PutUint32(chunk, 0)
+			}
+		}()
+	}
+	defer wg.Wait()
+	// Wait until the writes stop making progress: the broker has taken
+	// what its budget allows.
+	total := func() int64 {
+		var n int64
+		for i := range written {
+			n += written[i].Load()
+		}
+		return n
+	}
+	last, still := int64(-1), 0
+	for deadline := time.Now().Add(60 * time.Second); still < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the writes never stalled (%d bytes written)", total())
+		}
+		time.Sleep(300 * time.Millisecond)
+		if n := total(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	rss := rssBytes(t, pid)
+	t.Logf("written %d MiB in all; broker RSS %d MiB (was %d MiB)", last>>20, rss>>20, base>>20)
+	if last < frameSize-1<<20 {
+		t.Errorf("only %d bytes written: the budget did not let one whole frame in", last)
+	}
+	if grown := rss - base; grown > 400<<20 {
+		t.Errorf("broker RSS grew by %d MiB holding stalled frames; queued.max.request.bytes is 100 MiB", grown>>20)
+	}
+
+	// connections.max.idle.ms closes every stalled frame's connection.
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(idle + 30*time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("connection %d with a stalled frame: read %v, want it closed", i, err)
+		}
+	}
+
+	// A frame that trickles in: one byte every 500ms, never idle that long.
+	rc := dialRaw(t, b)
+	frame := rc.frame(kmsg.NewPtrMetadataRequest())
+	start := time.Now()
+	closed := false
+	for _, by := range frame[:len(frame)-1] {
+		rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := rc.c.Write([]byte{by}); err != nil {
+			closed = true
+			break
+		}
+		if time.Since(start) > 3*idle {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !closed {
+		rc.expectClosed("a frame trickling in a byte every 500ms")
+	}
+	if took := time.Since(start); took < idle {
+		t.Errorf("trickling frame closed after %v, before connections.max.idle.ms", took)
+	}
+
+	// Clients are served.
+	if err := cl.ProduceSync(ctxT(t, 20*time.Second), &kgo.Record{Topic: "budget", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("produce after the stalled frames: %v", err)
 	}
 }
