@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -297,21 +298,19 @@ func TestRequestBytesBudget(t *testing.T) {
 	// A frame that trickles in: one byte every 500ms, never idle that long.
 	rc := dialRaw(t, b)
 	frame := rc.frame(kmsg.NewPtrMetadataRequest())
+	if len(frame) < 30 {
+		t.Fatalf("a %d-byte frame is too short to trickle for 3 idle times", len(frame))
+	}
 	start := time.Now()
-	closed := false
-	for _, by := range frame[:len(frame)-1] {
+	for i := 0; ; i++ {
 		rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if _, err := rc.c.Write([]byte{by}); err != nil {
-			closed = true
-			break
+		if _, err := rc.c.Write(frame[i : i+1]); err != nil {
+			break // closed (the write after the close fails)
 		}
-		if time.Since(start) > 3*idle {
-			break
+		if time.Since(start) > 3*idle || i == len(frame)-2 {
+			t.Fatalf("a frame trickling in a byte every 500ms still open after %v", time.Since(start))
 		}
 		time.Sleep(500 * time.Millisecond)
-	}
-	if !closed {
-		rc.expectClosed("a frame trickling in a byte every 500ms")
 	}
 	if took := time.Since(start); took < idle {
 		t.Errorf("trickling frame closed after %v, before connections.max.idle.ms", took)
@@ -320,5 +319,200 @@ func TestRequestBytesBudget(t *testing.T) {
 	// Clients are served.
 	if err := cl.ProduceSync(ctxT(t, 20*time.Second), &kgo.Record{Topic: "budget", Value: []byte("after")}).FirstErr(); err != nil {
 		t.Fatalf("produce after the stalled frames: %v", err)
+	}
+}
+
+// longPollFetch is a Fetch v11 of partition 0 of topic at offset 0 that
+// waits for a byte as long as the protocol allows.
+func longPollFetch(topic string) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 2147483647
+	req.MinBytes = 1
+	req.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	fp.CurrentLeaderEpoch = -1
+	fp.LogStartOffset = -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	return req
+}
+
+// joinGroupRequest is a JoinGroup v5 of a new member of group: without a
+// member id it is answered at once with MEMBER_ID_REQUIRED and the id,
+// with it the join waits for the rebalance.
+func joinGroupRequest(group, memberID string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 5
+	req.Group = group
+	req.MemberID = memberID
+	req.SessionTimeoutMillis = 30000
+	req.RebalanceTimeoutMillis = 2147483647
+	req.ProtocolType = "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	p.Metadata = []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+// metricValue reads one series of the broker's /metrics (-1 if absent).
+func metricValue(t *testing.T, metricsURL, series string) float64 {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			fmt.Sscanf(rest, "%g", &v)
+			return v
+		}
+	}
+	return -1
+}
+
+// waitMetric polls a metric until cond holds, failing after 60s.
+func waitMetric(t *testing.T, metricsURL, series string, what string, cond func(float64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		v := metricValue(t, metricsURL, series)
+		if cond(v) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s is %v after 60s", what, series, v)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestParkedRequestsFreezeNothing (issue #20 item 2): 32 connections with
+// 16 long-poll fetches each (max_wait 2147483647) and 640 JoinGroups parked
+// for a rebalance delay take more than queued.max.requests (500) requests,
+// yet a well-behaved client is served; closing the attacker's connections
+// empties the fetch purgatory at once; and SIGTERM with more than 500
+// requests parked stops the broker promptly, not after its shutdown
+// deadline.
+func TestParkedRequestsFreezeNothing(t *testing.T) {
+	b, ready := startBrokerLimited(t, 0, "group.initial.rebalance.delay.ms=600000")
+	metrics := strings.TrimSuffix(ready, "readyz") + "metrics"
+	const fetchSeries = `kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Fetch"}`
+	cl := newKgo(t, b)
+	createTopic(t, cl, "quiet", 1, nil)
+	createTopic(t, cl, "busy", 1, nil)
+
+	parkFetches := func(n int) []*rawConn {
+		conns := make([]*rawConn, n)
+		for i := range conns {
+			rc := dialRaw(t, b)
+			var frames []byte
+			for range 16 {
+				frames = append(frames, rc.frame(longPollFetch("quiet"))...)
+			}
+			if err := rc.write(frames); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = rc
+		}
+		return conns
+	}
+	attack := parkFetches(32)
+	waitMetric(t, metrics, fetchSeries, "512 long polls parked", func(v float64) bool { return v >= 512 })
+
+	// 640 JoinGroups parked: 40 connections, 16 groups each, every group
+	// new, so each join waits for group.initial.rebalance.delay.ms.
+	// FindCoordinator creates __consumer_offsets, as Kafka's does.
+	findCoordinator := func() int16 {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = 3
+		req.CoordinatorKey = "flood-0-0"
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	for deadline := time.Now().Add(30 * time.Second); findCoordinator() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no group coordinator after 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var joins []*rawConn
+	for i := range 40 {
+		rc := dialRaw(t, b)
+		// Responses leave in request order, so a connection's members
+		// get their ids before any of its joins parks.
+		var parked []byte
+		for j := range 16 {
+			group := fmt.Sprintf("flood-%d-%d", i, j)
+			resp := rc.roundTrip(joinGroupRequest(group, "")).(*kmsg.JoinGroupResponse)
+			if resp.ErrorCode != kerr.MemberIDRequired.Code {
+				t.Fatalf("first join of %s: error %d, want MEMBER_ID_REQUIRED", group, resp.ErrorCode)
+			}
+			parked = append(parked, rc.frame(joinGroupRequest(group, resp.MemberID))...)
+		}
+		if err := rc.write(parked); err != nil {
+			t.Fatal(err)
+		}
+		joins = append(joins, rc)
+	}
+
+	// A well-behaved client is served meanwhile.
+	serve := func(what string) {
+		t.Helper()
+		good := newKgo(t, b, kgo.ConsumeTopics("busy"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err := good.ProduceSync(ctxT(t, 30*time.Second), &kgo.Record{Topic: "busy", Value: []byte(what)}).FirstErr(); err != nil {
+			t.Fatalf("%s: produce: %v", what, err)
+		}
+		ctx := ctxT(t, 30*time.Second)
+		for {
+			fs := good.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: consume: timed out", what)
+			}
+			found := false
+			fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == what })
+			if found {
+				return
+			}
+		}
+	}
+	serve("with 1152 requests parked")
+	// The joins were parked all along (the rebalance delay is 10 minutes).
+	for i, rc := range joins {
+		rc.c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		var one [1]byte
+		if _, err := rc.c.Read(one[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("join connection %d: read %v, want its joins still parked", i, err)
+		}
+	}
+
+	// Closing the attacker's connections frees their long polls.
+	for _, rc := range attack {
+		rc.c.Close()
+	}
+	waitMetric(t, metrics, fetchSeries, "attacker gone", func(v float64) bool { return v == 0 })
+	serve("after the attacker left")
+
+	// SIGTERM with 512 fetches and 640 joins parked.
+	parkFetches(32)
+	waitMetric(t, metrics, fetchSeries, "512 long polls parked again", func(v float64) bool { return v >= 512 })
+	start := time.Now()
+	b.stop()
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("SIGTERM with 1152 requests parked took %v", took)
+	} else {
+		t.Logf("SIGTERM with 1152 requests parked: stopped in %v", took)
 	}
 }

@@ -239,27 +239,14 @@ func (c *conn) readLoop() {
 		if !c.waitUnmuted() {
 			return
 		}
-		select {
-		case c.inflight <- struct{}{}:
-		case <-c.stopCh:
+		if err := c.takeInflightSlot(); err != nil {
+			c.readFailed(err)
 			return
 		}
 		frame, pooled, err := c.readFrame()
 		if err != nil {
 			<-c.inflight
-			c.logReadError(err)
-			if peerGone(err) {
-				// Nobody will read the answers: requests still waiting
-				// (a long poll parked for minutes) stop now, as Kafka
-				// closes a channel whose peer is gone.
-				c.cancel()
-				close(c.peerClosed)
-			}
-			if errors.Is(err, errStalled) {
-				// A client that stalls part way through a frame
-				// gets no more answers, as Kafka drops the channel.
-				c.abort()
-			}
+			c.readFailed(err)
 			return
 		}
 		receivedAt := time.Now()
@@ -336,6 +323,100 @@ func (c *conn) readLoop() {
 		prev := c.lastDispatched
 		c.lastDispatched = req.dispatched
 		go c.process(req, p, prev)
+	}
+}
+
+// readFailed ends reading after err.
+func (c *conn) readFailed(err error) {
+	c.logReadError(err)
+	if peerGone(err) {
+		// Nobody will read the answers: requests still waiting (a long
+		// poll parked for minutes) stop now, as Kafka closes a channel
+		// whose peer is gone.
+		c.cancel()
+		close(c.peerClosed)
+	}
+	if errors.Is(err, errStalled) {
+		// A client that stalls part way through a frame gets no more
+		// answers, as Kafka drops the channel.
+		c.abort()
+	}
+}
+
+// takeInflightSlot takes a per-connection in-flight slot. While every slot
+// is taken (by requests parked in a purgatory, say), it reads ahead into
+// the read buffer, so that a client that closes the connection is noticed
+// at once and its parked requests are cancelled, instead of holding their
+// slots, goroutines and purgatory entries until their max wait
+// (2147483647 ms for a fetch) ends. Read-ahead stops when the buffer is
+// full: the client is then pushed back by TCP, as before.
+func (c *conn) takeInflightSlot() error {
+	select {
+	case c.inflight <- struct{}{}:
+		return nil
+	case <-c.stopCh:
+		return errStopped
+	default:
+	}
+	var interrupted atomic.Bool
+	watched := make(chan error, 1)
+	go func() { watched <- c.watchPeer(&interrupted) }()
+	took := false
+	for {
+		select {
+		case c.inflight <- struct{}{}:
+			took = true
+		case <-c.stopCh:
+		case err := <-watched:
+			if err != nil {
+				return err
+			}
+			watched = nil // the buffer is full: wait for a slot alone
+			continue
+		}
+		break
+	}
+	if watched != nil {
+		// The watcher sets its deadline before checking interrupted,
+		// so it cannot miss this.
+		interrupted.Store(true)
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		<-watched
+	}
+	if c.stopping.Load() {
+		if took {
+			<-c.inflight // not used
+		}
+		return errStopped
+	}
+	return nil
+}
+
+// watchPeer reads ahead into the read buffer until the peer closes (its
+// error), the buffer is full (nil) or it is interrupted (nil; errStopped
+// when the reader must stop).
+func (c *conn) watchPeer(interrupted *atomic.Bool) error {
+	_ = c.nc.SetReadDeadline(time.Time{})
+	for {
+		if interrupted.Load() {
+			return nil
+		}
+		if c.stopping.Load() {
+			return errStopped
+		}
+		n := c.br.Buffered()
+		if n >= c.br.Size() {
+			return nil
+		}
+		_, err := c.br.Peek(n + 1)
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			continue // interrupted or stopping: the checks above tell
+		}
+		return err
 	}
 }
 

@@ -580,6 +580,30 @@ func TestClientGoneCancelsParkedRequests(t *testing.T) {
 	}
 }
 
+// TestClientGoneWithEverySlotParked (issue #20 item 2): a client whose
+// every in-flight slot holds a parked request, plus more requests sent
+// behind them, closes its connection; every parked request is cancelled at
+// once (the reader, waiting for a slot, reads ahead and sees the close).
+func TestClientGoneWithEverySlotParked(t *testing.T) {
+	const slots = 4
+	var parked, canceled atomic.Int32
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		req.Dispatched()
+		parked.Add(1)
+		<-ctx.Done()
+		canceled.Add(1)
+		return nil, ctx.Err()
+	}}
+	s := startServer(t, Config{MaxInFlightPerConnection: slots}, h)
+	c := dial(t, s)
+	for range slots + 3 {
+		c.send(metadataReq(12))
+	}
+	waitFor(t, "every slot parked", func() bool { return parked.Load() == slots })
+	c.nc.Close()
+	waitFor(t, "the parked requests cancelled", func() bool { return canceled.Load() == slots })
+}
+
 // TestPeerClosed: a request's PeerClosed is closed when the client closes
 // its connection, and stays open when the server closes it (here, for
 // idleness).
