@@ -516,3 +516,107 @@ func TestParkedRequestsFreezeNothing(t *testing.T) {
 		t.Logf("SIGTERM with 1152 requests parked: stopped in %v", took)
 	}
 }
+
+// TestJoinGroupFlood (issue #20 item 2): 10,000 new members ask to join
+// one group whose group.max.size is 1,000. Each gets its member id at once
+// (MEMBER_ID_REQUIRED); the first 1,000 to join with it wait in the
+// rebalance without holding a queued.max.requests slot; every later one is
+// turned away at once with GROUP_MAX_SIZE_REACHED; a well-behaved client is
+// served throughout.
+func TestJoinGroupFlood(t *testing.T) {
+	const members, maxSize = 10000, 1000
+	b, _ := startBrokerLimited(t, 0, fmt.Sprintf("group.max.size=%d", maxSize),
+		"group.initial.rebalance.delay.ms=600000")
+	cl := newKgo(t, b)
+	createTopic(t, cl, "crowd-data", 1, nil)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = 3
+		req.CoordinatorKey = "crowd"
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err == nil && resp.ErrorCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no group coordinator after 30s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// 10,000 member ids, asked for on 10 connections, 1,000 pipelined on each.
+	ids := make([]string, 0, members)
+	for range 10 {
+		rc := dialRaw(t, b)
+		var frames []byte
+		for range members / 10 {
+			frames = append(frames, rc.frame(joinGroupRequest("crowd", ""))...)
+		}
+		written := make(chan error, 1)
+		go func() { written <- rc.write(frames) }()
+		for i := range members / 10 {
+			frame, err := rc.readFrame(30 * time.Second)
+			if err != nil {
+				t.Fatalf("first join %d: %v", i, err)
+			}
+			resp := kmsg.NewPtrJoinGroupResponse()
+			resp.Version = 5
+			if err := decodeResponse(frame, rc.corr-int32(members/10)+int32(i)+1, resp); err != nil {
+				t.Fatal(err)
+			}
+			if resp.ErrorCode != kerr.MemberIDRequired.Code || resp.MemberID == "" {
+				t.Fatalf("first join %d: error %d member %q, want MEMBER_ID_REQUIRED with an id", i, resp.ErrorCode, resp.MemberID)
+			}
+			ids = append(ids, resp.MemberID)
+		}
+		if err := <-written; err != nil {
+			t.Fatal(err)
+		}
+		rc.c.Close()
+	}
+
+	// The first 1,000 join with their ids and wait (63 connections, at
+	// most 16 each in flight).
+	next := 0
+	for next < maxSize {
+		rc := dialRaw(t, b)
+		var frames []byte
+		for range min(16, maxSize-next) {
+			frames = append(frames, rc.frame(joinGroupRequest("crowd", ids[next]))...)
+			next++
+		}
+		if err := rc.write(frames); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kmsg.NewPtrDescribeGroupsRequest()
+	adm.Groups = []string{"crowd"}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		resp, err := adm.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(resp.Groups[0].Members); n >= maxSize {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("group crowd has %d members after 60s, want %d waiting", n, maxSize)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Every later member is turned away at once.
+	rc := dialRaw(t, b)
+	for ; next < maxSize+200; next++ {
+		resp := rc.roundTrip(joinGroupRequest("crowd", ids[next])).(*kmsg.JoinGroupResponse)
+		if resp.ErrorCode != kerr.GroupMaxSizeReached.Code {
+			t.Fatalf("join of member %d past group.max.size: error %d, want GROUP_MAX_SIZE_REACHED", next, resp.ErrorCode)
+		}
+	}
+
+	// A well-behaved client is served with 1,000 joins parked.
+	if err := cl.ProduceSync(ctxT(t, 30*time.Second), &kgo.Record{Topic: "crowd-data", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce with 1,000 joins parked: %v", err)
+	}
+	if got := endOffsets(t, cl, "crowd-data")[0]; got != 1 {
+		t.Errorf("crowd-data ends at %d, want 1", got)
+	}
+}

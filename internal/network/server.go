@@ -23,8 +23,9 @@
 // connection authenticated as (authn.go).
 //
 // Connection limits (max.connections, max.connections.per.ip, the creation
-// rates) are applied at accept, and queued.max.request.bytes between a
-// frame's size and its body (quotas.go). A client over a client quota is
+// rates) and the process's descriptor budget (descriptors.go) are applied
+// at accept, and queued.max.request.bytes between a frame's size and its
+// body (quotas.go). A client over a client quota is
 // throttled by muting its connection (conn.go).
 package network
 
@@ -93,7 +94,10 @@ type Config struct {
 	// SASLMaxReceiveSize bounds frames before a SASL connection is
 	// authenticated; default DefaultSASLMaxReceiveSize.
 	SASLMaxReceiveSize int32
-	ConnectionsMaxIdle time.Duration // idle connections (nothing in flight, nothing received or sent) are closed
+	// ConnectionsMaxIdle closes idle connections (nothing in flight,
+	// nothing received or sent) and connections whose request frame has
+	// been incomplete that long.
+	ConnectionsMaxIdle time.Duration
 	// MaxInFlightPerConnection bounds requests being processed or awaiting
 	// their write per connection; default DefaultMaxInFlightPerConnection.
 	MaxInFlightPerConnection int
