@@ -316,6 +316,7 @@ func (c *conn) readLoop() {
 		// (bounded by the in-flight slots), so the next frame is off the
 		// socket when its turn comes.
 		req.dispatched = make(chan struct{})
+		req.parking = &s.parking
 		req.releaseQueued = func() {
 			<-s.queued
 			releaseBytes()
@@ -656,6 +657,7 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	if !c.failed.Load() {
 		frame, release, th, ok = c.handle(req)
 	}
+	req.unpark()
 	if req.recycle != nil {
 		// The handler has returned and the response is encoded: nothing
 		// refers to the request's frame any more (frame_pool.go).

@@ -102,6 +102,9 @@ type Config struct {
 	// their write per connection; default DefaultMaxInFlightPerConnection.
 	MaxInFlightPerConnection int
 	QueuedMaxRequests        int // broker-wide bound on requests read but not yet handled
+	// MaxParkedRequests bounds the requests waiting in purgatories at
+	// once (Request.Park); default DefaultMaxParkedRequests.
+	MaxParkedRequests int
 	// QueuedMaxRequestBytes bounds the bytes of those requests
 	// (queued.max.request.bytes); <= 0 is unbounded (Kafka's -1).
 	QueuedMaxRequestBytes int64
@@ -151,6 +154,8 @@ type Server struct {
 	queued chan struct{}
 	// requestBytes is the pool of queued.max.request.bytes.
 	requestBytes *requestBytes
+	// parking bounds the requests parked at once (Request.Park).
+	parking parkedRequests
 	// frames recycles the buffers of large Produce request frames.
 	frames framePool
 	// quotas are the connection limits; quotaMu guards them and slotFreed
@@ -207,6 +212,9 @@ func NewServer(cfg Config, h Handler) *Server {
 	if cfg.QueuedMaxRequests <= 0 {
 		cfg.QueuedMaxRequests = DefaultQueuedMaxRequests
 	}
+	if cfg.MaxParkedRequests <= 0 {
+		cfg.MaxParkedRequests = DefaultMaxParkedRequests
+	}
 	if cfg.SocketSendBufferBytes == 0 {
 		cfg.SocketSendBufferBytes = DefaultSocketBufferBytes
 	}
@@ -241,6 +249,7 @@ func NewServer(cfg Config, h Handler) *Server {
 		cancel:       cancel,
 	}
 	s.slotFreed = sync.NewCond(&s.quotaMu)
+	s.parking.limit = int64(cfg.MaxParkedRequests)
 	return s
 }
 
