@@ -35,14 +35,20 @@ func NewDescriptorBudget(limit int) *DescriptorBudget {
 // ConnectionDescriptors is the budget for connections in a process whose
 // open-file limit is RLIMIT_NOFILE's soft limit: that limit less the
 // descriptors the log may keep open (logFiles, gregor.log.max.open.files as
-// resolved) and DescriptorReserve, at least 1. It is 0 (unbounded) when the
-// limit cannot be read or is infinite.
+// resolved, counted as at most half the limit: a log budget past the limit
+// is not met anyway, and must not leave connections none) and
+// DescriptorReserve, at least 1. It is 0 (unbounded) when the limit cannot
+// be read or is infinite.
 func ConnectionDescriptors(logFiles int) int {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur > 1<<30 {
 		return 0
 	}
-	return max(int(rl.Cur)-logFiles-DescriptorReserve, 1)
+	return connectionDescriptors(int(rl.Cur), logFiles)
+}
+
+func connectionDescriptors(limit, logFiles int) int {
+	return max(limit-min(logFiles, limit/2)-DescriptorReserve, 1)
 }
 
 // take counts one more connection; false if the budget is spent.

@@ -38,6 +38,20 @@ func TestDescriptorBudgetRefusesConnections(t *testing.T) {
 	dial(t, s).roundTrip(12)
 }
 
+func TestConnectionDescriptors(t *testing.T) {
+	for _, tc := range []struct{ limit, logFiles, want int }{
+		{256, 128, 64},       // the default log budget, half the limit
+		{20000, 10000, 9936}, // DefaultMaxOpenFiles
+		{1024, 100000, 448},  // a log budget past the limit counts as half
+		{100, 50, 1},         // too few: one connection, and a warning
+		{1 << 20, 10000, 1<<20 - 10064},
+	} {
+		if got := connectionDescriptors(tc.limit, tc.logFiles); got != tc.want {
+			t.Errorf("connectionDescriptors(%d, %d) = %d, want %d", tc.limit, tc.logFiles, got, tc.want)
+		}
+	}
+}
+
 // countingHandler counts log records with a given message.
 type countingHandler struct {
 	msg string
