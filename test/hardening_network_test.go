@@ -48,8 +48,8 @@ func startBrokerLimited(t *testing.T, nofile int, extra ...string) (*broker, str
 	return b, "http://" + httpAddr + "/readyz"
 }
 
-// readyz returns /readyz's status code and body (0 when it cannot be read).
-func readyz(url string) (int, string) {
+// readyzStatus returns /readyz's status code and body (0 when it cannot be read).
+func readyzStatus(url string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
@@ -60,13 +60,13 @@ func readyz(url string) (int, string) {
 	return resp.StatusCode, strings.TrimSpace(string(body))
 }
 
-// waitReadyz polls /readyz until its status is code and its body holds
+// waitReadyzStatus polls /readyz until its status is code and its body holds
 // want, failing after 30s.
-func waitReadyz(t *testing.T, url string, code int, want string) {
+func waitReadyzStatus(t *testing.T, url string, code int, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got, body := readyz(url)
+		got, body := readyzStatus(url)
 		if got == code && strings.Contains(body, want) {
 			return
 		}
@@ -101,7 +101,7 @@ func apiVersionsServed(c net.Conn) bool {
 // once the flood leaves; no log dir goes offline.
 func TestDescriptorExhaustionKeepsLogDirOnline(t *testing.T) {
 	b, ready := startBrokerLimited(t, 256)
-	waitReadyz(t, ready, 200, "ready")
+	waitReadyzStatus(t, ready, 200, "ready")
 
 	// A client whose connections (metadata, produce, fetch) exist before
 	// the flood.
@@ -156,10 +156,10 @@ func TestDescriptorExhaustionKeepsLogDirOnline(t *testing.T) {
 	fill()
 	// A connection closing meanwhile (another client's) makes room for
 	// one more: fill again before each look.
-	code, body := readyz(ready)
+	code, body := readyzStatus(ready)
 	for try := 0; try < 5 && code == http.StatusOK; try++ {
 		fill()
-		code, body = readyz(ready)
+		code, body = readyzStatus(ready)
 	}
 	t.Logf("flood: %d connections served, %d refused", served, refused)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot accept connections") {
@@ -184,7 +184,7 @@ func TestDescriptorExhaustionKeepsLogDirOnline(t *testing.T) {
 		c.Close()
 	}
 	flood = nil
-	waitReadyz(t, ready, 200, "ready")
+	waitReadyzStatus(t, ready, 200, "ready")
 	fresh := newKgo(t, b)
 	end := endOffsets(t, fresh, "fd-new")
 	total := int64(0)
@@ -203,8 +203,8 @@ func TestDescriptorExhaustionKeepsLogDirOnline(t *testing.T) {
 	}
 }
 
-// rssBytes is the resident set size of process pid (VmRSS).
-func rssBytes(t *testing.T, pid int) int64 {
+// residentBytes is the resident set size of process pid (VmRSS).
+func residentBytes(t *testing.T, pid int) int64 {
 	t.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -235,7 +235,7 @@ func TestRequestBytesBudget(t *testing.T) {
 	cl := newKgo(t, b)
 	createTopic(t, cl, "budget", 1, nil)
 	pid := b.cmd.Process.Pid
-	base := rssBytes(t, pid)
+	base := residentBytes(t, pid)
 
 	var written [10]atomic.Int64
 	conns := make([]net.Conn, len(written))
@@ -287,7 +287,7 @@ func TestRequestBytesBudget(t *testing.T) {
 			last, still = n, 0
 		}
 	}
-	rss := rssBytes(t, pid)
+	rss := residentBytes(t, pid)
 	t.Logf("written %d MiB in all; broker RSS %d MiB (was %d MiB)", last>>20, rss>>20, base>>20)
 	if last < frameSize-1<<20 {
 		t.Errorf("only %d bytes written: the budget did not let one whole frame in", last)
@@ -353,10 +353,10 @@ func longPollFetch(topic string) *kmsg.FetchRequest {
 	return req
 }
 
-// joinGroupRequest is a JoinGroup v5 of a new member of group: without a
+// newJoinGroupV5 is a JoinGroup v5 of a new member of group: without a
 // member id it is answered at once with MEMBER_ID_REQUIRED and the id,
 // with it the join waits for the rebalance.
-func joinGroupRequest(group, memberID string) *kmsg.JoinGroupRequest {
+func newJoinGroupV5(group, memberID string) *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Version = 5
 	req.Group = group
@@ -371,8 +371,8 @@ func joinGroupRequest(group, memberID string) *kmsg.JoinGroupRequest {
 	return req
 }
 
-// metricValue reads one series of the broker's /metrics (-1 if absent).
-func metricValue(t *testing.T, metricsURL, series string) float64 {
+// scrapeMetric reads one series of the broker's /metrics (-1 if absent).
+func scrapeMetric(t *testing.T, metricsURL, series string) float64 {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(metricsURL)
@@ -391,12 +391,12 @@ func metricValue(t *testing.T, metricsURL, series string) float64 {
 	return -1
 }
 
-// waitMetric polls a metric until cond holds, failing after 60s.
-func waitMetric(t *testing.T, metricsURL, series string, what string, cond func(float64) bool) {
+// waitScrapedMetric polls a metric until cond holds, failing after 60s.
+func waitScrapedMetric(t *testing.T, metricsURL, series string, what string, cond func(float64) bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		v := metricValue(t, metricsURL, series)
+		v := scrapeMetric(t, metricsURL, series)
 		if cond(v) {
 			return
 		}
@@ -438,7 +438,7 @@ func TestParkedRequestsFreezeNothing(t *testing.T) {
 		return conns
 	}
 	attack := parkFetches(32)
-	waitMetric(t, metrics, fetchSeries, "512 long polls parked", func(v float64) bool { return v >= 512 })
+	waitScrapedMetric(t, metrics, fetchSeries, "512 long polls parked", func(v float64) bool { return v >= 512 })
 
 	// 640 JoinGroups parked: 40 connections, 16 groups each, every group
 	// new, so each join waits for group.initial.rebalance.delay.ms.
@@ -467,11 +467,11 @@ func TestParkedRequestsFreezeNothing(t *testing.T) {
 		var parked []byte
 		for j := range 16 {
 			group := fmt.Sprintf("flood-%d-%d", i, j)
-			resp := rc.roundTrip(joinGroupRequest(group, "")).(*kmsg.JoinGroupResponse)
+			resp := rc.roundTrip(newJoinGroupV5(group, "")).(*kmsg.JoinGroupResponse)
 			if resp.ErrorCode != kerr.MemberIDRequired.Code {
 				t.Fatalf("first join of %s: error %d, want MEMBER_ID_REQUIRED", group, resp.ErrorCode)
 			}
-			parked = append(parked, rc.frame(joinGroupRequest(group, resp.MemberID))...)
+			parked = append(parked, rc.frame(newJoinGroupV5(group, resp.MemberID))...)
 		}
 		if err := rc.write(parked); err != nil {
 			t.Fatal(err)
@@ -513,12 +513,12 @@ func TestParkedRequestsFreezeNothing(t *testing.T) {
 	for _, rc := range attack {
 		rc.c.Close()
 	}
-	waitMetric(t, metrics, fetchSeries, "attacker gone", func(v float64) bool { return v == 0 })
+	waitScrapedMetric(t, metrics, fetchSeries, "attacker gone", func(v float64) bool { return v == 0 })
 	serve("after the attacker left")
 
 	// SIGTERM with 512 fetches and 640 joins parked.
 	parkFetches(32)
-	waitMetric(t, metrics, fetchSeries, "512 long polls parked again", func(v float64) bool { return v >= 512 })
+	waitScrapedMetric(t, metrics, fetchSeries, "512 long polls parked again", func(v float64) bool { return v >= 512 })
 	start := time.Now()
 	b.stop()
 	if took := time.Since(start); took > 30*time.Second {
@@ -560,7 +560,7 @@ func TestJoinGroupFlood(t *testing.T) {
 		rc := dialRaw(t, b)
 		var frames []byte
 		for range members / 10 {
-			frames = append(frames, rc.frame(joinGroupRequest("crowd", ""))...)
+			frames = append(frames, rc.frame(newJoinGroupV5("crowd", ""))...)
 		}
 		written := make(chan error, 1)
 		go func() { written <- rc.write(frames) }()
@@ -592,7 +592,7 @@ func TestJoinGroupFlood(t *testing.T) {
 		rc := dialRaw(t, b)
 		var frames []byte
 		for range min(16, maxSize-next) {
-			frames = append(frames, rc.frame(joinGroupRequest("crowd", ids[next]))...)
+			frames = append(frames, rc.frame(newJoinGroupV5("crowd", ids[next]))...)
 			next++
 		}
 		if err := rc.write(frames); err != nil {
@@ -617,7 +617,7 @@ func TestJoinGroupFlood(t *testing.T) {
 	// Every later member is turned away at once.
 	rc := dialRaw(t, b)
 	for ; next < maxSize+200; next++ {
-		resp := rc.roundTrip(joinGroupRequest("crowd", ids[next])).(*kmsg.JoinGroupResponse)
+		resp := rc.roundTrip(newJoinGroupV5("crowd", ids[next])).(*kmsg.JoinGroupResponse)
 		if resp.ErrorCode != kerr.GroupMaxSizeReached.Code {
 			t.Fatalf("join of member %d past group.max.size: error %d, want GROUP_MAX_SIZE_REACHED", next, resp.ErrorCode)
 		}

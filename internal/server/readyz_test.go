@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// waitReadyz polls /readyz until its status is code and its body holds
+// waitReadyzCode polls /readyz until its status is code and its body holds
 // want, failing after 30s.
-func waitReadyz(t *testing.T, ts *testServer, code int, want string) {
+func waitReadyzCode(t *testing.T, ts *testServer, code int, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -40,7 +40,7 @@ func TestReadyzTellsTheTruth(t *testing.T) {
 		"broker.session.timeout.ms":               "60000",
 		"log.flush.offset.checkpoint.interval.ms": "100",
 	})
-	waitReadyz(t, ts, 200, "ready")
+	waitReadyzCode(t, ts, 200, "ready")
 
 	// At max.connections the listeners cannot accept a client. (The
 	// node's own clients, the console's, hold some of the connections.)
@@ -55,21 +55,21 @@ func TestReadyzTellsTheTruth(t *testing.T) {
 			break
 		}
 	}
-	waitReadyz(t, ts, 503, "max.connections reached")
+	waitReadyzCode(t, ts, 503, "max.connections reached")
 	for _, c := range conns {
 		c.Close()
 	}
-	waitReadyz(t, ts, 200, "ready")
+	waitReadyzCode(t, ts, 200, "ready")
 
 	// Fenced by the controller, or silent for longer than the session.
 	lc := ts.srv.lifecycle
 	lc.fenced.Store(true)
-	waitReadyz(t, ts, 503, "broker fenced")
+	waitReadyzCode(t, ts, 503, "broker fenced")
 	lc.fenced.Store(false)
 	lc.answered.Store(time.Now().Add(-2 * time.Minute).UnixNano())
-	waitReadyz(t, ts, 503, "no heartbeat answered")
+	waitReadyzCode(t, ts, 503, "no heartbeat answered")
 	lc.answered.Store(time.Now().UnixNano())
-	waitReadyz(t, ts, 200, "ready")
+	waitReadyzCode(t, ts, 200, "ready")
 
 	// A checkpoint that cannot be written takes the log dir offline (a
 	// directory where the file goes makes the rename fail).
@@ -83,5 +83,5 @@ func TestReadyzTellsTheTruth(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	waitReadyz(t, ts, 503, "offline")
+	waitReadyzCode(t, ts, 503, "offline")
 }
