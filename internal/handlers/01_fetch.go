@@ -77,7 +77,10 @@ func (h *Handlers) fetch(ctx context.Context, req *network.Request) (kmsg.Respon
 		// during the read wakes the wait below instead of being missed.
 		seen := h.d.Replica.FetchPositions(watches)
 		resp, bytes, hasError := h.readFetch(r, replicaID, denied)
-		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) {
+		// A consumer's fetch waits only if the broker has a place for it
+		// (network.Request.Park); a follower's always may.
+		if bytes >= int(r.MinBytes) || hasError || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) ||
+			(replicaID < 0 && !req.Park()) {
 			return h.fetched(rq, sc, resp, replicaID >= 0), nil
 		}
 		// The records read so far are read again after the wait.

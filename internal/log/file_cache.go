@@ -44,6 +44,15 @@ func defaultMaxOpenFiles() int {
 	return int(max(min(rl.Cur/2, DefaultMaxOpenFiles), 64))
 }
 
+// MaxOpenFiles is the segment-file budget gregor.log.max.open.files
+// resolves to: configured if positive, else defaultMaxOpenFiles.
+func MaxOpenFiles(configured int) int {
+	if configured > 0 {
+		return configured
+	}
+	return defaultMaxOpenFiles()
+}
+
 // fileCache is the set of open segment files and their budget. Files that
 // are open and not pinned sit in lru, most recently used first; pinned files
 // are out of it, so eviction takes the back of the list in O(1).

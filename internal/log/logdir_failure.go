@@ -50,8 +50,15 @@ func (h *dirHealth) fail(cause error) {
 }
 
 // isIOError tells an error of the file system (Kafka's IOException) from a
-// logic error: only the former takes a log.dir offline.
+// logic error: only the former takes a log.dir offline. Running out of file
+// descriptors (EMFILE, ENFILE: connections took them) is the process's
+// shortage, not the disk's failure: the operation fails and its caller
+// answers with an error, but the directory stays online and the next
+// operation, once descriptors are free again, succeeds (issue #20 item 5).
 func isIOError(err error) bool {
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return false
+	}
 	var pathErr *fs.PathError
 	var sysErr *os.SyscallError
 	var linkErr *os.LinkError

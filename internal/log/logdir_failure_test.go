@@ -3,6 +3,8 @@ package log
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -235,4 +237,23 @@ func TestLogDirOfflineOnDiskFull(t *testing.T) {
 	}
 	// And the log takes appends again.
 	mustAppendFollower(t, full, simpleBatch(t, full.LogEndOffset(), 1, 5000, 10))
+}
+
+// TestDescriptorShortageIsNotDiskFailure: running out of file descriptors
+// (connections took them) fails the operation but does not take the log
+// dir offline, while a disk error does (issue #20 item 5).
+func TestDescriptorShortageIsNotDiskFailure(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		disk bool
+	}{
+		{&fs.PathError{Op: "open", Path: "x.log", Err: syscall.EMFILE}, false},
+		{fmt.Errorf("roll: %w", &fs.PathError{Op: "open", Path: "x.log", Err: syscall.ENFILE}), false},
+		{&fs.PathError{Op: "write", Path: "x.log", Err: syscall.ENOSPC}, true},
+		{&fs.PathError{Op: "open", Path: "x.log", Err: syscall.EIO}, true},
+	} {
+		if got := isIOError(tc.err); got != tc.disk {
+			t.Errorf("isIOError(%v) = %v, want %v", tc.err, got, tc.disk)
+		}
+	}
 }

@@ -772,6 +772,20 @@ func deleteDirName(tp TopicPartition, id [16]byte) string {
 	return topic + suffix
 }
 
+// OfflineError is nil while every log.dir is online; otherwise it names
+// the offline ones and why (for /readyz).
+func (m *Manager) OfflineError() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, d := range m.dirs {
+		if err := d.offline(); err != nil {
+			errs = append(errs, fmt.Errorf("log dir %s offline: %w", d.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // DescribeDirs reports each log.dir's space and partitions (DescribeLogDirs).
 func (m *Manager) DescribeDirs() []DirDescription {
 	m.mu.Lock()

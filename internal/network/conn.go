@@ -31,6 +31,7 @@ const (
 var (
 	errStopped = errors.New("stopped reading")
 	errIdle    = errors.New("connection idle")
+	errStalled = errors.New("request frame incomplete for connections.max.idle.ms")
 )
 
 // conn is one client connection: a reader goroutine (serve) that reads and
@@ -238,22 +239,14 @@ func (c *conn) readLoop() {
 		if !c.waitUnmuted() {
 			return
 		}
-		select {
-		case c.inflight <- struct{}{}:
-		case <-c.stopCh:
+		if err := c.takeInflightSlot(); err != nil {
+			c.readFailed(err)
 			return
 		}
 		frame, pooled, err := c.readFrame()
 		if err != nil {
 			<-c.inflight
-			c.logReadError(err)
-			if peerGone(err) {
-				// Nobody will read the answers: requests still waiting
-				// (a long poll parked for minutes) stop now, as Kafka
-				// closes a channel whose peer is gone.
-				c.cancel()
-				close(c.peerClosed)
-			}
+			c.readFailed(err)
 			return
 		}
 		receivedAt := time.Now()
@@ -323,6 +316,7 @@ func (c *conn) readLoop() {
 		// (bounded by the in-flight slots), so the next frame is off the
 		// socket when its turn comes.
 		req.dispatched = make(chan struct{})
+		req.parking = &s.parking
 		req.releaseQueued = func() {
 			<-s.queued
 			releaseBytes()
@@ -330,6 +324,100 @@ func (c *conn) readLoop() {
 		prev := c.lastDispatched
 		c.lastDispatched = req.dispatched
 		go c.process(req, p, prev)
+	}
+}
+
+// readFailed ends reading after err.
+func (c *conn) readFailed(err error) {
+	c.logReadError(err)
+	if peerGone(err) {
+		// Nobody will read the answers: requests still waiting (a long
+		// poll parked for minutes) stop now, as Kafka closes a channel
+		// whose peer is gone.
+		c.cancel()
+		close(c.peerClosed)
+	}
+	if errors.Is(err, errStalled) {
+		// A client that stalls part way through a frame gets no more
+		// answers, as Kafka drops the channel.
+		c.abort()
+	}
+}
+
+// takeInflightSlot takes a per-connection in-flight slot. While every slot
+// is taken (by requests parked in a purgatory, say), it reads ahead into
+// the read buffer, so that a client that closes the connection is noticed
+// at once and its parked requests are cancelled, instead of holding their
+// slots, goroutines and purgatory entries until their max wait
+// (2147483647 ms for a fetch) ends. Read-ahead stops when the buffer is
+// full: the client is then pushed back by TCP, as before.
+func (c *conn) takeInflightSlot() error {
+	select {
+	case c.inflight <- struct{}{}:
+		return nil
+	case <-c.stopCh:
+		return errStopped
+	default:
+	}
+	var interrupted atomic.Bool
+	watched := make(chan error, 1)
+	go func() { watched <- c.watchPeer(&interrupted) }()
+	took := false
+	for {
+		select {
+		case c.inflight <- struct{}{}:
+			took = true
+		case <-c.stopCh:
+		case err := <-watched:
+			if err != nil {
+				return err
+			}
+			watched = nil // the buffer is full: wait for a slot alone
+			continue
+		}
+		break
+	}
+	if watched != nil {
+		// The watcher sets its deadline before checking interrupted,
+		// so it cannot miss this.
+		interrupted.Store(true)
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		<-watched
+	}
+	if c.stopping.Load() {
+		if took {
+			<-c.inflight // not used
+		}
+		return errStopped
+	}
+	return nil
+}
+
+// watchPeer reads ahead into the read buffer until the peer closes (its
+// error), the buffer is full (nil) or it is interrupted (nil; errStopped
+// when the reader must stop).
+func (c *conn) watchPeer(interrupted *atomic.Bool) error {
+	_ = c.nc.SetReadDeadline(time.Time{})
+	for {
+		if interrupted.Load() {
+			return nil
+		}
+		if c.stopping.Load() {
+			return errStopped
+		}
+		n := c.br.Buffered()
+		if n >= c.br.Size() {
+			return nil
+		}
+		_, err := c.br.Peek(n + 1)
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			continue // interrupted or stopping: the checks above tell
+		}
+		return err
 	}
 }
 
@@ -415,9 +503,15 @@ func (c *conn) queueReply(frame []byte, closeAfter bool) {
 // socket.request.max.bytes (sasl.server.max.receive.size before a SASL
 // connection is authenticated) before allocating. The boolean reports that
 // the frame's buffer came from the server's frame pool (frame_pool.go).
+//
+// A frame's bytes count as activity only once the frame is complete: a
+// frame that trickles in (or stalls part way) for connections.max.idle.ms
+// closes the connection, whatever else is in flight, so that a client
+// cannot hold a connection, and the frame's buffer, by sending a byte now
+// and then (issue #20 item 7).
 func (c *conn) readFrame() ([]byte, bool, error) {
 	var sizeBuf [4]byte
-	if err := c.readFull(sizeBuf[:]); err != nil {
+	if err := c.readFull(sizeBuf[:], false); err != nil {
 		return nil, false, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
@@ -438,30 +532,36 @@ func (c *conn) readFrame() ([]byte, bool, error) {
 	if !c.srv.requestBytes.acquire(int64(size), c.stopCh) {
 		return nil, false, errStopped
 	}
+	// The wait for the budget was the broker's, not the client's.
+	c.touch()
 	frame, pooled := c.srv.frames.get(int(size))
-	if err := c.readFull(frame); err != nil {
+	if err := c.readFull(frame, true); err != nil {
 		c.srv.requestBytes.release(int64(size))
 		if pooled {
 			c.srv.frames.put(frame)
 		}
 		return nil, false, err
 	}
+	c.touch()
 	return frame, pooled, nil
 }
 
-// readFull fills buf, keeping partial progress across read deadlines. The
-// deadline implements connections.max.idle.ms: it expires at lastActivity +
-// idle; at expiry the connection is closed only if nothing is in flight.
+// readFull fills buf with bytes of one frame, keeping partial progress
+// across read deadlines; inFrame says that bytes of the frame were read
+// before. The deadline implements connections.max.idle.ms: it expires at
+// lastActivity + idle. Between frames the connection is closed at expiry
+// only if nothing is in flight; within a frame (readFrame does not count
+// its bytes as activity until it is complete) it is closed regardless.
 // The deadline is set once per call and again after each expiry, not
 // before every read: a large frame arrives in many reads, and the
 // decision is only ever taken at expiry, with lastActivity as it is then.
-func (c *conn) readFull(buf []byte) error {
+func (c *conn) readFull(buf []byte, inFrame bool) error {
 	idle := c.srv.cfg.ConnectionsMaxIdle
 	armed := false
 	for n := 0; n < len(buf); {
 		if !armed {
 			deadline := time.Unix(0, c.lastActivity.Load()).Add(idle)
-			if c.busy() {
+			if !inFrame && c.busy() {
 				deadline = time.Now().Add(idle)
 			}
 			_ = c.nc.SetReadDeadline(deadline)
@@ -473,7 +573,13 @@ func (c *conn) readFull(buf []byte) error {
 		m, err := c.br.Read(buf[n:])
 		if m > 0 {
 			n += m
-			c.touch()
+			if !inFrame {
+				// The frame's first bytes start its clock; from now
+				// on the deadline no longer moves for the requests in
+				// flight, only for responses written.
+				c.touch()
+				inFrame, armed = true, false
+			}
 		}
 		if err == nil {
 			continue
@@ -486,7 +592,13 @@ func (c *conn) readFull(buf []byte) error {
 		if c.stopping.Load() {
 			return errStopped
 		}
-		if !c.busy() && time.Since(time.Unix(0, c.lastActivity.Load())) >= idle {
+		if time.Since(time.Unix(0, c.lastActivity.Load())) < idle {
+			continue
+		}
+		if inFrame {
+			return errStalled
+		}
+		if !c.busy() {
 			return errIdle
 		}
 	}
@@ -517,6 +629,9 @@ func (c *conn) logReadError(err error) {
 	case errors.Is(err, errStopped):
 	case errors.Is(err, errIdle):
 		c.log.Debug("closing idle connection", "connections_max_idle", c.srv.cfg.ConnectionsMaxIdle)
+	case errors.Is(err, errStalled):
+		c.log.Info("closing connection: a request frame did not arrive completely within connections.max.idle.ms",
+			"connections_max_idle", c.srv.cfg.ConnectionsMaxIdle)
 	case errors.Is(err, net.ErrClosed):
 	case peerGone(err):
 		c.log.Debug("client closed connection", "err", err)
@@ -542,6 +657,7 @@ func (c *conn) process(req *Request, p *pending, prev <-chan struct{}) {
 	if !c.failed.Load() {
 		frame, release, th, ok = c.handle(req)
 	}
+	req.unpark()
 	if req.recycle != nil {
 		// The handler has returned and the response is encoded: nothing
 		// refers to the request's frame any more (frame_pool.go).

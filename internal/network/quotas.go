@@ -242,6 +242,12 @@ func (q *connectionQuotas) close(listener string, ip netip.Addr) {
 	q.total--
 }
 
+// brokerFull reports whether the broker-wide max.connections is reached:
+// only the protected inter-broker listener may still admit a connection.
+func (q *connectionQuotas) brokerFull() bool {
+	return q.total >= q.limits.MaxConnections
+}
+
 // overBrokerLimit reports whether the protected listener has taken the
 // broker past max.connections, so a connection of another listener must go.
 func (q *connectionQuotas) overBrokerLimit() bool {

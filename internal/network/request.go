@@ -92,7 +92,64 @@ type Request struct {
 	// waitingAt is when the handler started to wait (StartWaiting);
 	// UnixNano, 0 while it has not.
 	waitingAt atomic.Int64
+	// parking is the server's count of parked requests (nil: no limit,
+	// a request made in process); parked is set while this request holds
+	// one of its places.
+	parking *parkedRequests
+	parked  atomic.Bool
 }
+
+// Park takes one of the broker's places for requests that wait in a
+// purgatory (DefaultMaxParkedRequests), before the handler waits; the place
+// is given back when the handler returns. It is false when every place is
+// taken: the handler then answers at once with what it has instead of
+// waiting (a long-poll fetch returns its empty read, which Kafka allows at
+// any time). With the per-connection in-flight limit, this bounds the
+// goroutines and purgatory entries that clients can make the broker hold.
+// Calling it again while the place is held returns true.
+func (r *Request) Park() bool {
+	if r.parking == nil || r.parked.Load() {
+		return true
+	}
+	if !r.parking.take() {
+		return false
+	}
+	r.parked.Store(true)
+	return true
+}
+
+// unpark gives back the request's parked place, if it holds one.
+func (r *Request) unpark() {
+	if r.parked.CompareAndSwap(true, false) {
+		r.parking.give()
+	}
+}
+
+// DefaultMaxParkedRequests is how many requests may wait in purgatories at
+// once across a socket server (long-poll fetches of consumers; a parked
+// request holds a goroutine and its purgatory entry, a few KiB). Past it a
+// consumer's fetch is answered at once.
+const DefaultMaxParkedRequests = 20000
+
+// parkedRequests counts the requests holding a parked place.
+type parkedRequests struct {
+	limit int64
+	n     atomic.Int64
+}
+
+func (p *parkedRequests) take() bool {
+	for {
+		n := p.n.Load()
+		if n >= p.limit {
+			return false
+		}
+		if p.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (p *parkedRequests) give() { p.n.Add(-1) }
 
 // StartWaiting marks where the handler stops working and starts to wait for
 // something outside it: an acks=all produce for its replication, a fetch

@@ -23,8 +23,9 @@
 // connection authenticated as (authn.go).
 //
 // Connection limits (max.connections, max.connections.per.ip, the creation
-// rates) are applied at accept, and queued.max.request.bytes between a
-// frame's size and its body (quotas.go). A client over a client quota is
+// rates) and the process's descriptor budget (descriptors.go) are applied
+// at accept, and queued.max.request.bytes between a frame's size and its
+// body (quotas.go). A client over a client quota is
 // throttled by muting its connection (conn.go).
 package network
 
@@ -93,11 +94,17 @@ type Config struct {
 	// SASLMaxReceiveSize bounds frames before a SASL connection is
 	// authenticated; default DefaultSASLMaxReceiveSize.
 	SASLMaxReceiveSize int32
-	ConnectionsMaxIdle time.Duration // idle connections (nothing in flight, nothing received or sent) are closed
+	// ConnectionsMaxIdle closes idle connections (nothing in flight,
+	// nothing received or sent) and connections whose request frame has
+	// been incomplete that long.
+	ConnectionsMaxIdle time.Duration
 	// MaxInFlightPerConnection bounds requests being processed or awaiting
 	// their write per connection; default DefaultMaxInFlightPerConnection.
 	MaxInFlightPerConnection int
 	QueuedMaxRequests        int // broker-wide bound on requests read but not yet handled
+	// MaxParkedRequests bounds the requests waiting in purgatories at
+	// once (Request.Park); default DefaultMaxParkedRequests.
+	MaxParkedRequests int
 	// QueuedMaxRequestBytes bounds the bytes of those requests
 	// (queued.max.request.bytes); <= 0 is unbounded (Kafka's -1).
 	QueuedMaxRequestBytes int64
@@ -107,6 +114,10 @@ type Config struct {
 	// InterBrokerListener is the listener the broker-wide connection
 	// limits do not hold (inter.broker.listener.name); empty for none.
 	InterBrokerListener string
+	// Descriptors, if set, bounds the connections of every server sharing
+	// it by the file descriptors the process can spare (descriptors.go);
+	// a connection past it is closed at once.
+	Descriptors *DescriptorBudget
 	// Connections, if set, is told about connections opening, closing and
 	// waiting to be accepted (metrics).
 	Connections ConnectionObserver
@@ -143,6 +154,8 @@ type Server struct {
 	queued chan struct{}
 	// requestBytes is the pool of queued.max.request.bytes.
 	requestBytes *requestBytes
+	// parking bounds the requests parked at once (Request.Park).
+	parking parkedRequests
 	// frames recycles the buffers of large Produce request frames.
 	frames framePool
 	// quotas are the connection limits; quotaMu guards them and slotFreed
@@ -153,6 +166,12 @@ type Server struct {
 	slotFreed *sync.Cond
 	// connIndex numbers connections for their Kafka-style connection id.
 	connIndex atomic.Uint64
+	// acceptFailure is the error of the last accept, nil once one succeeds
+	// again (AcceptError).
+	acceptFailure atomic.Pointer[error]
+	// refusedLogged is when (UnixNano) a refusal for want of descriptors
+	// was last logged at warn level, so a flood logs one line a minute.
+	refusedLogged atomic.Int64
 
 	mu        sync.Mutex
 	started   bool
@@ -193,6 +212,9 @@ func NewServer(cfg Config, h Handler) *Server {
 	if cfg.QueuedMaxRequests <= 0 {
 		cfg.QueuedMaxRequests = DefaultQueuedMaxRequests
 	}
+	if cfg.MaxParkedRequests <= 0 {
+		cfg.MaxParkedRequests = DefaultMaxParkedRequests
+	}
 	if cfg.SocketSendBufferBytes == 0 {
 		cfg.SocketSendBufferBytes = DefaultSocketBufferBytes
 	}
@@ -227,6 +249,7 @@ func NewServer(cfg Config, h Handler) *Server {
 		cancel:       cancel,
 	}
 	s.slotFreed = sync.NewCond(&s.quotaMu)
+	s.parking.limit = int64(cfg.MaxParkedRequests)
 	return s
 }
 
@@ -319,7 +342,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for nc, t := range s.throttled {
 		if t.Stop() {
-			nc.Close()
+			s.closeAccepted(nc)
 		}
 		delete(s.throttled, nc)
 	}
@@ -374,6 +397,7 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 			}
 			// Typically EMFILE: back off instead of spinning, as Kafka's
 			// acceptor does, and keep serving the open connections.
+			s.acceptFailure.Store(&err)
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			s.log.Warn("accept failed", "listener", name, "err", err, "retry_in", backoff)
 			select {
@@ -384,9 +408,14 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 			continue
 		}
 		backoff = 0
+		s.acceptFailure.Store(nil)
+		if !s.cfg.Descriptors.take() {
+			s.refuseForDescriptors(name, nc)
+			continue
+		}
 		ip := remoteIP(nc)
 		if !s.waitForConnectionSlot(name) {
-			nc.Close()
+			s.closeAccepted(nc)
 			return
 		}
 		s.quotaMu.Lock()
@@ -402,7 +431,7 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 		if err != nil {
 			// Kafka's TooManyConnectionsException: close at once.
 			s.log.Info("rejected connection", "listener", name, "client", nc.RemoteAddr().String(), "err", err)
-			nc.Close()
+			s.closeAccepted(nc)
 			continue
 		}
 		s.setSocketOptions(nc)
@@ -411,7 +440,7 @@ func (s *Server) acceptLoop(name string, l net.Listener) {
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
-			nc.Close()
+			s.closeAccepted(nc)
 			s.connectionClosed(name, ip)
 			continue
 		}
@@ -440,15 +469,59 @@ func (s *Server) closeThrottled(listener string, nc net.Conn, throttle time.Dura
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		nc.Close()
+		s.closeAccepted(nc)
 		return
 	}
 	s.throttled[nc] = time.AfterFunc(throttle, func() {
 		s.mu.Lock()
 		delete(s.throttled, nc)
 		s.mu.Unlock()
-		nc.Close()
+		s.closeAccepted(nc)
 	})
+}
+
+// closeAccepted closes an accepted connection that was never served and
+// gives back its descriptor.
+func (s *Server) closeAccepted(nc net.Conn) {
+	nc.Close()
+	s.cfg.Descriptors.give()
+}
+
+// refuseForDescriptors closes a connection accepted past the descriptor
+// budget. The refusal is logged at warn level at most once a minute (a
+// flood of connections would otherwise flood the log), else at debug.
+func (s *Server) refuseForDescriptors(listener string, nc net.Conn) {
+	client := nc.RemoteAddr().String()
+	nc.Close()
+	now := time.Now().UnixNano()
+	last := s.refusedLogged.Load()
+	if now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
+		s.log.Warn("refusing connections: the file descriptors kept for connections are all in use",
+			"listener", listener, "client", client, "connections", s.cfg.Descriptors.InUse(),
+			"budget", s.cfg.Descriptors.Limit())
+		return
+	}
+	s.log.Debug("refused connection: no file descriptor to spare", "listener", listener, "client", client)
+}
+
+// AcceptError is nil while the server can accept connections; otherwise
+// why it cannot: its last accept failed (the process is out of
+// descriptors, say), the descriptor budget for connections is spent, or
+// the broker-wide max.connections is reached (for /readyz).
+func (s *Server) AcceptError() error {
+	if p := s.acceptFailure.Load(); p != nil {
+		return fmt.Errorf("accepting connections failed: %w", *p)
+	}
+	if err := s.cfg.Descriptors.full(); err != nil {
+		return err
+	}
+	s.quotaMu.Lock()
+	full := s.quotas.brokerFull()
+	s.quotaMu.Unlock()
+	if full {
+		return errors.New("max.connections reached")
+	}
+	return nil
 }
 
 // waitForConnectionSlot blocks the accept loop of listener until
@@ -601,6 +674,7 @@ func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.cfg.Descriptors.give()
 	s.connectionClosed(c.listener, c.ip)
 	if obs := s.cfg.Connections; obs != nil {
 		obs.ConnectionClosed(c.listener)

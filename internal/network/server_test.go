@@ -299,6 +299,52 @@ func TestIdleConnectionClosed(t *testing.T) {
 	busy.roundTrip(12)
 }
 
+// TestTricklingFrameClosed (issue #20 item 7): a frame whose bytes come
+// one at a time, each well within connections.max.idle.ms, is closed once
+// the frame has been incomplete that long, even with a request of the
+// connection in flight (which keeps an idle connection open).
+func TestTricklingFrameClosed(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	release := make(chan struct{})
+	defer close(release)
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		if req.Header.CorrelationID == 0 {
+			req.Dispatched()
+			select { // parked, as a long-poll fetch
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return echoMetadata(req), nil
+	}}
+	s := startServer(t, Config{ConnectionsMaxIdle: idle}, h)
+	c := dial(t, s)
+	c.send(metadataReq(12)) // parked all along
+	frame := kmsg.NewRequestFormatter().AppendRequest(nil, metadataReq(12), 1)
+	start := time.Now()
+	var closedAt time.Duration
+	for i := 0; i < len(frame)-1; i++ {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(ioTimeout))
+		if _, err := c.nc.Write(frame[i : i+1]); err != nil {
+			closedAt = time.Since(start)
+			break
+		}
+		time.Sleep(idle / 6)
+	}
+	if closedAt == 0 {
+		// The writes may all land in the socket buffer after the close;
+		// the read tells.
+		c.expectClosed()
+		closedAt = time.Since(start)
+	}
+	if closedAt < idle {
+		t.Fatalf("closed after %v, before connections.max.idle %v", closedAt, idle)
+	}
+	if bytes := len(frame); time.Duration(bytes)*idle/6 < 2*idle {
+		t.Fatalf("test frame of %d bytes too short to trickle past the idle time", bytes)
+	}
+}
+
 func TestShutdownWaitsForInFlightRequests(t *testing.T) {
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -532,6 +578,30 @@ func TestClientGoneCancelsParkedRequests(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the parked request's context did not end when its client left")
 	}
+}
+
+// TestClientGoneWithEverySlotParked (issue #20 item 2): a client whose
+// every in-flight slot holds a parked request, plus more requests sent
+// behind them, closes its connection; every parked request is cancelled at
+// once (the reader, waiting for a slot, reads ahead and sees the close).
+func TestClientGoneWithEverySlotParked(t *testing.T) {
+	const slots = 4
+	var parked, canceled atomic.Int32
+	h := &testHandler{fn: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		req.Dispatched()
+		parked.Add(1)
+		<-ctx.Done()
+		canceled.Add(1)
+		return nil, ctx.Err()
+	}}
+	s := startServer(t, Config{MaxInFlightPerConnection: slots}, h)
+	c := dial(t, s)
+	for range slots + 3 {
+		c.send(metadataReq(12))
+	}
+	waitFor(t, "every slot parked", func() bool { return parked.Load() == slots })
+	c.nc.Close()
+	waitFor(t, "the parked requests cancelled", func() bool { return canceled.Load() == slots })
 }
 
 // TestPeerClosed: a request's PeerClosed is closed when the client closes

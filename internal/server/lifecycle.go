@@ -37,8 +37,11 @@ type lifecycle struct {
 	logger      *slog.Logger
 	incarnation [16]byte
 
-	epoch        atomic.Int64 // broker epoch of the current registration; -1 before
-	fenced       atomic.Bool
+	epoch  atomic.Int64 // broker epoch of the current registration; -1 before
+	fenced atomic.Bool
+	// answered is when (UnixNano) the controller last answered a
+	// heartbeat without error; 0 before the first.
+	answered     atomic.Int64
 	shuttingDown atomic.Bool
 	shutDownOK   chan struct{} // closed when the controller allows the shutdown
 	okOnce       sync.Once
@@ -264,6 +267,7 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 		l.logger.Warn("heartbeat refused", "err", err)
 		return
 	}
+	l.answered.Store(time.Now().UnixNano())
 	wasFenced := l.fenced.Swap(resp.IsFenced)
 	if wasFenced && !resp.IsFenced {
 		l.logger.Info("unfenced by the controller", "brokerEpoch", req.BrokerEpoch, "metadataOffset", req.CurrentMetadataOffset)
@@ -279,6 +283,16 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 	if req.WantShutdown && resp.ShouldShutdown {
 		l.okOnce.Do(func() { close(l.shutDownOK) })
 	}
+}
+
+// sinceAnswered is how long ago the controller last answered a heartbeat;
+// 0 before the first answer (the broker is fenced until then anyway).
+func (l *lifecycle) sinceAnswered() time.Duration {
+	at := l.answered.Load()
+	if at == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, at))
 }
 
 // shutdown asks the controller for a controlled shutdown and waits until it

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"gregor/internal/coordinator"
@@ -142,11 +143,31 @@ func (q timedQuorum) Append(ctx context.Context, records []metadata.Record) (int
 }
 
 // ready is /readyz: a broker is ready once unfenced (caught up with the
-// metadata log and registered), a controller once it knows the leader.
+// metadata log and registered), a controller once it knows the leader. A
+// broker is not ready again while the controller has fenced it (or no
+// heartbeat was answered within broker.session.timeout.ms, after which the
+// controller fences it), while a log dir is offline, or while its
+// listeners cannot accept connections (out of descriptors, at
+// max.connections).
 func (s *Server) ready() error {
 	if s.lifecycle != nil {
 		if s.lifecycle.fenced.Load() {
-			return errors.New("broker not unfenced by the controller yet")
+			return errors.New("broker fenced: not unfenced by the controller yet, or fenced since")
+		}
+		session := time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond
+		if since := s.lifecycle.sinceAnswered(); since > session {
+			return fmt.Errorf("no heartbeat answered by the controller for %s (broker.session.timeout.ms is %d): the controller fences this broker",
+				since.Round(time.Millisecond), s.cfg.BrokerSessionTimeoutMs)
+		}
+		if s.logs != nil {
+			if err := s.logs.OfflineError(); err != nil {
+				return err
+			}
+		}
+		if bn := s.accepting.Load(); bn != nil {
+			if err := bn.AcceptError(); err != nil {
+				return fmt.Errorf("broker listeners cannot accept connections: %w", err)
+			}
 		}
 		return nil
 	}

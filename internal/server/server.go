@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,12 @@ type Server struct {
 	ctrlAuthorizer acl.Authorizer
 	// voterAddrs are the controllers' listener addresses by node id.
 	voterAddrs map[int32]string
+	// descriptors bounds the connections of both listeners' socket
+	// servers by the file descriptors the process can spare.
+	descriptors *network.DescriptorBudget
+	// accepting is the broker's socket server once started, for /readyz
+	// (whose handler may run before it exists).
+	accepting atomic.Pointer[network.Server]
 
 	// Broker role.
 	logs   *log.Manager
@@ -402,6 +409,7 @@ func (s *Server) probeGone(ctx context.Context, addr string) bool {
 // SCRAM credentials of the metadata image the listeners' node follows.
 func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (network.Config, error) {
 	c := network.Config{
+		Descriptors:              s.connectionDescriptors(),
 		SocketRequestMaxBytes:    s.cfg.SocketRequestMaxBytes,
 		SASLMaxReceiveSize:       s.cfg.SASLServerMaxReceiveSize,
 		ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -432,6 +440,27 @@ func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (networ
 	limits := s.connectionLimits(s.cfg, listenerNames(ls))
 	c.Limits = &limits
 	return c, nil
+}
+
+// connectionDescriptors is the process's descriptor budget for connections
+// (network.DescriptorBudget), made on first use: RLIMIT_NOFILE less the
+// segment files the log may keep open (a broker's
+// gregor.log.max.open.files) and a reserve.
+func (s *Server) connectionDescriptors() *network.DescriptorBudget {
+	if s.descriptors != nil {
+		return s.descriptors
+	}
+	logFiles := 0
+	if s.cfg.HasRole("broker") {
+		logFiles = log.MaxOpenFiles(s.cfg.LogMaxOpenFiles)
+	}
+	n := network.ConnectionDescriptors(logFiles)
+	if n > 0 && n < 16 {
+		s.logger.Warn("few file descriptors left for connections: raise the open-file limit (ulimit -n) or lower gregor.log.max.open.files",
+			"connections", n, "log_files", logFiles)
+	}
+	s.descriptors = network.NewDescriptorBudget(n)
+	return s.descriptors
 }
 
 func listenerNames(ls []config.Listener) []string {
@@ -563,6 +592,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
+	s.accepting.Store(s.brokerNet)
 	s.loader.AddPublisher(newTLSReloader(s))
 	s.loader.AddPublisher(newConnectionLimitsUpdater(s, s.brokerNet, listenerNames(s.listeners(false))))
 	s.loader.AddPublisher(newReplicaFetchersUpdater(s, s.replica))
