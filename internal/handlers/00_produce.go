@@ -30,6 +30,10 @@ package handlers
 // answer carries the throttle time (with acks=0 the connection is muted
 // instead).
 //
+// A request holding a transactional batch but no transactional id is
+// refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka: no
+// coordinator could verify or ever end that transaction.
+//
 // Authorization (Kafka's): a request with a transactional id needs WRITE
 // on it, else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 // each topic needs WRITE, else its partitions get
@@ -66,6 +70,13 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 	}
 	var waits []replicationWait
 	failed := 0
+	if r.TransactionID == nil && hasTransactionalRecords(r) {
+		// Kafka's check: a transactional batch's partition is verified
+		// against its transactional id's coordinator; without one nothing
+		// would ever end the transaction, and the partition's last stable
+		// offset would stay pinned.
+		return h.produceRefused(req, r, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
 	if r.TransactionID != nil && !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *r.TransactionID) {
 		return h.produceRefused(req, r, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
@@ -199,6 +210,19 @@ type replicationWait struct {
 	partition int32
 	required  int64 // the offset after the appended records
 	ti, pi    int   // where its answer is in the response
+}
+
+// hasTransactionalRecords reports whether any partition's batch is
+// transactional (Kafka's RequestUtils.hasTransactionalRecords).
+func hasTransactionalRecords(r *kmsg.ProduceRequest) bool {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if h, err := record.ParseHeader(p.Records); err == nil && h.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func usesZstd(records []byte) bool {
