@@ -85,6 +85,9 @@ func FuzzValidateAndAssign(f *testing.F) {
 		if mode&0x20 != 0 {
 			opts.TimestampBeforeMaxMs, opts.TimestampAfterMaxMs = 1000, 1000
 		}
+		if mode&0x80 != 0 {
+			opts.Decompression = NewDecompressionBudget(1 << 20)
+		}
 		if mode&0x40 != 0 && len(data) >= HeaderSize {
 			data = bytes.Clone(data)
 			UpdateCRC(data) // reach past the CRC check
