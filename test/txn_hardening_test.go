@@ -246,3 +246,65 @@ func listStableOffset(t *testing.T, rc *rawConn, topic string) int64 {
 	}
 	return resp.Topics[0].Partitions[0].Offset
 }
+
+// TestTxnBatchMixedProducers: a Produce whose transactional batches carry
+// different producer ids is refused whole with INVALID_PRODUCER_ID_MAPPING,
+// as Kafka's ReplicaManager: the coordinator verifies one producer per
+// request, so a second producer's batch riding along with a verified one
+// would open a transaction no coordinator knows, pinning the partition's
+// last stable offset.
+func TestTxnBatchMixedProducers(t *testing.T) {
+	b := startBroker(t)
+	cl := newKgo(t, b)
+	const topic = "txn-mixed"
+	createTopic(t, cl, topic, 2, nil)
+	rc := dialRaw(t, b)
+
+	txnID := "mixed"
+	pid, epoch := initProducerID(t, rc, &txnID)
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version = 3
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = txnID, pid, epoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{0, 1}}}
+	addResp := rc.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse)
+	for _, rt := range addResp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Fatalf("AddPartitionsToTxn %s/%d: %v", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	other, otherEpoch := initProducerID(t, rc, nil)
+
+	req := produceRequest(topic, 0, -1, txnBatch(t, other, otherEpoch, 0, "stowaway"))
+	req.TransactionID = &txnID
+	p1 := kmsg.NewProduceRequestTopicPartition()
+	p1.Partition, p1.Records = 1, txnBatch(t, pid, epoch, 0, "verified")
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	resp := rc.roundTrip(req).(*kmsg.ProduceResponse)
+	for _, rp := range resp.Topics[0].Partitions {
+		if rp.ErrorCode != kerr.InvalidProducerIDMapping.Code {
+			t.Errorf("partition %d: error %v, want INVALID_PRODUCER_ID_MAPPING", rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+		}
+	}
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version = 3
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = txnID, pid, epoch, false
+	if code := rc.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode; code != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(code))
+	}
+	// Once the coordinator's markers are written nothing pins partition 0.
+	p := produceRaw(t, rc, topic, buildBatch(t, batchOpts{values: []string{"after"}}))
+	if p.ErrorCode != 0 {
+		t.Fatalf("plain produce: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	endOffset := listEndOffset(t, rc, topic)
+	deadline := time.Now().Add(30 * time.Second)
+	for lso := listStableOffset(t, rc, topic); lso != endOffset; lso = listStableOffset(t, rc, topic) {
+		if time.Now().After(deadline) {
+			t.Fatalf("partition 0: last stable offset %d, log end %d: a transaction no coordinator knows pins it", lso, endOffset)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
