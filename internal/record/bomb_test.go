@@ -182,3 +182,49 @@ func waiting(b *DecompressionBudget, n int) bool {
 	defer b.mu.Unlock()
 	return len(b.waiters) == n
 }
+
+// TestEachRecordStreams: EachRecord yields what ReadRecords does, stops when
+// told, and reads a compressed batch holding one record at a time.
+func TestEachRecordStreams(t *testing.T) {
+	for _, c := range allCodecs {
+		recs := someRecords(30, testNow)
+		batch := buildBatch(t, noProducer(c), recs)
+		_, want, err := ReadRecords(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Record
+		if _, err := EachRecord(batch, func(r Record) bool {
+			r.Key, r.Value = clone(r.Key), clone(r.Value)
+			got = append(got, r)
+			return len(got) < 20
+		}); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if len(got) != 20 {
+			t.Fatalf("%s: %d records before stopping, want 20", c, len(got))
+		}
+		for i, r := range got {
+			if string(r.Key) != string(want[i].Key) || string(r.Value) != string(want[i].Value) || r.OffsetDelta != want[i].OffsetDelta ||
+				len(r.Headers) != len(want[i].Headers) {
+				t.Fatalf("%s: record %d differs", c, i)
+			}
+		}
+	}
+	for _, codec := range bombCodecs {
+		if codec == "snappy-raw" {
+			continue // a raw block decodes whole
+		}
+		batch := bombBatch(t, codec, 12, 1<<20)
+		n := 0
+		alloc := allocatedDuring(func() {
+			_, err := EachRecord(batch, func(Record) bool { n++; return true })
+			if err != nil {
+				t.Errorf("%s: %v", codec, err)
+			}
+		})
+		if n != 12 || alloc > 12<<20 {
+			t.Errorf("%s: %d records, %d bytes allocated reading a batch of 12 MiB", codec, n, alloc)
+		}
+	}
+}

@@ -17,8 +17,9 @@ const DefaultDecompressionMemory = 128 << 20
 // decompressed batch and the rebuilt one. A reservation waits, first come
 // first served, until it fits; a validation never holds one reservation
 // while waiting for another, so waits end as the validations ahead finish.
-// The capacity is also the most one batch may decompress to: a larger one
-// is ErrMessageTooLarge.
+// The capacity is also the most one batch may decompress to (and at most
+// MaxDecompressedSize, what a stored batch may be read back with): a larger
+// one is ErrMessageTooLarge.
 type DecompressionBudget struct {
 	capacity int64
 
@@ -77,12 +78,13 @@ func (b *DecompressionBudget) release(n int64) {
 	}
 }
 
-// batchLimit is the most one batch may decompress to.
+// batchLimit is the most one batch may decompress to: the capacity, and
+// never more than a stored batch may be read back with (MaxDecompressedSize).
 func (b *DecompressionBudget) batchLimit() int64 {
 	if b == nil {
 		return MaxDecompressedSize
 	}
-	return b.capacity
+	return min(b.capacity, MaxDecompressedSize)
 }
 
 // reserve is acquire on a budget that may be nil (no budget).

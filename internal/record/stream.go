@@ -315,3 +315,49 @@ func (s *recordStream) readVarint() (int32, error) {
 	}
 	return 0, errRecordStructure("bad record length varint at record %d", s.index)
 }
+
+// EachRecord checks one whole batch as ReadRecords does and calls fn with
+// its records in order until fn returns false. A compressed batch is read
+// as a stream: what is held is the codec's state and one record, not the
+// decompressed batch, so a lookup in a batch that expands a thousandfold
+// costs what one record does. A record's key, value and header values alias
+// a buffer reused for the next record; copy them to keep them.
+func EachRecord(batch []byte, fn func(Record) bool) (BatchHeader, error) {
+	h, err := checkBatch(batch)
+	if err != nil {
+		return h, err
+	}
+	if h.NumRecords < 0 {
+		return h, errRecordStructure("invalid record count %d", h.NumRecords)
+	}
+	src := &recordSource{}
+	if c := h.Compression(); c == CodecNone {
+		src.iter = newRecordIter(batch[HeaderSize:], h.NumRecords)
+	} else {
+		r, done, err := newDecompressReader(c, batch[HeaderSize:])
+		if err != nil {
+			if errors.Is(err, ErrUnsupportedCompression) {
+				return h, err
+			}
+			return h, fmt.Errorf("%w: %s decompress: %w", ErrCorruptMessage, c, err)
+		}
+		defer done()
+		br := &boundedReader{r: r, codec: c, limit: MaxDecompressedSize}
+		src.stream = &recordStream{r: bufio.NewReaderSize(br, streamBufferSize), left: h.NumRecords,
+			maxRecord: MaxDecompressedSize, maxName: "the most a batch may decompress to"}
+	}
+	var r rawRecord
+	for {
+		ok, err := src.next(&r)
+		if err != nil || !ok {
+			return h, err
+		}
+		rec := Record{Attributes: r.Attributes, TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta, Key: r.Key, Value: r.Value}
+		if r.NumHeaders > 0 {
+			rec.Headers = r.appendHeaders(make([]RecordHeader, 0, r.NumHeaders))
+		}
+		if !fn(rec) {
+			return h, nil
+		}
+	}
+}
