@@ -228,3 +228,28 @@ func TestEachRecordStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestZstdFrames: the frame walk finds every frame's window and content
+// size, so concatenated frames cannot hide a large window behind a small
+// first one.
+func TestZstdFrames(t *testing.T) {
+	small, err := Compress(CodecZstd, nil, make([]byte, 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := Compress(CodecZstd, nil, make([]byte, 3<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := append(append([]byte(nil), small...), large...)
+	window, total, known, err := zstdFrames(src)
+	if err != nil || !known || total != 1000+3<<20 {
+		t.Fatalf("frames: window %d, total %d, known %v, err %v", window, total, known, err)
+	}
+	if first, _, _, _ := zstdFrames(small); window <= first {
+		t.Errorf("window %d, no larger than the first frame's %d", window, first)
+	}
+	if _, _, _, err := zstdFrames(src[:len(src)-3]); err == nil {
+		t.Error("a truncated frame walked without error")
+	}
+}

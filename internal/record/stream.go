@@ -68,16 +68,14 @@ func decompressState(c Codec, src []byte) (state int64, total int64, known bool)
 		}
 		return 2 * block, 0, false
 	case CodecZstd:
-		var h zstd.Header
-		if err := h.Decode(src); err != nil {
-			return 0, 0, false
+		// The largest window of the frames and two 128 KiB blocks; the
+		// largest window allowed when the frames cannot be walked (the
+		// decoder then fails on them).
+		window, total, known, err := zstdFrames(src)
+		if err != nil {
+			window, known = maxZstdWindow, false
 		}
-		window := h.WindowSize
-		if h.SingleSegment {
-			window = h.FrameContentSize
-		}
-		// The window and two 128 KiB blocks.
-		return int64(min(window, maxZstdWindow)) + 256<<10, int64(min(h.FrameContentSize, 1<<62)), h.HasFCS
+		return int64(min(window, maxZstdWindow)) + 256<<10, int64(min(total, 1<<62)), known
 	case CodecSnappy:
 		if len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic[:]) {
 			largest, total, err := xerialSizes(src)
@@ -123,6 +121,67 @@ func xerialSizes(src []byte) (largest, total int64, err error) {
 		src = src[n:]
 	}
 	return largest, total, nil
+}
+
+// zstdFrames walks the frames of src by their headers and block headers
+// (RFC 8878) and returns the largest window any frame asks for and, when
+// every frame declares it (known), their total content size.
+func zstdFrames(src []byte) (window, total uint64, known bool, err error) {
+	known = true
+	for len(src) > 0 {
+		var h zstd.Header
+		if err := h.Decode(src); err != nil {
+			return 0, 0, false, err
+		}
+		if h.Skippable {
+			n := uint64(h.HeaderSize) + uint64(h.SkippableSize)
+			if n > uint64(len(src)) {
+				return 0, 0, false, errors.New("zstd skippable frame truncated")
+			}
+			src = src[n:]
+			continue
+		}
+		w := h.WindowSize
+		if h.SingleSegment {
+			w = h.FrameContentSize
+		}
+		window = max(window, w)
+		if h.HasFCS {
+			total += min(h.FrameContentSize, 1<<62)
+		} else {
+			known = false
+		}
+		p := h.HeaderSize
+		for {
+			if len(src)-p < 3 {
+				return 0, 0, false, errors.New("zstd block header truncated")
+			}
+			bh := uint32(src[p]) | uint32(src[p+1])<<8 | uint32(src[p+2])<<16
+			p += 3
+			size := int(bh >> 3)
+			switch (bh >> 1) & 3 {
+			case 1: // RLE: one byte repeated size times
+				size = 1
+			case 3:
+				return 0, 0, false, errors.New("zstd reserved block type")
+			}
+			if size > len(src)-p {
+				return 0, 0, false, errors.New("zstd block truncated")
+			}
+			p += size
+			if bh&1 != 0 {
+				break
+			}
+		}
+		if h.HasCheckSum {
+			p += 4
+		}
+		if p > len(src) {
+			return 0, 0, false, errors.New("zstd checksum truncated")
+		}
+		src = src[p:]
+	}
+	return window, total, known, nil
 }
 
 // zstdContentSize is the frame's declared decompressed size, when it has one.
