@@ -21,7 +21,8 @@ const (
 type ValidateOptions struct {
 	Now int64 // broker time, ms
 	// MaxMessageBytes is max.message.bytes: a larger batch (before or after
-	// recompression) is ErrMessageTooLarge.
+	// recompression), or a record of a compressed batch larger than this
+	// once decompressed, is ErrMessageTooLarge.
 	MaxMessageBytes int32
 	// LogAppendTime is message.timestamp.type=LogAppendTime.
 	LogAppendTime bool
