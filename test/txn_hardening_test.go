@@ -299,9 +299,14 @@ func TestTxnBatchMixedProducers(t *testing.T) {
 	if p.ErrorCode != 0 {
 		t.Fatalf("plain produce: %v", kerr.ErrorForCode(p.ErrorCode))
 	}
-	endOffset := listEndOffset(t, rc, topic)
+	// The coordinator writes its abort marker after answering EndTxn, so
+	// the log end is read again each time.
 	deadline := time.Now().Add(30 * time.Second)
-	for lso := listStableOffset(t, rc, topic); lso != endOffset; lso = listStableOffset(t, rc, topic) {
+	for {
+		lso, endOffset := listStableOffset(t, rc, topic), listEndOffset(t, rc, topic)
+		if lso == endOffset {
+			break
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("partition 0: last stable offset %d, log end %d: a transaction no coordinator knows pins it", lso, endOffset)
 		}
