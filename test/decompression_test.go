@@ -36,8 +36,9 @@ func TestDecompressionBombs(t *testing.T) {
 	zstdBomb := buildBatch(t, batchOpts{codec: "zstd", values: []string{strings.Repeat("\x00", 255<<20)}})
 	t.Logf("zstd bomb: %d bytes holding one 255 MiB record", len(zstdBomb))
 	values := make([]string, 300)
+	mib := strings.Repeat("\x00", 1<<20-64)
 	for i := range values {
-		values[i] = strings.Repeat("\x00", 1<<20-64)
+		values[i] = mib
 	}
 	gzipBomb := buildBatch(t, batchOpts{codec: "gzip", values: values})
 	t.Logf("gzip bomb: %d bytes holding 300 records of 1 MiB", len(gzipBomb))
