@@ -12,13 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// NewTransactionsCommand returns `transactions list|describe|describe-producers`,
+// NewTransactionsCommand returns `transactions list|describe|describe-producers|find-hanging|abort`,
 // Kafka's kafka-transactions.sh.
 func NewTransactionsCommand() *cobra.Command {
 	conn := &connFlags{}
 	cmd := &cobra.Command{
 		Use:   "transactions",
-		Short: "List and describe transactional ids and the producers of partitions",
+		Short: "List and describe transactional ids and the producers of partitions; find and abort hanging transactions",
 	}
 	conn.register(cmd, cmd.PersistentFlags())
 
@@ -132,6 +132,6 @@ func NewTransactionsCommand() *cobra.Command {
 	producers.Flags().StringVar(&topic, "topic", "", "the topic")
 	producers.Flags().Int32Var(&partition, "partition", -1, "the partition")
 
-	cmd.AddCommand(list, describe, producers)
+	cmd.AddCommand(list, describe, producers, newFindHangingCommand(conn), newAbortCommand(conn))
 	return cmd
 }

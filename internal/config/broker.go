@@ -89,6 +89,7 @@ type Broker struct {
 	LeaderImbalanceCheckIntervalSeconds     int64    // leader.imbalance.check.interval.seconds
 	LogRetentionCheckIntervalMs             int64    // log.retention.check.interval.ms
 	LogMaxOpenFiles                         int      // gregor.log.max.open.files
+	DecompressionMemoryBytes                int64    // gregor.decompression.memory.bytes
 	NumRecoveryThreadsPerDataDir            int      // num.recovery.threads.per.data.dir
 	LogCleanerEnable                        bool     // log.cleaner.enable
 	LogCleanerThreads                       int      // log.cleaner.threads
@@ -432,6 +433,7 @@ func loadLogs(b *Broker, v values) error {
 	b.LeaderImbalanceCheckIntervalSeconds = v.i64("leader.imbalance.check.interval.seconds")
 	b.LogRetentionCheckIntervalMs = v.i64("log.retention.check.interval.ms")
 	b.LogMaxOpenFiles = v.int("gregor.log.max.open.files")
+	b.DecompressionMemoryBytes = v.i64("gregor.decompression.memory.bytes")
 	b.NumRecoveryThreadsPerDataDir = v.int("num.recovery.threads.per.data.dir")
 	b.LogCleanerEnable = v.boolean("log.cleaner.enable")
 	b.LogCleanerThreads = v.int("log.cleaner.threads")

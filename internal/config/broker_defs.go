@@ -502,6 +502,8 @@ var brokerDefList = []Def{
 		"Gregor: the HTTP listener's certificate chain in PEM format (with gregor.http.ssl.keystore.type=PEM)."),
 	bdef("gregor.log.max.open.files", Int, ptr("0"), atLeast(0), ReadOnly,
 		"Gregor: how many segment files (.log and .txnindex) may be open at once across the log dirs; past it the least recently used idle ones are closed and reopened when next read or written. 0 means half of the process's open-file limit, at most 10000."),
+	bdef("gregor.decompression.memory.bytes", Long, ptr("134217728"), atLeast(1<<20), ReadOnly,
+		"Gregor: the memory produce validation may hold for decompressed data at once across the broker; a compressed batch waits for its share, and one that decompresses to more than this is refused with MESSAGE_TOO_LARGE."),
 }
 
 var brokerCompressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}

@@ -30,6 +30,12 @@ package handlers
 // answer carries the throttle time (with acks=0 the connection is muted
 // instead).
 //
+// A request holding a transactional batch but no transactional id is
+// refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and one whose
+// transactional batches name more than one producer with
+// INVALID_PRODUCER_ID_MAPPING, as Kafka: no coordinator could verify or
+// ever end such a transaction.
+//
 // Authorization (Kafka's): a request with a transactional id needs WRITE
 // on it, else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 // each topic needs WRITE, else its partitions get
@@ -66,6 +72,19 @@ func (h *Handlers) produce(ctx context.Context, req *network.Request) (kmsg.Resp
 	}
 	var waits []replicationWait
 	failed := 0
+	switch producers := transactionalProducers(r); {
+	case producers > 0 && r.TransactionID == nil:
+		// Kafka's check: a transactional batch's partition is verified
+		// against its transactional id's coordinator; without one nothing
+		// would ever end the transaction, and the partition's last stable
+		// offset would stay pinned.
+		return h.produceRefused(req, r, kerr.TransactionalIDAuthorizationFailed.Code)
+	case producers > 1:
+		// The coordinator verifies one producer; another's batch riding
+		// along would open a transaction it does not know (Kafka's
+		// ReplicaManager refuses the request likewise).
+		return h.produceRefused(req, r, kerr.InvalidProducerIDMapping.Code)
+	}
 	if r.TransactionID != nil && !h.authorized(ctx, req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *r.TransactionID) {
 		return h.produceRefused(req, r, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
@@ -199,6 +218,33 @@ type replicationWait struct {
 	partition int32
 	required  int64 // the offset after the appended records
 	ti, pi    int   // where its answer is in the response
+}
+
+// transactionalProducers counts the distinct producers (id and epoch) of
+// the request's transactional batches: 0 when there are none (Kafka's
+// RequestUtils.hasTransactionalRecords), more than 1 when they disagree.
+func transactionalProducers(r *kmsg.ProduceRequest) int {
+	type producer struct {
+		id    int64
+		epoch int16
+	}
+	var first producer
+	n := 0
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			h, err := record.ParseHeader(p.Records)
+			if err != nil || !h.IsTransactional() {
+				continue
+			}
+			switch pr := (producer{h.ProducerID, h.ProducerEpoch}); {
+			case n == 0:
+				first, n = pr, 1
+			case pr != first:
+				return 2
+			}
+		}
+	}
+	return n
 }
 
 func usesZstd(records []byte) bool {

@@ -14,9 +14,15 @@ package handlers
 //
 // Sent by transaction coordinators: needs CLUSTER_ACTION on the cluster,
 // else every partition gets CLUSTER_AUTHORIZATION_FAILED (as Kafka).
+// Without an authorizer Kafka serves it to anyone; Gregor then serves it
+// only on the inter-broker listener (inter.broker.listener.name), where
+// coordinators send it, so that a client of another listener cannot end
+// other producers' transactions. An operator aborting a hanging
+// transaction (kafka-transactions.sh abort) connects to that listener.
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,7 +37,8 @@ var writeTxnMarkersAPI = api{key: 27, min: 0, max: 2, handle: (*Handlers).writeT
 func (h *Handlers) writeTxnMarkers(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	allowed := h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction)
+	allowed := h.authorizedCluster(ctx, req, kmsg.ACLOperationClusterAction) &&
+		(h.d.Authorizer != nil || h.onInterBrokerListener(req))
 	var wg sync.WaitGroup
 	for _, m := range r.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
@@ -75,4 +82,10 @@ func (h *Handlers) writeTxnMarker(ctx context.Context, topic string, partition i
 		h.d.Logger.Warn("write txn marker", "topic", topic, "partition", partition, "err", err)
 	}
 	return code
+}
+
+// onInterBrokerListener reports whether req came in on the inter-broker
+// listener, the stand-in for CLUSTER_ACTION when there is no authorizer.
+func (h *Handlers) onInterBrokerListener(req *network.Request) bool {
+	return h.d.Broker != nil && strings.EqualFold(req.Listener, h.d.Broker.InterBrokerListenerName)
 }

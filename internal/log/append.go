@@ -55,6 +55,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, opts record.Vali
 	}
 	_, leo := l.snapshot()
 	opts.PartitionLeaderEpoch = leaderEpoch
+	opts.Decompression = l.decompression
 	res, err := record.ValidateAndAssign(records, leo, opts)
 	if err != nil {
 		return AppendInfo{RecordErrors: res.RecordErrors, FirstOffset: -1, LastOffset: -1}, fmt.Errorf("append to %s: %w", l.dir, err)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gregor/internal/record"
 )
 
 // Log is one partition's log (Kafka's UnifiedLog over LocalLog): its
@@ -28,6 +30,10 @@ type Log struct {
 	// files opens and closes the segment files under the broker's
 	// descriptor budget (file_cache.go), shared by every log of a Manager.
 	files *fileCache
+	// decompression is the broker's budget for decompressed data that
+	// produce validation holds (nil for a log opened alone: no shared
+	// budget).
+	decompression *record.DecompressionBudget
 	// health is the log.dir's online state, shared with the other logs in
 	// the same log.dir when a Manager owns them (logdir_failure.go).
 	health *dirHealth

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"gregor/internal/record"
 )
 
 // ManagerConfig holds the broker-level log settings.
@@ -55,6 +57,11 @@ type ManagerConfig struct {
 	// files open at once across the log.dirs (file_cache.go); zero means
 	// half of RLIMIT_NOFILE, at most DefaultMaxOpenFiles.
 	MaxOpenFiles int
+	// DecompressionMemory is gregor.decompression.memory.bytes, the
+	// budget of decompressed data produce validation holds at once across
+	// the logs (record.DecompressionBudget); zero means
+	// record.DefaultDecompressionMemory.
+	DecompressionMemory int64
 }
 
 // Manager owns every partition log in the broker's log.dirs (Kafka's
@@ -84,6 +91,9 @@ type Manager struct {
 
 	// files is the descriptor budget every log's segment files share.
 	files *fileCache
+	// decompression is the memory budget every log's produce validation
+	// shares.
+	decompression *record.DecompressionBudget
 
 	// cleaner compacts logs with cleanup.policy=compact; nil when
 	// log.cleaner.enable is off.
@@ -191,8 +201,12 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxOpenFiles <= 0 {
 		cfg.MaxOpenFiles = defaultMaxOpenFiles()
 	}
+	if cfg.DecompressionMemory <= 0 {
+		cfg.DecompressionMemory = record.DefaultDecompressionMemory
+	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{},
-		creating: map[TopicPartition]*creation{}, files: newFileCache(cfg.MaxOpenFiles)}
+		creating: map[TopicPartition]*creation{}, files: newFileCache(cfg.MaxOpenFiles),
+		decompression: record.NewDecompressionBudget(cfg.DecompressionMemory)}
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
@@ -342,6 +356,7 @@ func (m *Manager) openLogs(loads []*logLoad, recoveryPoints, logStarts map[Topic
 				ld.log, ld.err = openLog(ld.path, m.cfg.Default, recoveryPoints[ld.tp], logStarts[ld.tp],
 					m.logger.With("partition", ld.tp.String()), m.files)
 				if ld.err == nil {
+					ld.log.decompression = m.decompression
 					ld.topicID, ld.metaErr = readPartitionMetadata(ld.path)
 				}
 			}
@@ -637,6 +652,7 @@ func (m *Manager) createLog(tp TopicPartition, d *logDir, topicID [16]byte, cfg 
 		}
 		return nil, fmt.Errorf("create %s: %w", tp, err)
 	}
+	l.decompression = m.decompression
 	l.health = d.health
 	ml := &managedLog{log: l, dir: d, claimed: true}
 	if topicID != [16]byte{} {

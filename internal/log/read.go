@@ -155,20 +155,28 @@ func (s *segment) offsetOfTimestampInBatch(ts, lastOffset int64) (int64, bool, e
 // firstRecordAtOrAfter returns the first record of batch b with timestamp >=
 // ts and offset >= minOffset. Records of a LogAppendTime batch all carry the
 // batch's max timestamp, as Kafka reads them.
+//
+// The batch is read as a stream (record.EachRecord): a lookup holds one
+// record, however far a compressed batch expands.
 func firstRecordAtOrAfter(b []byte, ts, minOffset int64) (offset, timestamp int64, found bool, err error) {
-	h, recs, err := record.ReadRecords(b)
+	hdr, err := record.ParseHeader(b)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	for i := range recs {
-		recTs := h.BaseTimestamp + recs[i].TimestampDelta
-		if h.LogAppendTime() {
-			recTs = h.MaxTimestamp
+	_, err = record.EachRecord(b, func(r record.Record) bool {
+		recTs := hdr.BaseTimestamp + r.TimestampDelta
+		if hdr.LogAppendTime() {
+			recTs = hdr.MaxTimestamp
 		}
-		off := h.BaseOffset + int64(recs[i].OffsetDelta)
+		off := hdr.BaseOffset + int64(r.OffsetDelta)
 		if recTs >= ts && off >= minOffset {
-			return off, recTs, true, nil
+			offset, timestamp, found = off, recTs, true
+			return false
 		}
+		return true
+	})
+	if err != nil {
+		return 0, 0, false, err
 	}
-	return 0, 0, false, nil
+	return offset, timestamp, found, nil
 }

@@ -26,11 +26,12 @@ const (
 	CodecZstd   Codec = 4
 )
 
-// MaxDecompressedSize bounds what one batch may decompress to. Kafka streams
-// records out of a compressed batch and has no such bound; Gregor decompresses
-// a batch whole, so a small batch that expands without limit (a "zip bomb")
-// must fail with CORRUPT_MESSAGE instead of exhausting memory. Real batches
-// are bounded by the producer's batch.size, far below this.
+// MaxDecompressedSize bounds what one stored batch may decompress to when it
+// is read whole (ReadRecords, Decompress): a small batch that expands without
+// limit (a "zip bomb") fails with CORRUPT_MESSAGE instead of exhausting
+// memory. Produced batches are held to the tighter bounds of ValidateAndAssign
+// (max.message.bytes per record, the DecompressionBudget per batch), so
+// stored ones stay far below this.
 const MaxDecompressedSize = 256 << 20
 
 // String returns the codec's compression.type name.
@@ -189,7 +190,13 @@ func slicesGrow(b []byte, n int) []byte {
 // does not decompress, or decompresses past MaxDecompressedSize, is
 // ErrCorruptMessage.
 func Decompress(c Codec, src []byte) ([]byte, error) {
-	out, err := decompress(c, src)
+	return decompressLimited(c, src, MaxDecompressedSize)
+}
+
+// decompressLimited is Decompress failing past limit bytes (at most
+// MaxDecompressedSize).
+func decompressLimited(c Codec, src []byte, limit int) ([]byte, error) {
+	out, err := decompress(c, src, min(limit, MaxDecompressedSize))
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedCompression) {
 			return nil, err
@@ -199,7 +206,7 @@ func Decompress(c Codec, src []byte) ([]byte, error) {
 	return out, nil
 }
 
-func decompress(c Codec, src []byte) ([]byte, error) {
+func decompress(c Codec, src []byte, limit int) ([]byte, error) {
 	switch c {
 	case CodecNone:
 		return append([]byte(nil), src...), nil
@@ -215,34 +222,41 @@ func decompress(c Codec, src []byte) ([]byte, error) {
 			return nil, err
 		}
 		defer gzipReaders.Put(r)
-		return readAllLimited(r, 4*len(src))
+		return readAllLimited(r, 4*len(src), limit)
 	case CodecSnappy:
 		if len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic[:]) {
-			return decompressXerial(src)
+			return decompressXerial(src, limit)
 		}
-		return decodeSnappyBlock(nil, src)
+		return decodeSnappyBlock(nil, src, limit)
 	case CodecLZ4:
 		r := lz4Readers.Get().(*lz4.Reader)
 		defer lz4Readers.Put(r)
 		r.Reset(bytes.NewReader(src))
-		return readAllLimited(r, 4*len(src))
+		return readAllLimited(r, 4*len(src), limit)
 	case CodecZstd:
+		if size, known := zstdContentSize(src); known && size > uint64(limit) {
+			return nil, fmt.Errorf("decompresses past %d bytes", limit)
+		}
 		d := zstdDecoders.Get().(*zstd.Decoder)
 		defer zstdDecoders.Put(d)
-		return d.DecodeAll(src, nil)
+		out, err := d.DecodeAll(src, nil)
+		if err == nil && len(out) > limit {
+			return nil, fmt.Errorf("decompresses past %d bytes", limit)
+		}
+		return out, err
 	default:
 		return nil, fmt.Errorf("%w: codec id %d", ErrUnsupportedCompression, int8(c))
 	}
 }
 
 // decodeSnappyBlock appends the decoded raw snappy block src to dst.
-func decodeSnappyBlock(dst, src []byte) ([]byte, error) {
+func decodeSnappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(src)
 	if err != nil {
 		return nil, err
 	}
-	if n > MaxDecompressedSize-len(dst) {
-		return nil, fmt.Errorf("decompresses past %d bytes", MaxDecompressedSize)
+	if n > limit-len(dst) {
+		return nil, fmt.Errorf("decompresses past %d bytes", limit)
 	}
 	out := dst
 	if cap(out)-len(out) < n {
@@ -259,7 +273,7 @@ func decodeSnappyBlock(dst, src []byte) ([]byte, error) {
 // decompressXerial reads the xerial framing. Like snappy-java's
 // SnappyInputStream it accepts several concatenated streams, each with its
 // own header.
-func decompressXerial(src []byte) ([]byte, error) {
+func decompressXerial(src []byte, limit int) ([]byte, error) {
 	var out []byte
 	for len(src) > 0 {
 		if bytes.HasPrefix(src, xerialMagic[:]) {
@@ -278,7 +292,7 @@ func decompressXerial(src []byte) ([]byte, error) {
 			return nil, fmt.Errorf("xerial block of %d bytes, %d left", n, len(src))
 		}
 		var err error
-		if out, err = decodeSnappyBlock(out, src[:n]); err != nil {
+		if out, err = decodeSnappyBlock(out, src[:n], limit); err != nil {
 			return nil, err
 		}
 		src = src[n:]
@@ -286,25 +300,24 @@ func decompressXerial(src []byte) ([]byte, error) {
 	return out, nil
 }
 
-// readAllLimited reads r to its end into a new slice, failing past
-// MaxDecompressedSize.
-func readAllLimited(r io.Reader, sizeHint int) ([]byte, error) {
-	buf := make([]byte, 0, min(max(sizeHint, 512), MaxDecompressedSize))
+// readAllLimited reads r to its end into a new slice, failing past limit.
+func readAllLimited(r io.Reader, sizeHint, limit int) ([]byte, error) {
+	buf := make([]byte, 0, min(max(sizeHint, 512), limit))
 	for {
 		if len(buf) == cap(buf) {
-			if len(buf) >= MaxDecompressedSize {
+			if len(buf) >= limit {
 				var probe [1]byte
 				n, err := io.ReadFull(r, probe[:])
 				switch {
 				case n > 0:
-					return nil, fmt.Errorf("decompresses past %d bytes", MaxDecompressedSize)
+					return nil, fmt.Errorf("decompresses past %d bytes", limit)
 				case err == io.EOF:
 					return buf, nil
 				default:
 					return nil, err
 				}
 			}
-			nb := make([]byte, len(buf), min(2*cap(buf), MaxDecompressedSize))
+			nb := make([]byte, len(buf), min(2*cap(buf), limit))
 			copy(nb, buf)
 			buf = nb
 		}

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -19,7 +21,8 @@ const (
 type ValidateOptions struct {
 	Now int64 // broker time, ms
 	// MaxMessageBytes is max.message.bytes: a larger batch (before or after
-	// recompression) is ErrMessageTooLarge.
+	// recompression), or a record of a compressed batch larger than this
+	// once decompressed, is ErrMessageTooLarge.
 	MaxMessageBytes int32
 	// LogAppendTime is message.timestamp.type=LogAppendTime.
 	LogAppendTime bool
@@ -37,6 +40,10 @@ type ValidateOptions struct {
 	UseProducerCodec bool
 	// PartitionLeaderEpoch is written into every batch.
 	PartitionLeaderEpoch int32
+	// Decompression is the broker's budget for decompressed data
+	// (budget.go). nil: none is shared, and a batch may decompress to
+	// MaxDecompressedSize.
+	Decompression *DecompressionBudget
 }
 
 // ValidateResult is what ValidateAndAssign found and did.
@@ -89,13 +96,20 @@ type RecordError struct {
 //   - every record: well formed; a key when compacted; a CreateTime timestamp
 //     within now-before..now+after; no producer-set LogAppendTime. All record
 //     errors are collected in RecordErrors before failing.
+//   - a compressed batch is read as a stream (Kafka's streaming iterator),
+//     holding the codec's state and one record: a record larger than
+//     max.message.bytes decompressed, or a batch decompressing to more
+//     than the DecompressionBudget's capacity, is ErrMessageTooLarge (Kafka
+//     bounds only the compressed batch; its JVM heap bounds the rest).
+//     Memory for decompressed data is reserved from opts.Decompression.
 //   - offsets: in place when the codec stays (base offset, partition leader
 //     epoch, max timestamp and timestamp type rewritten, CRC only when the
 //     covered bytes changed); otherwise the batch is rebuilt with the target
 //     codec keeping producer id, epoch, base sequence and transactional flag.
 //
 // On error the input is left unchanged. The uncompressed in-place path does
-// not allocate.
+// not allocate; a rebuilt compressed batch is decompressed whole (a second
+// time) once its size is known.
 func ValidateAndAssign(records []byte, nextOffset int64, opts ValidateOptions) (ValidateResult, error) {
 	res := ValidateResult{
 		FirstOffset:          nextOffset,
@@ -128,11 +142,18 @@ func ValidateAndAssign(records []byte, nextOffset int64, opts ValidateOptions) (
 	if opts.UseProducerCodec {
 		target = source
 	}
-	data, err := recordsData(batch, h)
-	if err != nil {
-		return res, fmt.Errorf("validate records: %w", err)
+	// data is the records section, uncompressed: the batch's own bytes, or
+	// (compressed) read once as a stream to validate and decompressed
+	// whole only if the batch is rebuilt.
+	var data []byte
+	var scan recordScan
+	var decompressed int64
+	if source == CodecNone {
+		data = batch[HeaderSize:]
+		scan, err = scanRecords(h, &recordSource{iter: newRecordIter(data, h.NumRecords)}, opts)
+	} else {
+		scan, decompressed, err = scanCompressed(h, batch[HeaderSize:], opts)
 	}
-	scan, err := scanRecords(h, data, opts)
 	if err != nil {
 		res.RecordErrors = scan.recordErrors
 		return res, fmt.Errorf("validate records: %w", err)
@@ -151,6 +172,20 @@ func ValidateAndAssign(records []byte, nextOffset int64, opts ValidateOptions) (
 	}
 
 	if source != target || !scan.offsetsInOrder {
+		if data == nil {
+			// The decompressed records, the rebuilt batch's records and
+			// their compressed form are held at once: about three times
+			// the decompressed size, which must fit in the budget.
+			if limit := opts.Decompression.batchLimit(); 3*decompressed > limit {
+				return res, fmt.Errorf("validate records: %w: recompressing the batch holds about %d bytes, more than the %d allowed",
+					ErrMessageTooLarge, 3*decompressed, limit)
+			}
+			release := opts.Decompression.reserve(3 * decompressed)
+			defer release()
+			if data, err = decompressLimited(source, batch[HeaderSize:], int(decompressed)); err != nil {
+				return res, fmt.Errorf("validate records: %w", err)
+			}
+		}
 		rebuilt, err := rebuild(h, data, target, nextOffset, opts)
 		if err != nil {
 			return res, fmt.Errorf("validate records: %w", err)
@@ -218,16 +253,72 @@ type recordScan struct {
 	recordErrors   []RecordError
 }
 
+// recordSource yields a batch's records: from bytes in memory (iter), or
+// from a decompressor (stream). A struct rather than an interface keeps
+// the uncompressed path free of allocations.
+type recordSource struct {
+	iter   recordIter
+	stream *recordStream
+}
+
+func (s *recordSource) next(r *rawRecord) (bool, error) {
+	if s.stream != nil {
+		return s.stream.next(r)
+	}
+	return s.iter.next(r)
+}
+
+// scanCompressed scans the records of a compressed batch as they stream out
+// of the decompressor, and returns how many bytes they decompressed to.
+// What it holds is bounded and reserved from opts.Decompression first: the
+// codec's state and one record, at most max.message.bytes (a larger record
+// is ErrMessageTooLarge: no producer sends one, as the Java producer's
+// max.request.size check counts the uncompressed record). The whole batch
+// may decompress to at most the budget's capacity, else ErrMessageTooLarge.
+func scanCompressed(h BatchHeader, src []byte, opts ValidateOptions) (recordScan, int64, error) {
+	c := h.Compression()
+	limit := opts.Decompression.batchLimit()
+	state, total, known := decompressState(c, src)
+	if known && total > limit {
+		return recordScan{}, 0, fmt.Errorf("%w: the batch decompresses to %d bytes, more than the %d allowed", ErrMessageTooLarge, total, limit)
+	}
+	state += streamBufferSize
+	maxRecord, maxName := int64(opts.MaxMessageBytes), "max.message.bytes"
+	if state+maxRecord > limit {
+		maxRecord, maxName = limit-state, "the decompression budget's room"
+		if maxRecord <= 0 {
+			return recordScan{}, 0, fmt.Errorf("%w: decompressing the batch needs %d bytes, more than the %d allowed", ErrMessageTooLarge, state, limit)
+		}
+	}
+	held := maxRecord
+	if known {
+		held = min(held, total)
+	}
+	release := opts.Decompression.reserve(state + held)
+	defer release()
+	r, done, err := newDecompressReader(c, src)
+	if err != nil {
+		if errors.Is(err, ErrUnsupportedCompression) {
+			return recordScan{}, 0, err
+		}
+		return recordScan{}, 0, fmt.Errorf("%w: %s decompress: %w", ErrCorruptMessage, c, err)
+	}
+	defer done()
+	br := &boundedReader{r: r, codec: c, limit: limit}
+	stream := &recordStream{r: bufio.NewReaderSize(br, streamBufferSize), left: h.NumRecords, maxRecord: int(maxRecord), maxName: maxName}
+	scan, err := scanRecords(h, &recordSource{stream: stream}, opts)
+	return scan, br.read, err
+}
+
 // scanRecords checks every record of the batch (Kafka's validateRecord) and
 // collects the max timestamp. Malformed bytes fail at once; key and timestamp
 // errors are collected for all records first, as Kafka's processRecordErrors.
-func scanRecords(h BatchHeader, data []byte, opts ValidateOptions) (recordScan, error) {
+func scanRecords(h BatchHeader, it *recordSource, opts ValidateOptions) (recordScan, error) {
 	scan := recordScan{maxTimestamp: NoTimestamp, offsetsInOrder: true}
 	producerLogAppendTime := h.LogAppendTime()
 	timestampErrors := false
-	it := newRecordIter(data, h.NumRecords)
 	var r rawRecord
-	for {
+	for index := int32(0); ; index++ {
 		ok, err := it.next(&r)
 		if err != nil {
 			return scan, err
@@ -235,7 +326,6 @@ func scanRecords(h BatchHeader, data []byte, opts ValidateOptions) (recordScan, 
 		if !ok {
 			break
 		}
-		index := it.index - 1
 		if r.OffsetDelta != index {
 			scan.offsetsInOrder = false
 		}

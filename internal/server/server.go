@@ -299,6 +299,7 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 		FileDeleteDelayMs:                    s.cfg.LogDeleteDelayMs,
 		RetentionCheckIntervalMs:             s.cfg.LogRetentionCheckIntervalMs,
 		MaxOpenFiles:                         s.cfg.LogMaxOpenFiles,
+		DecompressionMemory:                  s.cfg.DecompressionMemoryBytes,
 		RecoveryThreadsPerDataDir:            s.cfg.NumRecoveryThreadsPerDataDir,
 		ProducerIDExpirationMs:               s.cfg.ProducerIDExpirationMs,
 		ProducerIDExpirationCheckIntervalMs:  s.cfg.ProducerIDExpirationCheckIntervalMs,
