@@ -75,7 +75,10 @@ type Server struct {
 	txnMarkers  *txnmarker.Sender
 	peers       *peers
 	brokerNet   *network.Server
-	lifecycle   *lifecycle
+	// brokerHandlers answer the broker listeners' requests (brokerNet's
+	// handler; in-process fuzz tests call them directly).
+	brokerHandlers *handlers.Handlers
+	lifecycle      *lifecycle
 	// quotas enforce the client quotas on the broker listeners.
 	quotas *quota.Managers
 	// fetchSessions are the broker's incremental fetch sessions (KIP-227).
@@ -554,7 +557,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		return fmt.Errorf("broker listeners: %w", err)
 	}
 	netCfg.Gate = serving
-	s.brokerNet = network.NewServer(netCfg, handlers.NewBroker(deps))
+	s.brokerHandlers = handlers.NewBroker(deps)
+	s.brokerNet = network.NewServer(netCfg, s.brokerHandlers)
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
