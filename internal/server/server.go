@@ -470,6 +470,7 @@ func (s *Server) startControllerListener() error {
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
+	s.warnOpenControllerListeners(ls)
 	netCfg, err := s.netConfig(ls, scramLookup(s.controller.Image))
 	if err != nil {
 		return fmt.Errorf("controller listener: %w", err)
@@ -489,6 +490,24 @@ func (s *Server) startControllerListener() error {
 		}
 	}
 	return nil
+}
+
+// warnOpenControllerListeners warns about a controller listener that
+// authenticates nobody (PLAINTEXT) and is reachable beyond this host: any
+// client that reaches it can register a broker or fence one, as on Kafka.
+// Such a listener belongs on a trusted network; SASL or mutual TLS with an
+// authorizer requires CLUSTER_ACTION of every node-to-node request.
+func (s *Server) warnOpenControllerListeners(ls []config.Listener) {
+	for _, l := range ls {
+		if s.cfg.ListenerSecurityProtocolMap[l.Name] != "PLAINTEXT" {
+			continue
+		}
+		if ip := net.ParseIP(l.Host); ip != nil && ip.IsLoopback() || l.Host == "localhost" {
+			continue
+		}
+		s.logger.Warn("the controller listener is PLAINTEXT on a non-loopback address: any client that reaches it can register brokers and send node-to-node requests; keep it on a trusted network, or use SASL or SSL with an authorizer",
+			"listener", l.Name, "address", l.Addr())
+	}
 }
 
 // startBroker starts the broker listeners, registers with the active
