@@ -29,7 +29,7 @@ import (
 // listener's connection would and handed to that listener's handlers of
 // one in-process node. A handler may refuse anything; it must not panic.
 // The seeds are a filled request of every served API key at its lowest and
-// highest version, and a generated one of each key.
+// highest version, and four generated ones of each key.
 func FuzzHandlers(f *testing.F) {
 	srv := startFuzzServer(f)
 	listeners := []*handlers.Handlers{srv.brokerHandlers, srv.ctrlHandlers}
@@ -45,7 +45,9 @@ func FuzzHandlers(f *testing.F) {
 					f.Add(append([]byte{byte(i)}, headerlessFrame(req, int32(key))...))
 				}
 			}
-			f.Add([]byte{byte(2 + i), byte(key), 0, byte(key), 1, 2, 3})
+			for seed := byte(0); seed < 4; seed++ {
+				f.Add([]byte{byte(2 + i), byte(key), seed, byte(key), seed, 2, 3})
+			}
 		}
 	}
 	var mu sync.Mutex // one request at a time: each finds the node as the last left it
