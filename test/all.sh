@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: vet, unit and in-process tests, a short run of every
-# fuzz target, then the suites that start real gregor processes and drive
-# them with third-party clients (sarama, kcat/librdkafka, kafka-python,
+# fuzz target and of the structure-aware fuzz of both listeners
+# (test/fuzz-listeners.sh), then the suites that start real gregor
+# processes and drive them with third-party clients (sarama, kcat/librdkafka, kafka-python,
 # confluent-kafka), and a short run of the fault suite (test/chaos, as root:
 # network namespaces and tmpfs mounts). Needs kcat, python3-kafka and python3-confluent-kafka
 # (.ci/run installs them).
@@ -26,6 +27,9 @@ for pkg in $(go list ./...); do
 		go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg"
 	done
 done
+
+echo "== structure-aware fuzz of both listeners of a real process, short run (test/fuzz-listeners.sh 10m by hand)"
+./test/fuzz-listeners.sh 90s
 
 echo "== end-to-end suites (real processes, third-party clients)"
 go test -count=1 -tags e2e -timeout 30m ./test/...

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +235,42 @@ func TestBadConfig(t *testing.T) {
 			t.Errorf("error does not name num.partitions and its value:\n%s", out)
 		}
 	})
+	// Security Gregor does not implement stops start-up with one line
+	// naming the key, before anything is written, instead of starting a
+	// broker less secure than asked (issue 20, item 9).
+	for _, setting := range []string{
+		"authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+		"principal.builder.class=com.example.CustomPrincipalBuilder",
+		"sasl.enabled.mechanisms=GSSAPI,PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class=com.example.LdapCallbackHandler",
+		"sasl.kerberos.service.name=kafka",
+		"ssl.engine.factory.class=com.example.SslEngineFactory",
+		"delegation.token.secret.key=hunter2",
+	} {
+		key, _, _ := strings.Cut(setting, "=")
+		t.Run("unsupported-security/"+key, func(t *testing.T) {
+			t.Parallel()
+			port, ctrl, dir := freePort(t), freePort(t), t.TempDir()
+			out, err := run(t, 30*time.Second, "", gregorBin, "server",
+				"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl),
+				"--override", fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", ctrl),
+				"--override", "log.dirs="+dir,
+				"--override", "gregor.http.listen=",
+				"--override", setting)
+			if err == nil {
+				t.Fatalf("gregor started with %s:\n%s", setting, out)
+			}
+			if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(out, key) {
+				t.Errorf("want one line naming %s, got:\n%s", key, out)
+			}
+			if strings.Contains(out, "hunter2") {
+				t.Errorf("the error quotes a secret:\n%s", out)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("refused start-up wrote %d entries to log.dirs", len(entries))
+			}
+		})
+	}
 	t.Run("unknown-key", func(t *testing.T) {
 		t.Parallel()
 		b := startBroker(t, "no.such.config.key=1")

@@ -34,11 +34,13 @@ type broker struct {
 	bin     string // the gregor binary; empty: gregorBin
 	dataDir string
 	port    int
-	args    []string // --override key=value settings
-	flags   []string // other process flags, e.g. --log-level debug
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
+	// ctrlPort is the controller listener's port (chosen at each start).
+	ctrlPort int
+	args     []string // --override key=value settings
+	flags    []string // other process flags, e.g. --log-level debug
+	cmd      *exec.Cmd
+	logPath  string
+	exited   chan struct{}
 }
 
 // startBroker starts gregor on a free port with a fresh data dir.
@@ -62,6 +64,7 @@ func (b *broker) addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
 func (b *broker) start() {
 	b.t.Helper()
 	ctrlPort := freePort(b.t)
+	b.ctrlPort = ctrlPort
 	args := []string{"server",
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, ctrlPort),
 		"--override", fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", ctrlPort),

@@ -263,6 +263,9 @@ func Load(props map[string]string) (*Broker, []Warning, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if err := checkUnsupportedSecurity(props); err != nil {
+		return nil, nil, err
+	}
 	for _, k := range keys {
 		name := k
 		if base, ok := listenerPrefixedBase(k); ok {

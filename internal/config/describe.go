@@ -357,6 +357,9 @@ func ValidateBrokerDynamic(name string, value *string, perBroker bool) error {
 			}
 			return err
 		}
+		if err := checkUnsupportedSecurity(map[string]string{name: *value}); err != nil {
+			return err
+		}
 	}
 	if !perBroker && scope == PerBroker {
 		return fmt.Errorf("Cannot update these configs at default cluster level, broker id must be specified: Set(%s)", name)

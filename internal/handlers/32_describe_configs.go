@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/config"
+	"gregor/internal/metadata"
 	"gregor/internal/network"
 )
 
@@ -50,9 +51,9 @@ func (h *Handlers) describeConfigs(ctx context.Context, req *network.Request) (k
 				err = fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, res.ResourceName)
 				break
 			}
-			entries = config.DescribeTopic(h.d.Replica.Layers(img, res.ResourceName), res.ConfigNames, r.IncludeSynonyms, docs)
+			entries = config.DescribeTopic(h.configLayers(img, res.ResourceName), res.ConfigNames, r.IncludeSynonyms, docs)
 		case kmsg.ConfigResourceTypeBroker:
-			layers := h.d.Replica.Layers(img, "")
+			layers := h.configLayers(img, "")
 			switch res.ResourceName {
 			case "":
 				entries = config.DescribeBrokerDefault(layers, res.ConfigNames, r.IncludeSynonyms, docs)
@@ -92,4 +93,23 @@ func (h *Handlers) describeConfigs(ctx context.Context, req *network.Request) (k
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp, nil
+}
+
+// configLayers are a topic's configuration layers in img, most specific
+// first: the replica manager's on a broker listener; on a controller
+// listener, which has none, the same layers over this node's own
+// configuration.
+func (h *Handlers) configLayers(img *metadata.Image, topic string) config.Layers {
+	if h.d.Replica != nil {
+		return h.d.Replica.Layers(img, topic)
+	}
+	l := config.Layers{
+		Topic:          img.TopicConfigs(topic),
+		DynamicBroker:  img.BrokerConfigs(h.d.NodeID),
+		DynamicDefault: img.ClusterConfigs(),
+	}
+	if h.d.Broker != nil {
+		l.Static = h.d.Broker.Props
+	}
+	return l
 }

@@ -182,6 +182,12 @@ func (h *Handlers) fetchSnapshot(ctx context.Context, req *network.Request) (kms
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
+	if h.d.Quorum == nil {
+		// A one-voter node serves no snapshots (as metadataFetch, no
+		// fetches): nobody follows its log over the network.
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return resp, nil
+	}
 	if r.ClusterID != nil && *r.ClusterID != h.d.ClusterID {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil

@@ -103,17 +103,16 @@ func (s *Server) listenerSecurity(lc *network.ListenerConfig, scram sasl.ScramLo
 	return nil
 }
 
-// enabledMechanisms is sasl.enabled.mechanisms of a listener, without
-// GSSAPI: Gregor has no Kerberos. A listener left with none is an error.
+// enabledMechanisms is sasl.enabled.mechanisms of a listener. Gregor has
+// no Kerberos: a GSSAPI set in the configuration stops config.Load, and
+// the one left is Kafka's default (the key unset), so it is dropped and a
+// listener left with no mechanism is an error.
 func (s *Server) enabledMechanisms(listener string) ([]string, error) {
 	var out []string
 	for _, m := range config.SplitList(s.cfg.ListenerValue(listener, "sasl.enabled.mechanisms")) {
-		m = strings.ToUpper(m)
-		if m == sasl.GSSAPI {
-			s.logger.Warn("GSSAPI (Kerberos) is not supported; clients asking for it are refused with UNSUPPORTED_SASL_MECHANISM", "listener", listener)
-			continue
+		if m = strings.ToUpper(m); m != sasl.GSSAPI {
+			out = append(out, m)
 		}
-		out = append(out, m)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("sasl.enabled.mechanisms names no mechanism Gregor supports (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; GSSAPI is not supported)")

@@ -86,7 +86,10 @@ type Server struct {
 	txnMarkers  *txnmarker.Sender
 	peers       *peers
 	brokerNet   *network.Server
-	lifecycle   *lifecycle
+	// brokerHandlers answer the broker listeners' requests (brokerNet's
+	// handler; in-process fuzz tests call them directly).
+	brokerHandlers *handlers.Handlers
+	lifecycle      *lifecycle
 	// quotas enforce the client quotas on the broker listeners.
 	quotas *quota.Managers
 	// fetchSessions are the broker's incremental fetch sessions (KIP-227).
@@ -502,6 +505,7 @@ func (s *Server) startControllerListener() error {
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
+	s.warnOpenControllerListeners(ls)
 	netCfg, err := s.netConfig(ls, scramLookup(s.controller.Image))
 	if err != nil {
 		return fmt.Errorf("controller listener: %w", err)
@@ -521,6 +525,24 @@ func (s *Server) startControllerListener() error {
 		}
 	}
 	return nil
+}
+
+// warnOpenControllerListeners warns about a controller listener that
+// authenticates nobody (PLAINTEXT) and is reachable beyond this host: any
+// client that reaches it can register a broker or fence one, as on Kafka.
+// Such a listener belongs on a trusted network; SASL or mutual TLS with an
+// authorizer requires CLUSTER_ACTION of every node-to-node request.
+func (s *Server) warnOpenControllerListeners(ls []config.Listener) {
+	for _, l := range ls {
+		if s.cfg.ListenerSecurityProtocolMap[l.Name] != "PLAINTEXT" {
+			continue
+		}
+		if ip := net.ParseIP(l.Host); ip != nil && ip.IsLoopback() || l.Host == "localhost" {
+			continue
+		}
+		s.logger.Warn("the controller listener is PLAINTEXT on a non-loopback address: any client that reaches it can register brokers and send node-to-node requests; keep it on a trusted network, or use SASL or SSL with an authorizer",
+			"listener", l.Name, "address", l.Addr())
+	}
 }
 
 // startBroker starts the broker listeners, registers with the active
@@ -589,7 +611,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		return fmt.Errorf("broker listeners: %w", err)
 	}
 	netCfg.Gate = serving
-	s.brokerNet = network.NewServer(netCfg, handlers.NewBroker(deps))
+	s.brokerHandlers = handlers.NewBroker(deps)
+	s.brokerNet = network.NewServer(netCfg, s.brokerHandlers)
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
 	}
