@@ -304,7 +304,12 @@ func scanCompressed(h BatchHeader, src []byte, opts ValidateOptions) (recordScan
 		return recordScan{}, 0, fmt.Errorf("%w: %s decompress: %w", ErrCorruptMessage, c, err)
 	}
 	defer done()
+	// A declared size (zstd's, snappy's) is held to: the reservation
+	// trusted it.
 	br := &boundedReader{r: r, codec: c, limit: limit}
+	if known {
+		br.limit = total
+	}
 	stream := &recordStream{r: bufio.NewReaderSize(br, streamBufferSize), left: h.NumRecords, maxRecord: int(maxRecord), maxName: maxName}
 	scan, err := scanRecords(h, &recordSource{stream: stream}, opts)
 	return scan, br.read, err
