@@ -98,18 +98,9 @@ func NewTransactionsCommand() *cobra.Command {
 				return fmt.Errorf("--topic and --partition are required")
 			}
 			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
-				set := kadm.TopicsSet{}
-				set.Add(topic, partition)
-				described, err := adm.DescribeProducers(ctx, set)
+				p, err := describePartitionProducers(ctx, adm, topic, partition)
 				if err != nil {
-					return fmt.Errorf("describe producers of %s-%d: %w", topic, partition, err)
-				}
-				p, ok := described[topic].Partitions[partition]
-				if !ok {
-					return fmt.Errorf("describe producers of %s-%d: no answer", topic, partition)
-				}
-				if p.Err != nil {
-					return fmt.Errorf("describe producers of %s-%d: %w", topic, partition, p.Err)
+					return err
 				}
 				var list []kadm.DescribedProducer
 				for _, pr := range p.ActiveProducers {
@@ -134,4 +125,23 @@ func NewTransactionsCommand() *cobra.Command {
 
 	cmd.AddCommand(list, describe, producers, newFindHangingCommand(conn), newAbortCommand(conn))
 	return cmd
+}
+
+// describePartitionProducers returns the active producers of one
+// partition (DescribeProducers, answered by its leader).
+func describePartitionProducers(ctx context.Context, adm *kadm.Client, topic string, partition int32) (kadm.DescribedProducersPartition, error) {
+	set := kadm.TopicsSet{}
+	set.Add(topic, partition)
+	described, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		return kadm.DescribedProducersPartition{}, fmt.Errorf("describe producers of %s-%d: %w", topic, partition, err)
+	}
+	p, ok := described[topic].Partitions[partition]
+	if !ok {
+		return p, fmt.Errorf("describe producers of %s-%d: no answer", topic, partition)
+	}
+	if p.Err != nil {
+		return p, fmt.Errorf("describe producers of %s-%d: %w", topic, partition, p.Err)
+	}
+	return p, nil
 }

@@ -202,18 +202,9 @@ func newAbortCommand(conn *connFlags) *cobra.Command {
 			}
 			defer cl.Close()
 			adm := kadm.NewClient(cl)
-			set := kadm.TopicsSet{}
-			set.Add(topic, partition)
-			described, err := adm.DescribeProducers(ctx, set)
+			p, err := describePartitionProducers(ctx, adm, topic, partition)
 			if err != nil {
-				return fmt.Errorf("describe producers of %s-%d: %w", topic, partition, err)
-			}
-			p, ok := described[topic].Partitions[partition]
-			if !ok {
-				return fmt.Errorf("describe producers of %s-%d: no answer", topic, partition)
-			}
-			if p.Err != nil {
-				return fmt.Errorf("describe producers of %s-%d: %w", topic, partition, p.Err)
+				return err
 			}
 			var found *kadm.DescribedProducer
 			for _, pr := range p.ActiveProducers {
