@@ -30,7 +30,7 @@ const fuzzRSSLimit = 1 << 30
 // TestFuzzListeners is the structure-aware fuzz of a real gregor process:
 // workers send requests of every API key and version each listener serves
 // (broker and controller listener), filled by test/fuzzgen with edge values,
-// half of them damaged and one in a hundred claiming up to 1 MiB more than
+// half of them damaged and one in a hundred claiming up to 100 MiB more than
 // it sends (a stalled frame), while a well-behaved producer (acks=all) and
 // consumer work on a topic of their own. Throughout, the process must stay
 // under fuzzRSSLimit resident and a fresh client must be served on both
@@ -289,12 +289,10 @@ func fuzzWorker(ctx context.Context, seed uint64, target fuzzTarget, st *fuzzSta
 			binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 		}
 		if g.Intn(100) == 0 {
-			// A frame that claims up to 1 MiB more than it sends
-			// stalls until the worker gives up and closes. (Frames
-			// claimed at socket.request.max.bytes, buffered whole
-			// as they arrive, are the memory tests' subject: a
-			// hundred of them would measure only that.)
-			binary.BigEndian.PutUint32(frame, uint32(len(frame)-4+1+g.Intn(1<<20)))
+			// A frame that claims up to 100 MiB more than it sends
+			// stalls until the worker gives up and closes; the
+			// broker holds only what arrived of it.
+			binary.BigEndian.PutUint32(frame, uint32(len(frame)-4+1+g.Intn(100<<20)))
 		}
 		st.sent.Add(1)
 		conn.SetDeadline(time.Now().Add(3 * time.Second))

@@ -534,8 +534,14 @@ func (c *conn) readFrame() ([]byte, bool, error) {
 	}
 	// The wait for the budget was the broker's, not the client's.
 	c.touch()
-	frame, pooled := c.srv.frames.get(int(size))
-	if err := c.readFull(frame, true); err != nil {
+	frame, pooled, whole := c.srv.frames.get(int(size))
+	var err error
+	if whole {
+		err = c.readFull(frame, true)
+	} else {
+		frame, err = c.readGrowing(frame, int(size))
+	}
+	if err != nil {
 		c.srv.requestBytes.release(int64(size))
 		if pooled {
 			c.srv.frames.put(frame)
@@ -544,6 +550,24 @@ func (c *conn) readFrame() ([]byte, bool, error) {
 	}
 	c.touch()
 	return frame, pooled, nil
+}
+
+// readGrowing reads an n-byte frame into buf (length 0, from
+// framePool.get), growing it only as the bytes arrive.
+func (c *conn) readGrowing(buf []byte, n int) ([]byte, error) {
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = growFrame(buf, n)
+		}
+		chunk := buf[len(buf):min(cap(buf), n)]
+		// Bytes of this frame may have been read before (len(buf) > 0),
+		// and the size in any case: the frame's clock runs.
+		if err := c.readFull(chunk, true); err != nil {
+			return buf, err
+		}
+		buf = buf[:len(buf)+len(chunk)]
+	}
+	return buf, nil
 }
 
 // readFull fills buf with bytes of one frame, keeping partial progress

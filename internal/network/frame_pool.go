@@ -51,18 +51,48 @@ func frameClass(n int) int {
 	return max(shift, minPooledFrameShift) - minPooledFrameShift
 }
 
-// get returns a buffer of length n: a recycled one when n is in a pooled
-// class (its contents are stale; the caller overwrites all n bytes), else
-// a new one. pooled reports whether put may take it back.
-func (fp *framePool) get(n int) (buf []byte, pooled bool) {
+// growFrameBytes is the largest frame given its whole buffer before its
+// bytes arrive. A larger one, unless a recycled buffer is at hand, starts
+// with this much and grows (doubling) as its bytes are read, so the memory
+// a frame holds follows the bytes its client has sent: otherwise four
+// bytes claiming a 100 MiB frame, then silence, would make the broker
+// hold 100 MiB until connections.max.idle.ms (issue #20 item 7), a
+// thousand such connections far more than the machine has.
+const growFrameBytes = 1 << 20
+
+// get returns a buffer for an n-byte frame. When whole, the buffer has
+// length n: a recycled one when n is in a pooled class (its contents are
+// stale; the caller overwrites all n bytes), else a new one. Otherwise
+// (a frame over growFrameBytes and no recycled buffer) it has length 0 and
+// capacity growFrameBytes, to be grown with growFrame. pooled reports
+// whether put may take the final buffer back.
+func (fp *framePool) get(n int) (buf []byte, pooled, whole bool) {
 	c := frameClass(n)
+	if c >= 0 {
+		if b, ok := fp.classes[c].Get().(*[]byte); ok {
+			return (*b)[:n], true, true
+		}
+	}
+	if n > growFrameBytes {
+		return make([]byte, 0, growFrameBytes), c >= 0, false
+	}
 	if c < 0 {
-		return make([]byte, n), false
+		return make([]byte, n), false, true
 	}
-	if b, ok := fp.classes[c].Get().(*[]byte); ok {
-		return (*b)[:n], true
+	return make([]byte, n, 1<<(c+minPooledFrameShift)), true, true
+}
+
+// growFrame returns buf (a partly read frame of n bytes from get, full up
+// to its capacity) with room for more: twice the capacity, at most the
+// capacity the frame's size class has (so put takes it back) or n.
+func growFrame(buf []byte, n int) []byte {
+	limit := n
+	if c := frameClass(n); c >= 0 {
+		limit = 1 << (c + minPooledFrameShift)
 	}
-	return make([]byte, n, 1<<(c+minPooledFrameShift)), true
+	grown := make([]byte, len(buf), min(2*cap(buf), limit))
+	copy(grown, buf)
+	return grown
 }
 
 // put gives back a buffer from get (pooled true) once nothing refers to

@@ -36,11 +36,11 @@ func TestFrameClass(t *testing.T) {
 
 func TestFramePoolGetPut(t *testing.T) {
 	var fp framePool
-	small, pooled := fp.get(100)
+	small, pooled, _ := fp.get(100)
 	if pooled || len(small) != 100 {
 		t.Fatalf("get(100) = len %d pooled %v, want a plain 100-byte buffer", len(small), pooled)
 	}
-	b, pooled := fp.get(100 << 10)
+	b, pooled, _ := fp.get(100 << 10)
 	if !pooled || len(b) != 100<<10 || cap(b) != 128<<10 {
 		t.Fatalf("get(100 KiB) = len %d cap %d pooled %v, want len 100 KiB in the 128 KiB class", len(b), cap(b), pooled)
 	}
@@ -48,7 +48,7 @@ func TestFramePoolGetPut(t *testing.T) {
 	fp.put(b)
 	// Whether the buffer comes back is up to sync.Pool; either way the
 	// length is the one asked for and the capacity the class's.
-	c, pooled := fp.get(70 << 10)
+	c, pooled, _ := fp.get(70 << 10)
 	if !pooled || len(c) != 70<<10 || cap(c) != 128<<10 {
 		t.Fatalf("get(70 KiB) = len %d cap %d pooled %v, want len 70 KiB in the 128 KiB class", len(c), cap(c), pooled)
 	}
@@ -57,8 +57,45 @@ func TestFramePoolGetPut(t *testing.T) {
 	fp.put(small)
 	fp.put(make([]byte, 0, 32<<20))
 	for range 10 {
-		if d, _ := fp.get(100 << 10); cap(d) != 128<<10 {
+		if d, _, _ := fp.get(100 << 10); cap(d) != 128<<10 {
 			t.Fatalf("get(100 KiB) after foreign puts has cap %d, want 128 KiB", cap(d))
+		}
+	}
+}
+
+// A frame over growFrameBytes without a recycled buffer starts small and
+// grows by doubling to its size class's capacity (so put takes it back),
+// or to its size when it is larger than any class.
+func TestFramePoolGrowsLargeFrames(t *testing.T) {
+	var fp framePool
+	for _, tc := range []struct {
+		n, finalCap int
+		pooled      bool
+	}{
+		{3 << 20, 4 << 20, true},
+		{16 << 20, 16 << 20, true},
+		{100 << 20, 100 << 20, false},
+	} {
+		buf, pooled, whole := fp.get(tc.n)
+		if whole || pooled != tc.pooled || len(buf) != 0 || cap(buf) != growFrameBytes {
+			t.Fatalf("get(%d) = len %d cap %d pooled %v whole %v, want an empty %d-byte start", tc.n, len(buf), cap(buf), pooled, whole, growFrameBytes)
+		}
+		for i := 0; len(buf) < tc.n; i++ {
+			if len(buf) == cap(buf) {
+				buf = growFrame(buf, tc.n)
+			}
+			end := min(cap(buf), tc.n)
+			for j := len(buf); j < end; j++ {
+				buf = append(buf, byte(j))
+			}
+		}
+		if cap(buf) != tc.finalCap {
+			t.Fatalf("%d-byte frame grew to cap %d, want %d", tc.n, cap(buf), tc.finalCap)
+		}
+		for j := range buf {
+			if buf[j] != byte(j) {
+				t.Fatalf("%d-byte frame: byte %d is %d after growing, want %d", tc.n, j, buf[j], byte(j))
+			}
 		}
 	}
 }
