@@ -483,6 +483,9 @@ func TestParkedRequestsFreezeNothing(t *testing.T) {
 	serve := func(what string) {
 		t.Helper()
 		good := newKgo(t, b, kgo.ConsumeTopics("busy"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		// Closed once served: a consumer left polling would keep a long
+		// poll of its own in the purgatory the test counts.
+		defer good.Close()
 		if err := good.ProduceSync(ctxT(t, 30*time.Second), &kgo.Record{Topic: "busy", Value: []byte(what)}).FirstErr(); err != nil {
 			t.Fatalf("%s: produce: %v", what, err)
 		}
