@@ -365,9 +365,18 @@ func produceRaw(t *testing.T, rc *rawConn, topic string, batch []byte) kmsg.Prod
 // listEndOffset asks ListOffsets v7 for the log end offset of partition 0.
 func listEndOffset(t *testing.T, rc *rawConn, topic string) int64 {
 	t.Helper()
+	return listLatestOffset(t, rc, topic, 0)
+}
+
+// listLatestOffset asks ListOffsets v7 for the latest offset of partition
+// 0 at an isolation level: the log end offset (0, read_uncommitted) or the
+// last stable offset (1, read_committed).
+func listLatestOffset(t *testing.T, rc *rawConn, topic string, isolation int8) int64 {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 7
 	req.ReplicaID = -1
+	req.IsolationLevel = isolation
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -378,7 +387,7 @@ func listEndOffset(t *testing.T, rc *rawConn, topic string) int64 {
 	req.Topics = append(req.Topics, rt)
 	resp := rc.roundTrip(req).(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("ListOffsets %s: %+v", topic, resp)
+		t.Fatalf("ListOffsets %s (isolation %d): %+v", topic, isolation, resp)
 	}
 	return resp.Topics[0].Partitions[0].Offset
 }

@@ -228,23 +228,7 @@ func txnBatch(t *testing.T, pid int64, epoch int16, seq int32, value string) []b
 // stable offset of partition 0.
 func listStableOffset(t *testing.T, rc *rawConn, topic string) int64 {
 	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 7
-	req.ReplicaID = -1
-	req.IsolationLevel = 1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition = 0
-	rp.Timestamp = -1
-	rp.CurrentLeaderEpoch = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := rc.roundTrip(req).(*kmsg.ListOffsetsResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("ListOffsets read_committed %s: %+v", topic, resp)
-	}
-	return resp.Topics[0].Partitions[0].Offset
+	return listLatestOffset(t, rc, topic, 1)
 }
 
 // TestTxnBatchMixedProducers: a Produce whose transactional batches carry
