@@ -68,6 +68,9 @@ type Server struct {
 	// descriptors bounds the connections of both listeners' socket
 	// servers by the file descriptors the process can spare.
 	descriptors *network.DescriptorBudget
+	// maxParkedRequests is network.Config.MaxParkedRequests of the
+	// socket servers; zero is the default (tests lower it).
+	maxParkedRequests int
 	// accepting is the broker's socket server once started, for /readyz
 	// (whose handler may run before it exists).
 	accepting atomic.Pointer[network.Server]
@@ -414,6 +417,7 @@ func (s *Server) probeGone(ctx context.Context, addr string) bool {
 func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (network.Config, error) {
 	c := network.Config{
 		Descriptors:              s.connectionDescriptors(),
+		MaxParkedRequests:        s.maxParkedRequests,
 		SocketRequestMaxBytes:    s.cfg.SocketRequestMaxBytes,
 		SASLMaxReceiveSize:       s.cfg.SASLServerMaxReceiveSize,
 		ConnectionsMaxIdle:       time.Duration(s.cfg.ConnectionsMaxIdleMs) * time.Millisecond,

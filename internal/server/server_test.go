@@ -591,6 +591,49 @@ func TestDescribeTopicPartitionsPages(t *testing.T) {
 	}
 }
 
+// TestConsumerFetchParksOnlyWithAPlace: a consumer's long-poll fetch
+// waits only while the broker has a place for it (network.Request.Park);
+// with every place taken, the next one is answered at once with what it
+// read, however long its max wait.
+func TestConsumerFetchParksOnlyWithAPlace(t *testing.T) {
+	ts := startServerWith(t, t.TempDir(), nil, func(s *Server) { s.maxParkedRequests = 1 })
+	created, err := ts.admin().CreateTopic(ctxT(t), 1, 1, nil, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 11, -1, 3600_000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "idle", created.ID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 0, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+
+	parked := ts.client() // a client of its own: a connection answers in order
+	go func() { _, _ = req.RequestWith(context.Background(), parked) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for ts.srv.replica.PurgatorySizes()["Fetch"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first fetch never parked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The test's deadline is far below the max wait: only an answer at
+	// once meets it.
+	resp, err := req.RequestWith(ctxT(t), ts.client())
+	if err != nil {
+		t.Fatalf("the second fetch, with no place to wait in: %v", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 ||
+		len(resp.Topics[0].Partitions[0].RecordBatches) != 0 {
+		t.Fatalf("the second fetch: %+v, want an empty answer without error", resp.Topics)
+	}
+	if n := ts.srv.replica.PurgatorySizes()["Fetch"]; n != 1 {
+		t.Fatalf("Fetch purgatory holds %d, want the first fetch alone", n)
+	}
+}
+
 // TestShutdownAnswersLongPolls: a fetch waiting with a max wait of an hour
 // does not hold up the broker's shutdown; it is answered (empty) at once.
 func TestShutdownAnswersLongPolls(t *testing.T) {
