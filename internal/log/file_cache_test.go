@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"gregor/internal/fdtest"
 )
 
 // openFilesUnder lists the segment files (.log, .txnindex: what the budget
@@ -306,33 +306,7 @@ func TestFileCacheGivesBackOnEMFILE(t *testing.T) {
 		t.Fatalf("setup: open %v", openFilesUnder(t, root))
 	}
 
-	var old unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
-		t.Skip(err)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip(err)
-	}
-	limited := old
-	limited.Cur = uint64(len(fds) + 8)
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &limited); err != nil {
-		t.Skip(err)
-	}
-	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
-	var hogs []*os.File
-	defer func() {
-		for _, h := range hogs {
-			h.Close()
-		}
-	}()
-	for {
-		h, err := os.Open(os.DevNull)
-		if err != nil {
-			break // EMFILE: no descriptor left
-		}
-		hogs = append(hogs, h)
-	}
+	fdtest.Exhaust(t, 8)
 	res, err := logs[0].Read(0, math.MaxInt32, math.MaxInt64, true)
 	if err != nil {
 		t.Fatalf("read with no descriptor left: %v", err)

@@ -3,14 +3,14 @@ package network
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
+
+	"gregor/internal/fdtest"
 )
 
 // TestDescriptorBudgetRefusesConnections: connections past the budget are
@@ -79,36 +79,9 @@ func TestAcceptOutOfDescriptorsBacksOff(t *testing.T) {
 	}}
 	s := startServer(t, Config{Logger: slog.New(countingHandler{msg: "accept failed", n: &failures})}, h)
 
-	var old unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
-		t.Skip(err)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip(err)
-	}
-	limited := old
-	limited.Cur = uint64(len(fds) + 16)
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &limited); err != nil {
-		t.Skip(err)
-	}
-	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
-	var hogs []*os.File
-	defer func() {
-		for _, h := range hogs {
-			h.Close()
-		}
-	}()
-	for {
-		h, err := os.Open(os.DevNull)
-		if err != nil {
-			break // EMFILE: no descriptor left
-		}
-		hogs = append(hogs, h)
-	}
+	hogs := fdtest.Exhaust(t, 16)
 	// One descriptor for the client's end; the server's accept finds none.
-	hogs[len(hogs)-1].Close()
-	hogs = hogs[:len(hogs)-1]
+	hogs.Free(1)
 	c := dial(t, s)
 	waitFor(t, "accept failing", func() bool { return s.AcceptError() != nil })
 	before := failures.Load()
@@ -116,10 +89,7 @@ func TestAcceptOutOfDescriptorsBacksOff(t *testing.T) {
 	if n := failures.Load() - before; n > 20 {
 		t.Fatalf("%d failed accepts in a second: the listener spins instead of backing off", n)
 	}
-	for _, h := range hogs {
-		h.Close()
-	}
-	hogs = nil
+	hogs.Free(-1)
 	c.roundTrip(12)
 	if err := s.AcceptError(); err != nil {
 		t.Fatalf("AcceptError after a successful accept: %v", err)
