@@ -1,0 +1,162 @@
+package sharecoord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/coordinator"
+	"gregor/internal/sharestate"
+)
+
+// Coordinated adapts a Shard to the coordinator runtime
+// (coordinator.Shard). The share coordinator has no timers.
+type Coordinated struct {
+	*Shard
+}
+
+var _ coordinator.Shard = Coordinated{}
+
+// Replay implements coordinator.Shard.
+func (c Coordinated) Replay(_ time.Time, key, value []byte) error { return c.Shard.Replay(key, value) }
+
+// Tick implements coordinator.Shard: nothing is timed.
+func (Coordinated) Tick(time.Time, *coordinator.Writer) {}
+
+// NextDeadline implements coordinator.Shard: never.
+func (Coordinated) NextDeadline() time.Time { return time.Time{} }
+
+// Unload implements coordinator.Shard: nothing waits on a share shard
+// between operations.
+func (Coordinated) Unload() {}
+
+// Service runs share-partition state operations on this broker's shards of
+// __share_group_state. Each answers only once its records (and every
+// earlier write of the shard) are committed: a nil error means the change
+// survives a failover of the share coordinator. Errors are the shard's
+// (wrapped kerr values) or the runtime's: NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE.
+type Service struct {
+	rt         *coordinator.Runtime
+	partitions func() int32
+	now        func() time.Time
+}
+
+// NewService returns the service of a runtime whose shards are
+// Coordinated; partitions is the partition count of __share_group_state
+// (its actual count once created, share.coordinator.state.topic.num.partitions
+// before).
+func NewService(rt *coordinator.Runtime, partitions func() int32, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{rt: rt, partitions: partitions, now: now}
+}
+
+// Partition is the __share_group_state partition that coordinates a
+// share-partition: abs(hash("group:topicId:partition")) % partitions, as
+// Kafka's ShareCoordinatorService.partitionFor.
+func (s *Service) Partition(k sharestate.Key) int32 {
+	return coordinator.PartitionFor(CoordinatorKey(k), s.partitions())
+}
+
+// Initialize implements InitializeShareGroupState for one share-partition.
+func (s *Service) Initialize(ctx context.Context, k sharestate.Key, stateEpoch int32, startOffset int64) error {
+	return s.do(ctx, k, func(sh *Shard, now int64) ([]coordinator.Record, error) {
+		return sh.Initialize(k, stateEpoch, startOffset, now)
+	})
+}
+
+// Read implements ReadShareGroupState for one share-partition.
+func (s *Service) Read(ctx context.Context, k sharestate.Key, leaderEpoch int32) (sharestate.State, error) {
+	var st sharestate.State
+	err := s.do(ctx, k, func(sh *Shard, now int64) ([]coordinator.Record, error) {
+		var (
+			recs []coordinator.Record
+			err  error
+		)
+		st, recs, err = sh.Read(k, leaderEpoch, now)
+		return recs, err
+	})
+	return st, err
+}
+
+// Write implements WriteShareGroupState for one share-partition.
+func (s *Service) Write(ctx context.Context, k sharestate.Key, u sharestate.Update) error {
+	return s.do(ctx, k, func(sh *Shard, now int64) ([]coordinator.Record, error) {
+		return sh.Write(k, u, now)
+	})
+}
+
+// ReadSummary implements ReadShareGroupStateSummary for one
+// share-partition.
+func (s *Service) ReadSummary(ctx context.Context, k sharestate.Key) (sharestate.Summary, error) {
+	var sum sharestate.Summary
+	err := s.do(ctx, k, func(sh *Shard, _ int64) ([]coordinator.Record, error) {
+		var err error
+		sum, err = sh.ReadSummary(k)
+		return nil, err
+	})
+	return sum, err
+}
+
+// Delete implements DeleteShareGroupState for one share-partition.
+func (s *Service) Delete(ctx context.Context, k sharestate.Key) error {
+	return s.do(ctx, k, func(sh *Shard, _ int64) ([]coordinator.Record, error) {
+		return sh.Delete(k)
+	})
+}
+
+// do runs op on the key's shard, writes its records and applies them once
+// appended; Do then waits until they are committed.
+func (s *Service) do(ctx context.Context, k sharestate.Key, op func(sh *Shard, nowMs int64) ([]coordinator.Record, error)) error {
+	var opErr error
+	err := s.rt.Do(ctx, s.Partition(k), func(cs coordinator.Shard, w *coordinator.Writer) {
+		sh := cs.(Coordinated).Shard
+		recs, err := op(sh, s.now().UnixMilli())
+		if err != nil {
+			opErr = err
+			return
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if err := w.Write(recs); err != nil {
+			opErr = appendError(err)
+			return
+		}
+		for _, r := range recs {
+			if err := sh.Replay(r.Key, r.Value); err != nil {
+				opErr = fmt.Errorf("%w: apply the share coordinator's own record: %w", kerr.UnknownServerError, err)
+				return
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return opErr
+}
+
+// appendError maps a failed append to __share_group_state to the
+// coordinator's answer, as Kafka's coordinator runtime does: not enough
+// replicas or a timeout is COORDINATOR_NOT_AVAILABLE, lost leadership
+// NOT_COORDINATOR (both retriable), an oversized batch UNKNOWN_SERVER_ERROR.
+func appendError(err error) error {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return fmt.Errorf("%w: %w", kerr.UnknownServerError, err)
+	}
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return fmt.Errorf("%w: %w", kerr.NotCoordinator, err)
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge:
+		return fmt.Errorf("%w: %w", kerr.UnknownServerError, err)
+	}
+	return err
+}
