@@ -157,6 +157,12 @@ type Broker struct {
 	TransactionStateLogReplicationFactor int16    // transaction.state.log.replication.factor
 	TransactionStateLogMinISR            int32    // transaction.state.log.min.isr
 	TransactionStateLogSegmentBytes      int32    // transaction.state.log.segment.bytes
+	ShareStateTopicNumPartitions         int32    // share.coordinator.state.topic.num.partitions
+	ShareStateTopicReplicationFactor     int16    // share.coordinator.state.topic.replication.factor
+	ShareStateTopicMinISR                int32    // share.coordinator.state.topic.min.isr
+	ShareStateTopicSegmentBytes          int32    // share.coordinator.state.topic.segment.bytes
+	ShareSnapshotUpdateRecords           int      // share.coordinator.snapshot.update.records.per.snapshot
+	ShareCoordinatorWriteTimeoutMs       int64    // share.coordinator.write.timeout.ms
 	TransactionMaxTimeoutMs              int64    // transaction.max.timeout.ms
 	TransactionalIDExpirationMs          int64    // transactional.id.expiration.ms
 	TransactionAbortTimedOutIntervalMs   int64    // transaction.abort.timed.out.transaction.cleanup.interval.ms
@@ -524,6 +530,12 @@ func loadTunables(b *Broker, v values) {
 	b.TransactionStateLogReplicationFactor = v.i16("transaction.state.log.replication.factor")
 	b.TransactionStateLogMinISR = v.i32("transaction.state.log.min.isr")
 	b.TransactionStateLogSegmentBytes = v.i32("transaction.state.log.segment.bytes")
+	b.ShareStateTopicNumPartitions = v.i32("share.coordinator.state.topic.num.partitions")
+	b.ShareStateTopicReplicationFactor = v.i16("share.coordinator.state.topic.replication.factor")
+	b.ShareStateTopicMinISR = v.i32("share.coordinator.state.topic.min.isr")
+	b.ShareStateTopicSegmentBytes = v.i32("share.coordinator.state.topic.segment.bytes")
+	b.ShareSnapshotUpdateRecords = int(v.i32("share.coordinator.snapshot.update.records.per.snapshot"))
+	b.ShareCoordinatorWriteTimeoutMs = v.i64("share.coordinator.write.timeout.ms")
 	b.TransactionMaxTimeoutMs = v.i64("transaction.max.timeout.ms")
 	b.TransactionalIDExpirationMs = v.i64("transactional.id.expiration.ms")
 	b.TransactionAbortTimedOutIntervalMs = v.i64("transaction.abort.timed.out.transaction.cleanup.interval.ms")

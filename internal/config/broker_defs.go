@@ -402,10 +402,20 @@ var brokerDefList = []Def{
 		"A producer id without writes for this long is forgotten by the partition leader."),
 	bdef("producer.id.expiration.check.interval.ms", Int, ptr("600000"), atLeast(1), ReadOnly,
 		"How often partition leaders remove producer ids that have expired."),
+
+	// Share groups (KIP-932): the share coordinator and __share_group_state.
+	bdef("share.coordinator.state.topic.num.partitions", Int, ptr("50"), atLeast(1), ReadOnly,
+		"Partitions of __share_group_state; do not change after deployment."),
 	bdef("share.coordinator.state.topic.replication.factor", Short, ptr("3"), atLeast(1), ReadOnly,
-		"Replication factor of __share_group_state."),
+		"Replication factor of __share_group_state; creation waits until that many brokers are registered (a lone broker+controller node uses 1, with a warning)."),
 	bdef("share.coordinator.state.topic.min.isr", Short, ptr("2"), atLeast(1), ReadOnly,
-		"min.insync.replicas of __share_group_state."),
+		"min.insync.replicas of __share_group_state (a lone broker+controller node uses at most 1)."),
+	bdef("share.coordinator.state.topic.segment.bytes", Int, ptr("104857600"), atLeast(1), ReadOnly,
+		"Segment size of __share_group_state."),
+	bdef("share.coordinator.snapshot.update.records.per.snapshot", Int, ptr("500"), atLeast(0), ReadOnly,
+		"How many update records of a share-partition are written before the next write is a snapshot of its whole state."),
+	bdef("share.coordinator.write.timeout.ms", Int, ptr("5000"), atLeast(1), ReadOnly,
+		"How long the share coordinator waits for its write to reach the ISR before answering COORDINATOR_NOT_AVAILABLE."),
 
 	// Security: SASL and TLS. Kafka reconfigures these per listener.
 	bdef("principal.builder.class", Class, ptr("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"), nil, PerBroker,

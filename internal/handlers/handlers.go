@@ -15,6 +15,7 @@ import (
 	"gregor/internal/config"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
+	"gregor/internal/coordinator/sharecoord"
 	"gregor/internal/fetchsession"
 	"gregor/internal/log"
 	"gregor/internal/metadata"
@@ -50,6 +51,9 @@ type Deps struct {
 	Groups *coordinator.Runtime
 	// Txns runs the transaction coordinator's shards (__transaction_state).
 	Txns *coordinator.Runtime
+	// ShareState runs the share coordinator's shards (__share_group_state)
+	// for APIs 83-87; nil: they answer COORDINATOR_NOT_AVAILABLE.
+	ShareState *sharecoord.Service
 	// Peers reaches the other brokers (transaction verification).
 	Peers Peers
 
@@ -139,6 +143,12 @@ var brokerAPIs = []*api{
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
 	// Client quotas: described from the image, altered by the controller.
 	&describeClientQuotasAPI, &alterClientQuotasAPI,
+	// Share groups (KIP-932)
+	&initializeShareGroupStateAPI,
+	&readShareGroupStateAPI,
+	&writeShareGroupStateAPI,
+	&deleteShareGroupStateAPI,
+	&readShareGroupStateSummaryAPI,
 	// Answered by the socket server on SASL listeners (17_36_sasl.go).
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }

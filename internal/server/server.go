@@ -26,6 +26,7 @@ import (
 	"gregor/internal/controller"
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/producerid"
+	"gregor/internal/coordinator/sharecoord"
 	"gregor/internal/coordinator/txnmarker"
 	"gregor/internal/fetchsession"
 	"gregor/internal/handlers"
@@ -88,7 +89,14 @@ type Server struct {
 	txns        *coordinator.Runtime
 	txnMarkers  *txnmarker.Sender
 	peers       *peers
-	brokerNet   *network.Server
+
+	// shareState runs the share coordinator's shards (__share_group_state);
+	// sharePersister is this broker's sharestate.Persister over it.
+	shareState        *coordinator.Runtime
+	shareStateService *sharecoord.Service
+	sharePersister    *sharecoord.Persister
+
+	brokerNet *network.Server
 	// brokerHandlers answer the broker listeners' requests (brokerNet's
 	// handler; in-process fuzz tests call them directly).
 	brokerHandlers *handlers.Handlers
@@ -337,6 +345,7 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 		Logger:   s.logger.With("component", "producerid"),
 	})
 	s.txns, s.txnMarkers = s.newTxnCoordinator()
+	s.shareState, s.shareStateService = s.newShareCoordinator()
 	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.brokerClient, s.replica.Image)
 	return nil
 }
@@ -572,6 +581,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Logger:      s.logger.With("component", "handlers"),
 		Groups:      s.groups,
 		Txns:        s.txns,
+		ShareState:  s.shareStateService,
 		Peers:       s.peers,
 		Metrics:     s.metrics,
 		Authorizer:  s.authorizer,
@@ -616,6 +626,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	}
 	netCfg.Gate = serving
 	s.brokerHandlers = handlers.NewBroker(deps)
+	s.sharePersister = s.newSharePersister(s.brokerHandlers)
 	s.brokerNet = network.NewServer(netCfg, s.brokerHandlers)
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)
@@ -643,6 +654,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	s.loader.AddPublisher(s.replica)
 	s.loader.AddPublisher(s.groups)
 	s.loader.AddPublisher(s.txns)
+	s.loader.AddPublisher(s.shareState)
 	close(serving)
 	// Caught up: logs of partitions the image no longer names are strays.
 	s.replica.RemoveStrayLogs()
@@ -737,6 +749,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.txns != nil {
 		s.txns.Close()
+	}
+	if s.shareState != nil {
+		s.shareState.Close()
 	}
 	if s.controller != nil {
 		errs = append(errs, s.controller.Close())

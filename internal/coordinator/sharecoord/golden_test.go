@@ -33,7 +33,7 @@ func TestGolden(t *testing.T) {
 		var h *harness
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd == "new" {
-				h = &harness{now: 1000}
+				h = &harness{now: 1000, cfg: Config{SnapshotUpdateRecordsPerSnapshot: DefaultSnapshotUpdateRecordsPerSnapshot}}
 				if d.HasArg("per-snapshot") {
 					d.ScanArgs(t, "per-snapshot", &h.cfg.SnapshotUpdateRecordsPerSnapshot)
 				}

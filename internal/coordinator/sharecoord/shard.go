@@ -63,9 +63,7 @@ type Shard struct {
 
 // New returns an empty shard.
 func New(cfg Config) *Shard {
-	if cfg.SnapshotUpdateRecordsPerSnapshot <= 0 {
-		cfg.SnapshotUpdateRecordsPerSnapshot = DefaultSnapshotUpdateRecordsPerSnapshot
-	}
+	cfg.SnapshotUpdateRecordsPerSnapshot = max(cfg.SnapshotUpdateRecordsPerSnapshot, 0)
 	return &Shard{
 		cfg:          cfg,
 		states:       map[sharestate.Key]*snapshot{},

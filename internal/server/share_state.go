@@ -1,0 +1,56 @@
+package server
+
+import (
+	"time"
+
+	"gregor/internal/coordinator"
+	"gregor/internal/coordinator/sharecoord"
+	"gregor/internal/handlers"
+)
+
+// newShareCoordinator makes the share coordinator (KIP-932): a shard per
+// __share_group_state partition this broker leads, and the service that
+// answers APIs 83-87 from them. Unknown topics and partitions are checked
+// against the broker's metadata image.
+func (s *Server) newShareCoordinator() (*coordinator.Runtime, *sharecoord.Service) {
+	b := s.cfg
+	rt := coordinator.New(coordinator.Config{
+		Topic:  handlers.ShareStateTopic,
+		NodeID: b.NodeID,
+		NewShard: func(int32) coordinator.Shard {
+			return sharecoord.Coordinated{Shard: sharecoord.New(sharecoord.Config{
+				SnapshotUpdateRecordsPerSnapshot: b.ShareSnapshotUpdateRecords,
+				TopicPartitions: func(id [16]byte) (int32, bool) {
+					t := s.replica.Image().Topics.TopicByID(id)
+					if t == nil {
+						return 0, false
+					}
+					return int32(t.NumPartitions()), true
+				},
+			})}
+		},
+		Replica:      s.replica,
+		WriteTimeout: time.Duration(b.ShareCoordinatorWriteTimeoutMs) * time.Millisecond,
+		Logger:       s.logger.With("component", "share-coordinator"),
+	})
+	svc := sharecoord.NewService(rt, func() int32 {
+		if t := s.replica.Image().Topics.Topic(handlers.ShareStateTopic); t != nil && t.NumPartitions() > 0 {
+			return int32(t.NumPartitions())
+		}
+		return b.ShareStateTopicNumPartitions
+	}, nil)
+	return rt, svc
+}
+
+// newSharePersister is the share-group state persister of this broker's
+// share group coordinator and share-partition leaders: in-process for the
+// share-partitions this broker coordinates, over the inter-broker listener
+// for the others.
+func (s *Server) newSharePersister(h *handlers.Handlers) *sharecoord.Persister {
+	return sharecoord.NewPersister(sharecoord.PersisterConfig{
+		NodeID:      s.cfg.NodeID,
+		Local:       s.shareStateService,
+		Coordinator: h.ShareCoordinator,
+		Peers:       s.peers,
+	})
+}
