@@ -163,6 +163,8 @@ type Broker struct {
 	ShareStateTopicSegmentBytes          int32    // share.coordinator.state.topic.segment.bytes
 	ShareSnapshotUpdateRecords           int      // share.coordinator.snapshot.update.records.per.snapshot
 	ShareCoordinatorWriteTimeoutMs       int64    // share.coordinator.write.timeout.ms
+	ShareStateTopicPruneIntervalMs       int64    // share.coordinator.state.topic.prune.interval.ms
+	ShareColdSnapshotIntervalMs          int64    // share.coordinator.cold.partition.snapshot.interval.ms
 	TransactionMaxTimeoutMs              int64    // transaction.max.timeout.ms
 	TransactionalIDExpirationMs          int64    // transactional.id.expiration.ms
 	TransactionAbortTimedOutIntervalMs   int64    // transaction.abort.timed.out.transaction.cleanup.interval.ms
@@ -536,6 +538,8 @@ func loadTunables(b *Broker, v values) {
 	b.ShareStateTopicSegmentBytes = v.i32("share.coordinator.state.topic.segment.bytes")
 	b.ShareSnapshotUpdateRecords = int(v.i32("share.coordinator.snapshot.update.records.per.snapshot"))
 	b.ShareCoordinatorWriteTimeoutMs = v.i64("share.coordinator.write.timeout.ms")
+	b.ShareStateTopicPruneIntervalMs = v.i64("share.coordinator.state.topic.prune.interval.ms")
+	b.ShareColdSnapshotIntervalMs = v.i64("share.coordinator.cold.partition.snapshot.interval.ms")
 	b.TransactionMaxTimeoutMs = v.i64("transaction.max.timeout.ms")
 	b.TransactionalIDExpirationMs = v.i64("transactional.id.expiration.ms")
 	b.TransactionAbortTimedOutIntervalMs = v.i64("transaction.abort.timed.out.transaction.cleanup.interval.ms")

@@ -416,6 +416,10 @@ var brokerDefList = []Def{
 		"How many update records of a share-partition are written before the next write is a snapshot of its whole state."),
 	bdef("share.coordinator.write.timeout.ms", Int, ptr("5000"), atLeast(1), ReadOnly,
 		"How long the share coordinator waits for its write to reach the ISR before answering COORDINATOR_NOT_AVAILABLE."),
+	bdef("share.coordinator.state.topic.prune.interval.ms", Int, ptr("300000"), atLeast(0), ReadOnly,
+		"How often the share coordinator deletes the __share_group_state records no share-partition's state needs any more (0: never)."),
+	bdef("share.coordinator.cold.partition.snapshot.interval.ms", Int, ptr("300000"), atLeast(0), ReadOnly,
+		"A share-partition not written for this long gets a fresh snapshot at the next pruning, so that its old records can be deleted."),
 
 	// Security: SASL and TLS. Kafka reconfigures these per listener.
 	bdef("principal.builder.class", Class, ptr("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"), nil, PerBroker,

@@ -72,6 +72,13 @@ type TransactionalShard interface {
 	ReplayEndTxn(producerID int64, commit bool) error
 }
 
+// PositionedShard is a Shard that keeps where its records sit in the
+// partition (the share coordinator, to know which records are redundant):
+// loading gives it each record's offset through ReplayAt instead of Replay.
+type PositionedShard interface {
+	ReplayAt(now time.Time, offset int64, key, value []byte) error
+}
+
 // Config configures a Runtime.
 type Config struct {
 	Topic   string
@@ -335,6 +342,7 @@ func (s *shard) failDeferred(err error) {
 func (r *Runtime) load(s *shard) (int64, error) {
 	now := r.cfg.Now()
 	txnShard, _ := s.impl.(TransactionalShard)
+	positioned, _ := s.impl.(PositionedShard)
 	offset := int64(-1)
 	for {
 		select {
@@ -385,9 +393,12 @@ func (r *Runtime) load(s *shard) (int64, error) {
 				continue
 			}
 			for _, rec := range recs {
-				if txnShard != nil && h.IsTransactional() {
+				switch {
+				case txnShard != nil && h.IsTransactional():
 					err = txnShard.ReplayTransactional(now, h.ProducerID, h.ProducerEpoch, rec.Key, rec.Value)
-				} else {
+				case positioned != nil:
+					err = positioned.ReplayAt(now, h.BaseOffset+int64(rec.OffsetDelta), rec.Key, rec.Value)
+				default:
 					err = s.impl.Replay(now, rec.Key, rec.Value)
 				}
 				if err != nil {
@@ -507,6 +518,21 @@ type Writer struct {
 // unloaded first: for what a shard hands out outside Do's answer (the
 // replies of a completed rebalance, a transaction's markers).
 func (w *Writer) AfterCommit(fn func(error)) { w.s.afterCommit(fn) }
+
+// Written is the offset after the shard's last write (or the log end it
+// loaded): a batch just written by Write ends right before it.
+func (w *Writer) Written() int64 { return w.s.lastWritten }
+
+// DeleteRecordsBefore raises the log start offset of the shard's partition
+// to offset (DeleteRecords on the leader), for a shard whose older records
+// are redundant; only offsets the high watermark has passed may go (call it
+// from AfterCommit).
+func (w *Writer) DeleteRecordsBefore(offset int64) error {
+	if _, err := w.r.cfg.Replica.DeleteRecords(w.r.cfg.Topic, w.s.partition, offset); err != nil {
+		return fmt.Errorf("delete records of %s-%d before %d: %w", w.r.cfg.Topic, w.s.partition, offset, err)
+	}
+	return nil
+}
 
 // appended notes a successful append ending before next.
 func (w *Writer) appended(next int64) {

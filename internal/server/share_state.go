@@ -11,14 +11,15 @@ import (
 // newShareCoordinator makes the share coordinator (KIP-932): a shard per
 // __share_group_state partition this broker leads, and the service that
 // answers APIs 83-87 from them. Unknown topics and partitions are checked
-// against the broker's metadata image.
+// against the broker's metadata image; each shard prunes its partition
+// (share.coordinator.state.topic.prune.interval.ms).
 func (s *Server) newShareCoordinator() (*coordinator.Runtime, *sharecoord.Service) {
 	b := s.cfg
 	rt := coordinator.New(coordinator.Config{
 		Topic:  handlers.ShareStateTopic,
 		NodeID: b.NodeID,
 		NewShard: func(int32) coordinator.Shard {
-			return sharecoord.Coordinated{Shard: sharecoord.New(sharecoord.Config{
+			return sharecoord.NewCoordinated(sharecoord.New(sharecoord.Config{
 				SnapshotUpdateRecordsPerSnapshot: b.ShareSnapshotUpdateRecords,
 				TopicPartitions: func(id [16]byte) (int32, bool) {
 					t := s.replica.Image().Topics.TopicByID(id)
@@ -27,7 +28,9 @@ func (s *Server) newShareCoordinator() (*coordinator.Runtime, *sharecoord.Servic
 					}
 					return int32(t.NumPartitions()), true
 				},
-			})}
+			}), time.Now(),
+				time.Duration(b.ShareStateTopicPruneIntervalMs)*time.Millisecond,
+				time.Duration(b.ShareColdSnapshotIntervalMs)*time.Millisecond)
 		},
 		Replica:      s.replica,
 		WriteTimeout: time.Duration(b.ShareCoordinatorWriteTimeoutMs) * time.Millisecond,

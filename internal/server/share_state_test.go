@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"gregor/internal/coordinator"
+	"gregor/internal/coordinator/sharecoord"
 	"gregor/internal/sharestate"
 )
 
@@ -216,14 +218,16 @@ func TestShareStateRPCs(t *testing.T) {
 	}
 }
 
-// TestSharePersisterRestart writes through the broker's persister, restarts
-// the broker and reads the same state back: the shard is rebuilt from
-// __share_group_state, snapshots and updates alike.
+// TestSharePersisterRestart writes through the broker's persister, waits
+// for the shard to prune the records its snapshots made redundant,
+// restarts the broker and reads the same state back: the shard is rebuilt
+// from what is left of __share_group_state, snapshots and updates alike.
 func TestSharePersisterRestart(t *testing.T) {
 	dir := t.TempDir()
 	extra := map[string]string{
 		"share.coordinator.state.topic.num.partitions":           "3",
 		"share.coordinator.snapshot.update.records.per.snapshot": "2",
+		"share.coordinator.state.topic.prune.interval.ms":        "50",
 	}
 	ts := startServer(t, dir, extra)
 	ctx := ctxT(t)
@@ -255,6 +259,19 @@ func TestSharePersisterRestart(t *testing.T) {
 	}
 	if err := p.Write(ctx, k, sharestate.Update{StateEpoch: 2, LeaderEpoch: 6, StartOffset: -1, DeliveryCompleteCount: -1}); !errors.Is(err, kerr.FencedLeaderEpoch) {
 		t.Fatalf("write of an older leader: %v", err)
+	}
+	statePartition := coordinator.PartitionFor(sharecoord.CoordinatorKey(k), 3)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		starts, err := ts.admin().ListStartOffsets(ctx, "__share_group_state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := starts.Lookup("__share_group_state", statePartition); o.Offset > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("__share_group_state-%d not pruned: %+v", statePartition, starts)
+		}
 	}
 	ts.stop()
 

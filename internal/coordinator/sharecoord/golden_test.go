@@ -23,6 +23,9 @@ type harness struct {
 	shard *Shard
 	log   []coordinator.Record
 	now   int64
+	// start is the log start offset: prune moves it to the redundant
+	// offset, and reload replays from there.
+	start int64
 }
 
 // TestGolden runs the scripts in testdata: initialize, read, write (batch
@@ -171,7 +174,7 @@ func fmtRecord(t *testing.T, r coordinator.Record) string {
 func (h *harness) apply(t *testing.T, out *strings.Builder, recs []coordinator.Record) {
 	for _, r := range recs {
 		h.log = append(h.log, r)
-		if err := h.shard.Replay(r.Key, r.Value); err != nil {
+		if err := h.shard.Replay(int64(len(h.log)-1), r.Key, r.Value); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(out, "%s\n", fmtRecord(t, r))
@@ -223,8 +226,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.apply(t, &out, recs)
 	case "reload":
 		fresh := New(h.cfg)
-		for _, r := range h.log {
-			if err := fresh.Replay(r.Key, r.Value); err != nil {
+		for i, r := range h.log[h.start:] {
+			if err := fresh.Replay(h.start+int64(i), r.Key, r.Value); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -232,7 +235,16 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			t.Fatalf("reloaded shard differs from the live one:\nlive %+v\nreloaded %+v", h.shard, fresh)
 		}
 		h.shard = fresh
-		fmt.Fprintf(&out, "reloaded %d records: equal to the live state\n", len(h.log))
+		fmt.Fprintf(&out, "reloaded %d records from offset %d: equal to the live state\n", int64(len(h.log))-h.start, h.start)
+	case "prune":
+		// The pruning tick: cold snapshots, then records before the
+		// redundant offset deleted.
+		h.apply(t, &out, h.shard.ColdSnapshots(h.now, intArg(t, d, "cold-ms", 300000)))
+		h.start = max(h.start, h.shard.RedundantOffset(int64(len(h.log))))
+		fmt.Fprintf(&out, "log start offset %d of %d\n", h.start, len(h.log))
+	case "tick":
+		h.now += intArg(t, d, "ms", 0)
+		return ""
 	case "state":
 		keys := make([]sharestate.Key, 0, len(h.shard.states))
 		for k := range h.shard.states {
@@ -254,5 +266,6 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 // never compare equal).
 func sameState(a, b *Shard) bool {
 	return reflect.DeepEqual(a.states, b.states) && reflect.DeepEqual(a.leaderEpochs, b.leaderEpochs) &&
-		reflect.DeepEqual(a.stateEpochs, b.stateEpochs) && reflect.DeepEqual(a.updates, b.updates)
+		reflect.DeepEqual(a.stateEpochs, b.stateEpochs) && reflect.DeepEqual(a.updates, b.updates) &&
+		reflect.DeepEqual(a.since, b.since)
 }

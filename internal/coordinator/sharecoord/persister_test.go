@@ -50,7 +50,9 @@ func answer(code int16, msg string) func(kmsg.Request) (kmsg.Response, error) {
 	}
 }
 
-func transportError(kmsg.Request) (kmsg.Response, error) { return nil, errors.New("connection refused") }
+func transportError(kmsg.Request) (kmsg.Response, error) {
+	return nil, errors.New("connection refused")
+}
 
 func testPersister(coordinatorErrs int, peers *scriptedPeers) (*Persister, *int) {
 	lookups := 0

@@ -68,8 +68,8 @@ func FuzzDecode(f *testing.F) {
 		_, _ = decodeSnapshot(b)
 		_, _ = decodeUpdate(b)
 		s := New(Config{})
-		_ = s.Replay(encodeKey(recordTypeUpdate, k), b)
-		_ = s.Replay(b, b)
+		_ = s.Replay(0, encodeKey(recordTypeUpdate, k), b)
+		_ = s.Replay(1, b, b)
 	})
 }
 

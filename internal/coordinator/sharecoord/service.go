@@ -13,25 +13,98 @@ import (
 )
 
 // Coordinated adapts a Shard to the coordinator runtime
-// (coordinator.Shard). The share coordinator has no timers.
+// (coordinator.Shard, coordinator.PositionedShard). Its one timer prunes
+// the partition: every prune interval it snapshots the share-partitions
+// written less recently than the cold snapshot interval, then, once that is
+// committed, deletes the records no state needs any more (Kafka's
+// share.coordinator.state.topic.prune.interval.ms and
+// share.coordinator.cold.partition.snapshot.interval.ms): the partition's
+// cleanup policy is delete with infinite retention, so this is what bounds
+// it, and what a new coordinator replays.
 type Coordinated struct {
 	*Shard
+	prune *pruner
 }
 
-var _ coordinator.Shard = Coordinated{}
+type pruner struct {
+	interval, coldInterval time.Duration
+	next                   time.Time
+	// deleted is the log start offset the last deletion set.
+	deleted int64
+}
 
-// Replay implements coordinator.Shard.
-func (c Coordinated) Replay(_ time.Time, key, value []byte) error { return c.Shard.Replay(key, value) }
+var (
+	_ coordinator.Shard           = Coordinated{}
+	_ coordinator.PositionedShard = Coordinated{}
+)
 
-// Tick implements coordinator.Shard: nothing is timed.
-func (Coordinated) Tick(time.Time, *coordinator.Writer) {}
+// NewCoordinated adapts sh; pruneInterval 0 never prunes.
+func NewCoordinated(sh *Shard, now time.Time, pruneInterval, coldSnapshotInterval time.Duration) Coordinated {
+	c := Coordinated{Shard: sh}
+	if pruneInterval > 0 {
+		c.prune = &pruner{interval: pruneInterval, coldInterval: coldSnapshotInterval, next: now.Add(pruneInterval)}
+	}
+	return c
+}
 
-// NextDeadline implements coordinator.Shard: never.
-func (Coordinated) NextDeadline() time.Time { return time.Time{} }
+// Replay implements coordinator.Shard; the runtime calls ReplayAt instead.
+func (c Coordinated) Replay(_ time.Time, key, value []byte) error {
+	return fmt.Errorf("share coordinator record replayed without its offset")
+}
+
+// ReplayAt implements coordinator.PositionedShard.
+func (c Coordinated) ReplayAt(_ time.Time, offset int64, key, value []byte) error {
+	return c.Shard.Replay(offset, key, value)
+}
+
+// Tick implements coordinator.Shard: the pruning.
+func (c Coordinated) Tick(now time.Time, w *coordinator.Writer) {
+	if c.prune == nil || now.Before(c.prune.next) {
+		return
+	}
+	c.prune.next = now.Add(c.prune.interval)
+	if recs := c.Shard.ColdSnapshots(now.UnixMilli(), c.prune.coldInterval.Milliseconds()); len(recs) > 0 {
+		if err := writeAndApply(c.Shard, w, recs); err != nil {
+			return // the next tick tries again
+		}
+	}
+	offset := c.Shard.RedundantOffset(w.Written())
+	if offset <= c.prune.deleted {
+		return
+	}
+	w.AfterCommit(func(err error) {
+		if err == nil && w.DeleteRecordsBefore(offset) == nil {
+			c.prune.deleted = offset
+		}
+	})
+}
+
+// NextDeadline implements coordinator.Shard: the next pruning.
+func (c Coordinated) NextDeadline() time.Time {
+	if c.prune == nil {
+		return time.Time{}
+	}
+	return c.prune.next
+}
 
 // Unload implements coordinator.Shard: nothing waits on a share shard
 // between operations.
 func (Coordinated) Unload() {}
+
+// writeAndApply appends records as one batch and, once appended, replays
+// them into the shard at their offsets.
+func writeAndApply(sh *Shard, w *coordinator.Writer, recs []coordinator.Record) error {
+	if err := w.Write(recs); err != nil {
+		return appendError(err)
+	}
+	base := w.Written() - int64(len(recs))
+	for i, r := range recs {
+		if err := sh.Replay(base+int64(i), r.Key, r.Value); err != nil {
+			return fmt.Errorf("%w: apply the share coordinator's own record: %w", kerr.UnknownServerError, err)
+		}
+	}
+	return nil
+}
 
 // Service runs share-partition state operations on this broker's shards of
 // __share_group_state. Each answers only once its records (and every
@@ -121,18 +194,8 @@ func (s *Service) do(ctx context.Context, k sharestate.Key, op func(sh *Shard, n
 			opErr = err
 			return
 		}
-		if len(recs) == 0 {
-			return
-		}
-		if err := w.Write(recs); err != nil {
-			opErr = appendError(err)
-			return
-		}
-		for _, r := range recs {
-			if err := sh.Replay(r.Key, r.Value); err != nil {
-				opErr = fmt.Errorf("%w: apply the share coordinator's own record: %w", kerr.UnknownServerError, err)
-				return
-			}
+		if len(recs) > 0 {
+			opErr = writeAndApply(sh, w, recs)
 		}
 	})
 	if err != nil {

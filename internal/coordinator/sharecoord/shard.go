@@ -20,8 +20,10 @@
 package sharecoord
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -59,6 +61,11 @@ type Shard struct {
 	// updates counts the ShareUpdate records since the share-partition's
 	// last ShareSnapshot.
 	updates map[sharestate.Key]int
+	// since is the offset of the oldest record a share-partition's state
+	// still needs: its last snapshot (or its first update, without one).
+	// Records before the least of them are redundant (Kafka's
+	// ShareCoordinatorOffsetsManager).
+	since map[sharestate.Key]int64
 }
 
 // New returns an empty shard.
@@ -70,6 +77,7 @@ func New(cfg Config) *Shard {
 		leaderEpochs: map[sharestate.Key]int32{},
 		stateEpochs:  map[sharestate.Key]int32{},
 		updates:      map[sharestate.Key]int{},
+		since:        map[sharestate.Key]int64{},
 	}
 }
 
@@ -301,10 +309,10 @@ func (s *Shard) Delete(k sharestate.Key) ([]coordinator.Record, error) {
 	return []coordinator.Record{{Key: encodeKey(recordTypeSnapshot, k)}}, nil
 }
 
-// Replay applies one record of __share_group_state: while the shard loads,
-// and after each successful write. Records of unknown types or versions are
-// skipped, as Kafka does (ErrUnknownRecord is not returned).
-func (s *Shard) Replay(key, value []byte) error {
+// Replay applies the record at offset of __share_group_state: while the
+// shard loads, and after each successful write. Records of unknown types or
+// versions are skipped, as Kafka does (ErrUnknownRecord is not returned).
+func (s *Shard) Replay(offset int64, key, value []byte) error {
 	recordType, k, err := decodeKey(key)
 	if err != nil {
 		if isUnknown(err) {
@@ -319,6 +327,7 @@ func (s *Shard) Replay(key, value []byte) error {
 			delete(s.leaderEpochs, k)
 			delete(s.stateEpochs, k)
 			delete(s.updates, k)
+			delete(s.since, k)
 			return nil
 		}
 		v, err := decodeSnapshot(value)
@@ -334,6 +343,7 @@ func (s *Shard) Replay(key, value []byte) error {
 		}
 		s.states[k] = &v
 		s.updates[k] = 0
+		s.since[k] = offset
 	case recordTypeUpdate:
 		if value == nil {
 			return nil
@@ -367,8 +377,63 @@ func (s *Shard) Replay(key, value []byte) error {
 			s.states[k] = &next
 		}
 		s.updates[k]++
+		if _, ok := s.since[k]; !ok {
+			s.since[k] = offset
+		}
 	}
 	return nil
+}
+
+// RedundantOffset is the offset before which every record of the
+// partition is redundant: the oldest record a share-partition's state
+// still needs, or next (the offset after the last record) when no
+// share-partition has state.
+func (s *Shard) RedundantOffset(next int64) int64 {
+	offset := next
+	for _, o := range s.since {
+		offset = min(offset, o)
+	}
+	return offset
+}
+
+// ColdSnapshots returns fresh ShareSnapshots of the share-partitions not
+// written for intervalMs (Kafka's cold partition snapshots), so that their
+// old snapshot and updates become redundant and the partition can be
+// pruned. When every share-partition's last snapshot was already such a
+// snapshot the partition is quiet and nothing is written.
+func (s *Shard) ColdSnapshots(nowMs, intervalMs int64) []coordinator.Record {
+	keys := make([]sharestate.Key, 0, len(s.states))
+	allCold := true
+	for k, st := range s.states {
+		if st.CreateTimestamp == st.WriteTimestamp {
+			allCold = false
+		}
+		if nowMs-st.WriteTimestamp >= intervalMs {
+			keys = append(keys, k)
+		}
+	}
+	if allCold {
+		return nil
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
+	recs := make([]coordinator.Record, 0, len(keys))
+	for _, k := range keys {
+		v := *s.states[k]
+		v.SnapshotEpoch++
+		v.WriteTimestamp = nowMs
+		recs = append(recs, coordinator.Record{Key: encodeKey(recordTypeSnapshot, k), Value: encodeSnapshot(v)})
+	}
+	return recs
+}
+
+func lessKey(a, b sharestate.Key) bool {
+	if a.GroupID != b.GroupID {
+		return a.GroupID < b.GroupID
+	}
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c < 0
+	}
+	return a.Partition < b.Partition
 }
 
 func (s *Shard) raiseLeaderEpoch(k sharestate.Key, epoch int32) {
