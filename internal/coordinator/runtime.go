@@ -1,6 +1,7 @@
 // Package coordinator is the runtime shared by Gregor's coordinators: one
 // shard per partition of an internal topic (__consumer_offsets,
-// __transaction_state) that this broker leads. A shard's state is rebuilt by
+// __transaction_state, __share_group_state) that this broker leads. A
+// shard's state is rebuilt by
 // replaying its partition when the shard is loaded; afterwards every change
 // is appended through the normal log path (acks=-1: refused while the ISR is
 // below min.insync.replicas) before the shard applies it. Each shard is

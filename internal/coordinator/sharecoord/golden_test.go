@@ -26,6 +26,8 @@ type harness struct {
 	// start is the log start offset: prune moves it to the redundant
 	// offset, and reload replays from there.
 	start int64
+	// deleted are the topics delete-topic removed from the cluster.
+	deleted map[byte]bool
 }
 
 // TestGolden runs the scripts in testdata: initialize, read, write (batch
@@ -44,8 +46,10 @@ func TestGolden(t *testing.T) {
 					// topics=N: topic ids 1..N exist, with 4 partitions each.
 					var n int
 					d.ScanArgs(t, "topics", &n)
+					h.deleted = map[byte]bool{}
+					deleted := h.deleted
 					h.cfg.TopicPartitions = func(id [16]byte) (int32, bool) {
-						return 4, id[15] >= 1 && int(id[15]) <= n && id[14] == 0
+						return 4, id[15] >= 1 && int(id[15]) <= n && id[14] == 0 && !deleted[id[15]]
 					}
 				}
 				h.shard = New(h.cfg)
@@ -239,9 +243,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "prune":
 		// The pruning tick: cold snapshots, then records before the
 		// redundant offset deleted.
+		h.apply(t, &out, h.shard.OrphanTombstones())
 		h.apply(t, &out, h.shard.ColdSnapshots(h.now, intArg(t, d, "cold-ms", 300000)))
 		h.start = max(h.start, h.shard.RedundantOffset(int64(len(h.log))))
 		fmt.Fprintf(&out, "log start offset %d of %d\n", h.start, len(h.log))
+	case "delete-topic":
+		h.deleted[k.TopicID[15]] = true
+		return ""
 	case "tick":
 		h.now += intArg(t, d, "ms", 0)
 		return ""

@@ -14,7 +14,8 @@ import (
 
 // Coordinated adapts a Shard to the coordinator runtime
 // (coordinator.Shard, coordinator.PositionedShard). Its one timer prunes
-// the partition: every prune interval it snapshots the share-partitions
+// the partition: every prune interval it deletes the state of
+// share-partitions whose topic was deleted, snapshots the share-partitions
 // written less recently than the cold snapshot interval, then, once that is
 // committed, deletes the records no state needs any more (Kafka's
 // share.coordinator.state.topic.prune.interval.ms and
@@ -63,9 +64,14 @@ func (c Coordinated) Tick(now time.Time, w *coordinator.Writer) {
 		return
 	}
 	c.prune.next = now.Add(c.prune.interval)
-	if recs := c.Shard.ColdSnapshots(now.UnixMilli(), c.prune.coldInterval.Milliseconds()); len(recs) > 0 {
+	if recs := c.Shard.OrphanTombstones(); len(recs) > 0 {
 		if err := writeAndApply(c.Shard, w, recs); err != nil {
 			return // the next tick tries again
+		}
+	}
+	if recs := c.Shard.ColdSnapshots(now.UnixMilli(), c.prune.coldInterval.Milliseconds()); len(recs) > 0 {
+		if err := writeAndApply(c.Shard, w, recs); err != nil {
+			return
 		}
 	}
 	offset := c.Shard.RedundantOffset(w.Written())

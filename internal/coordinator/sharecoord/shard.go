@@ -396,6 +396,27 @@ func (s *Shard) RedundantOffset(next int64) int64 {
 	return offset
 }
 
+// OrphanTombstones returns the tombstones of the share-partitions whose
+// topic the cluster no longer has (Kafka's maybeCleanupShareState on a
+// topic deletion); nothing when topics are not checked.
+func (s *Shard) OrphanTombstones() []coordinator.Record {
+	if s.cfg.TopicPartitions == nil {
+		return nil
+	}
+	var keys []sharestate.Key
+	for k := range s.states {
+		if _, ok := s.cfg.TopicPartitions(k.TopicID); !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
+	recs := make([]coordinator.Record, 0, len(keys))
+	for _, k := range keys {
+		recs = append(recs, coordinator.Record{Key: encodeKey(recordTypeSnapshot, k)})
+	}
+	return recs
+}
+
 // ColdSnapshots returns fresh ShareSnapshots of the share-partitions not
 // written for intervalMs (Kafka's cold partition snapshots), so that their
 // old snapshot and updates become redundant and the partition can be
