@@ -94,6 +94,10 @@ func (p *Persister) Read(ctx context.Context, k sharestate.Key, leaderEpoch int3
 	err := p.call(ctx, k, func(ctx context.Context) error {
 		var err error
 		st, err = p.cfg.Local.Read(ctx, k, leaderEpoch)
+		// As over the wire, where ReadShareGroupState carries no
+		// delivery-complete count: the answer does not depend on which
+		// broker coordinates (ReadSummary reports the count).
+		st.DeliveryCompleteCount = -1
 		return err
 	}, func(ctx context.Context, node int32) error {
 		req := kmsg.NewPtrReadShareGroupStateRequest()

@@ -166,7 +166,7 @@ func (s *Shard) Initialize(k sharestate.Key, stateEpoch int32, startOffset int64
 // (ReadShareGroupState) and, when leaderEpoch is newer than the one
 // stored, the record that stores it: from then on reads and writes of an
 // older leader epoch are FENCED_LEADER_EPOCH. The state returned carries
-// the leader epoch as it is once that record is applied.
+// the leader epoch the read was made with (the stored one for -1).
 func (s *Shard) Read(k sharestate.Key, leaderEpoch int32, nowMs int64) (sharestate.State, []coordinator.Record, error) {
 	if err := s.validate(k); err != nil {
 		return sharestate.State{}, nil, err
@@ -182,13 +182,12 @@ func (s *Shard) Read(k sharestate.Key, leaderEpoch int32, nowMs int64) (sharesta
 		return sharestate.State{}, nil, err
 	}
 	st := sharestate.State{
-		StateEpoch: cur.StateEpoch, LeaderEpoch: cur.LeaderEpoch, StartOffset: cur.StartOffset,
+		StateEpoch: cur.StateEpoch, LeaderEpoch: max(cur.LeaderEpoch, leaderEpoch), StartOffset: cur.StartOffset,
 		DeliveryCompleteCount: cur.DeliveryCompleteCount, Batches: append([]sharestate.Batch(nil), cur.Batches...),
 	}
 	if stored, ok := s.leaderEpochs[k]; leaderEpoch == -1 || ok && stored == leaderEpoch {
 		return st, nil, nil
 	}
-	st.LeaderEpoch = leaderEpoch
 	rec := s.stateRecord(k, cur, sharestate.Update{StateEpoch: cur.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: cur.StartOffset, DeliveryCompleteCount: -1}, true, nowMs)
 	return st, []coordinator.Record{rec}, nil
 }
