@@ -72,11 +72,13 @@ func (h *Handlers) coordinatorFor(ctx context.Context, keyType int8, key, listen
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	node, e, why := h.coordinatorNode(ctx, keyType, key)
 	if e == nil {
-		b := h.image().Brokers[node]
-		for _, ep := range b.Listeners {
-			if ep.Name == listener {
-				c.NodeID, c.Host, c.Port = node, ep.Host, int32(ep.Port)
-				return c
+		// A newer image may have lost the broker meanwhile.
+		if b := h.image().Brokers[node]; b != nil {
+			for _, ep := range b.Listeners {
+				if ep.Name == listener {
+					c.NodeID, c.Host, c.Port = node, ep.Host, int32(ep.Port)
+					return c
+				}
 			}
 		}
 		e = kerr.CoordinatorNotAvailable

@@ -81,6 +81,13 @@ func TestShareStateRPCs(t *testing.T) {
 	if c.ErrorCode != 0 || c.NodeID != ts.srv.cfg.NodeID {
 		t.Fatalf("share coordinator: %+v (%v)", c, kerr.ErrorForCode(c.ErrorCode))
 	}
+	// Created as Kafka creates it (one replica: this node is alone).
+	for key, want := range map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer",
+		"segment.bytes": "104857600", "min.insync.replicas": "1"} {
+		if got := describeOne(t, ts.admin(), "__share_group_state", key); got != want {
+			t.Errorf("__share_group_state %s=%q, want %q", key, got, want)
+		}
+	}
 
 	initialize := func(group string, topicID [16]byte, partition, stateEpoch int32, start int64) int16 {
 		t.Helper()
