@@ -123,6 +123,26 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 	}
 
 	old := coordinatorNode
+	// Another broker does not coordinate the share-partition.
+	for _, b := range c.brokers {
+		if b.id == old {
+			continue
+		}
+		req := kmsg.NewPtrReadShareGroupStateRequest()
+		req.GroupID = key.GroupID
+		rt := kmsg.NewReadShareGroupStateRequestTopic()
+		rt.TopicID = key.TopicID
+		rt.Partitions = []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: key.Partition, LeaderEpoch: 5}}
+		req.Topics = append(req.Topics, rt)
+		resp, err := kgoPeers{cl}.Request(ctx, b.id, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.(*kmsg.ReadShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+			t.Errorf("ReadShareGroupState at broker %d, not the coordinator: %v, want NOT_COORDINATOR", b.id, kerr.ErrorForCode(code))
+		}
+		break
+	}
 	var victim *node
 	for _, b := range c.brokers {
 		if b.id == old {
