@@ -126,6 +126,10 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("%s of Produce observed %v times, want >= 10", name, got)
 		}
 	}
+	// Each produce carried a record batch, whose header alone is 61 bytes.
+	if n, sum := sample(text, `kafka_network_requestmetrics_requestbytes_count{request="Produce"}`), sample(text, `kafka_network_requestmetrics_requestbytes_sum{request="Produce"}`); n < 10 || sum < 61*n {
+		t.Errorf("Produce request bytes: %v requests of %v bytes in all, want >= 10 of >= 61 bytes each", n, sum)
+	}
 	for _, name := range []string{"kafka_network_requestmetrics_totaltimems_bucket", "kafka_log_log_size{", "go_goroutines", "process_resident_memory_bytes"} {
 		if !strings.Contains(text, name) {
 			t.Errorf("no %s in /metrics", name)

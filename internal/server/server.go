@@ -430,7 +430,7 @@ func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (networ
 		Logger:                   s.logger,
 		Observe: func(req *network.Request, resp kmsg.Response, started, done time.Time) {
 			waiting, _ := req.WaitingSince()
-			s.metrics.ObserveRequest(req.Header.APIKey, resp, req.ReceivedAt, started, waiting, done)
+			s.metrics.ObserveRequest(req.Header.APIKey, req.Size, resp, req.ReceivedAt, started, waiting, done)
 		},
 		ObserveSent:      s.metrics.ObserveSent,
 		OnAuthentication: s.metrics.Authenticated,
