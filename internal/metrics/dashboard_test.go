@@ -54,7 +54,7 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r.ClassicRebalanceCompleted()
 	r.ConsumerGroupRebalanced()
 	r.Replicated(1)
-	r.RaftCommitted(time.Millisecond)
+	r.RaftCommitted(1, time.Millisecond)
 	mfs, err := r.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)

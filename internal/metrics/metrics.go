@@ -54,7 +54,10 @@ type Registry struct {
 
 	lag *groupLagCollector
 
-	raftCommit prometheus.Histogram
+	raftCommit        prometheus.Histogram
+	raftElection      prometheus.Histogram
+	raftFetchRecords  prometheus.Counter
+	raftAppendRecords prometheus.Counter
 
 	offsetCommits      prometheus.Counter
 	classicRebalances  prometheus.Counter
@@ -168,7 +171,21 @@ func New(state func() State) *Registry {
 		Help:    "Time from the active controller appending a metadata batch to its commit and application, in ms (raft-metrics commit-latency-avg/max).",
 		Buckets: requestBuckets,
 	})
-	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit)
+	r.raftElection = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kafka_server_raft_metrics_election_latency_ms",
+		Help:    "Time a metadata quorum voter knew no leader, from its start or the leader's loss until it knew the new one, in ms (raft-metrics election-latency-avg/max).",
+		Buckets: requestBuckets,
+	})
+	r.raftFetchRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_raft_metrics_fetch_records_total",
+		Help: "Metadata records this node received from the quorum's leader, as a follower or observer (raft-metrics fetch-records-rate).",
+	})
+	r.raftAppendRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_raft_metrics_append_records_total",
+		Help: "Metadata records the active controller appended and saw committed (raft-metrics append-records-rate).",
+	})
+	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit,
+		r.raftElection, r.raftFetchRecords, r.raftAppendRecords)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
 		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime, r.requestBytes,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.replicationOut, r.isrShrinks, r.isrExpands,
@@ -379,9 +396,24 @@ func (r *Registry) ConsumerGroupRebalanced() {
 	}
 }
 
-// RaftCommitted records the time a metadata append took to commit.
-func (r *Registry) RaftCommitted(d time.Duration) {
+// RaftCommitted records a metadata append of records that committed after d.
+func (r *Registry) RaftCommitted(records int, d time.Duration) {
 	if r != nil {
 		r.raftCommit.Observe(ms(d))
+		r.raftAppendRecords.Add(float64(records))
+	}
+}
+
+// RaftElected records how long this voter knew no quorum leader.
+func (r *Registry) RaftElected(d time.Duration) {
+	if r != nil {
+		r.raftElection.Observe(ms(d))
+	}
+}
+
+// RaftFetched records metadata records received from the quorum's leader.
+func (r *Registry) RaftFetched(records int) {
+	if r != nil {
+		r.raftFetchRecords.Add(float64(records))
 	}
 }

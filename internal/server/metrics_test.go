@@ -111,6 +111,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	if got := sample(text, `kafka_server_raft_metrics_commit_latency_ms_count`); got < 2 {
 		t.Errorf("raft commit latency observed %v times, want one per topic created at least", got)
 	}
+	if got := sample(text, `kafka_server_raft_metrics_append_records_total`); got < 2 {
+		t.Errorf("raft append records %v, want a record per topic created at least", got)
+	}
 	if got := sample(text, `kafka_server_raft_metrics_high_watermark`); got <= 0 {
 		t.Errorf("raft high watermark %v", got)
 	}

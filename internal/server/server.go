@@ -386,6 +386,8 @@ func (s *Server) openQuorum(clusterID string) error {
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
 			Image:                     func() *metadata.Image { return s.controller.Image() },
 			LeaderProbe:               probe,
+			OnElection:                s.metrics.RaftElected,
+			OnFetchedRecords:          s.metrics.RaftFetched,
 			Logger:                    s.logger,
 		})
 		if err != nil {
@@ -394,13 +396,14 @@ func (s *Server) openQuorum(clusterID string) error {
 		s.node, s.quorum = node, node
 	default:
 		s.quorum = raft.NewObserver(raft.ObserverConfig{
-			NodeID:         s.cfg.NodeID,
-			ClusterID:      clusterID,
-			Security:       s.controllerClient,
-			Voters:         s.voterAddrs,
-			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
-			RetryBackoff:   time.Duration(s.cfg.QuorumRetryBackoffMs) * time.Millisecond,
-			Logger:         s.logger,
+			NodeID:           s.cfg.NodeID,
+			ClusterID:        clusterID,
+			Security:         s.controllerClient,
+			Voters:           s.voterAddrs,
+			RequestTimeout:   time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+			RetryBackoff:     time.Duration(s.cfg.QuorumRetryBackoffMs) * time.Millisecond,
+			OnFetchedRecords: s.metrics.RaftFetched,
+			Logger:           s.logger,
 		})
 	}
 	return nil
