@@ -50,15 +50,23 @@ func GroupState(ctx context.Context, adm *kadm.Client, group string) (string, er
 	return d.State, nil
 }
 
-// CheckInactive refuses a group with members, as Kafka's tool does: a live
-// member would overwrite the new offsets with its next commit.
+// ActiveGroupError refuses to reset the offsets of a group with members.
+type ActiveGroupError struct{ Group, State string }
+
+func (e *ActiveGroupError) Error() string {
+	return fmt.Sprintf("offsets can only be reset if group %q is inactive, but its state is %s", e.Group, e.State)
+}
+
+// CheckInactive refuses a group with members (an *ActiveGroupError), as
+// Kafka's tool does: a live member would overwrite the new offsets with its
+// next commit.
 func CheckInactive(ctx context.Context, adm *kadm.Client, group string) error {
 	state, err := GroupState(ctx, adm, group)
 	if err != nil {
 		return err
 	}
 	if state != "Empty" && state != "Dead" {
-		return fmt.Errorf("offsets can only be reset if group %q is inactive, but its state is %s", group, state)
+		return &ActiveGroupError{Group: group, State: state}
 	}
 	return nil
 }
