@@ -55,13 +55,13 @@ func (p *Partition) FollowerFetch(f FollowerFetch) (bool, error) {
 		p.mu.Unlock()
 		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
 	}
-	u, err := p.state.UpdateFollowerFetch(f)
+	u, err := p.state.UpdateFollowerFetch(f, p.log.HighWatermark())
 	if err != nil {
 		p.mu.Unlock()
 		return false, err
 	}
 	if u.HighWatermarkIncreased {
-		p.publishHighWatermarkLocked()
+		p.raiseHighWatermarkLocked(u.HighWatermark)
 	}
 	propose := p.hooks.ProposeISR
 	p.mu.Unlock()
@@ -95,12 +95,12 @@ func (p *Partition) OnAlterPartitionResponse(sent *AlterPartitionProposal, resul
 	if p.state == nil {
 		return false
 	}
-	out := p.state.OnAlterPartitionResponse(sent, result, err, p.log.LogEndOffset(), nowMs)
+	out := p.state.OnAlterPartitionResponse(sent, result, err, p.log.LogEndOffset(), p.log.HighWatermark(), nowMs)
 	if out.Committed {
 		p.isr = append(p.isr[:0], result.ISR...)
 	}
 	if out.HighWatermarkIncreased {
-		p.publishHighWatermarkLocked()
+		p.raiseHighWatermarkLocked(out.HighWatermark)
 	}
 	return out.Retry
 }
@@ -114,7 +114,7 @@ func (p *Partition) ReachedOffset(requiredOffset int64) (bool, error) {
 	if p.state == nil {
 		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
 	}
-	return p.state.CheckEnoughReplicasReachOffset(requiredOffset)
+	return p.state.CheckEnoughReplicasReachOffset(p.log.HighWatermark(), requiredOffset)
 }
 
 // ReachedHighWatermark reports whether the high watermark of a led
@@ -125,7 +125,7 @@ func (p *Partition) ReachedHighWatermark(requiredOffset int64) (bool, error) {
 	if p.state == nil {
 		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
 	}
-	return p.state.HighWatermark() >= requiredOffset, nil
+	return p.log.HighWatermark() >= requiredOffset, nil
 }
 
 // IsUnderReplicated reports a led partition whose ISR is smaller than its

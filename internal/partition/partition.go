@@ -61,7 +61,8 @@ func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
 		p.state = nil
 		return
 	}
-	leo := p.log.LogEndOffset()
+	leo, hw := p.log.LogEndOffset(), p.log.HighWatermark()
+	var res ApplyResult
 	if p.state == nil || st.LeaderEpoch > p.state.LeaderEpoch() {
 		// The new epoch starts at our log end (Kafka's makeLeader), so
 		// followers diverging from us are told where to truncate.
@@ -69,16 +70,22 @@ func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
 			p.state = nil
 			return
 		}
-		s, err := NewLeaderState(p.nodeID, st, leo, p.log.HighWatermark(), nowMs, p.leaderConfigLocked())
+		s, r, err := NewLeaderState(p.nodeID, st, leo, hw, nowMs, p.leaderConfigLocked())
 		if err != nil {
 			p.state = nil
 			return
 		}
-		p.state = s
-	} else if _, err := p.state.ApplyLeaderAndISR(st, leo, nowMs); err != nil {
-		return
+		p.state, res = s, r
+	} else {
+		r, err := p.state.ApplyLeaderAndISR(st, leo, hw, nowMs)
+		if err != nil {
+			return
+		}
+		res = r
 	}
-	p.publishHighWatermarkLocked()
+	if res.HighWatermarkIncreased {
+		p.raiseHighWatermarkLocked(res.HighWatermark)
+	}
 }
 
 // UpdateConfig applies a changed topic configuration.
@@ -177,25 +184,30 @@ func (p *Partition) appendAsLeader(acks int16, now int64, appendFn func(epoch in
 		return info, fmt.Errorf("append to %s: %w", p.TopicPartition, err)
 	}
 	p.mu.Lock()
-	if p.state != nil && p.state.MaybeIncrementHighWatermark(p.log.LogEndOffset(), now) {
-		p.publishHighWatermarkLocked()
+	if p.state != nil {
+		if hw, raised := p.state.MaybeIncrementHighWatermark(p.log.LogEndOffset(), p.log.HighWatermark(), now); raised {
+			p.raiseHighWatermarkLocked(hw)
+		}
 	}
 	p.mu.Unlock()
 	return info, nil
 }
 
-// publishHighWatermarkLocked copies the bookkeeping's high watermark into
-// the log, which bounds what consumers read.
-func (p *Partition) publishHighWatermarkLocked() {
-	if p.state == nil {
-		return
-	}
-	if hw := min(p.state.HighWatermark(), p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+// raiseHighWatermarkLocked stores a high watermark the leader bookkeeping
+// raised in the log: the log holds the partition's only high watermark, read
+// without a lock by fetches, the replication-offset-checkpoint and the
+// answers to followers. The bookkeeping computed hw from the log's value
+// under p.mu, the only lock a leader's high watermark moves under, so the
+// check only guards against the log having lowered it meanwhile (a
+// truncation); SetHighWatermark bounds it by the log end.
+func (p *Partition) raiseHighWatermarkLocked(hw int64) {
+	if hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 	}
 }
 
-// HighWatermark is the offset below which records are committed.
+// HighWatermark is the offset below which records are committed. It is the
+// log's, read without a lock; the leader bookkeeping keeps no copy.
 func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
 
 // LastStableOffset bounds read_committed consumers: the first offset of the
