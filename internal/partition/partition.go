@@ -9,6 +9,12 @@
 // (follower_state.go) are pure functions next to it: what to do with a
 // fetch answer (append, truncate to a diverging epoch's end, start over at
 // the leader's log start) and which high watermark and log start to adopt.
+//
+// Partition never calls up into its driver: its operations return Effects
+// (effects.go) — complete the delayed operations, send an AlterPartition —
+// and the broker's settings come in as plain values (ReplicationConfig).
+// The high watermark lives only in the log, which readers load without a
+// lock; the leader bookkeeping computes the next one from it.
 package partition
 
 import (
@@ -37,23 +43,29 @@ type Partition struct {
 	cfg         config.Topic
 	// state is the leader's replica bookkeeping while this broker leads.
 	state *LeaderState
-	hooks Hooks
+	repl  ReplicationConfig
 }
 
 // New wraps an opened log. The partition is not leader until MakeLeader.
 func New(tp log.TopicPartition, topicID [16]byte, nodeID int32, l *log.Log, cfg config.Topic) *Partition {
-	return &Partition{TopicPartition: tp, TopicID: topicID, nodeID: nodeID, log: l, leader: -1, cfg: cfg}
+	return &Partition{TopicPartition: tp, TopicID: topicID, nodeID: nodeID, log: l, leader: -1, cfg: cfg,
+		repl: ReplicationConfig{LocalBrokerEpoch: -1}}
 }
 
 // Log is the partition's local log.
 func (p *Partition) Log() *log.Log { return p.log }
 
 // Update applies the metadata's view of the partition (leader, epochs,
-// replicas, ISR). Becoming leader starts the replica bookkeeping; a later
-// update of the same leadership is applied to it; losing leadership drops it.
-func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
+// replicas, ISR). Becoming leader starts the replica bookkeeping, with
+// localBrokerEpoch as this broker's registration epoch; a later update of
+// the same leadership is applied to it; losing leadership drops it. It
+// returns no Effects: any update may change what waiting requests see (the
+// leader, the epoch, the high watermark a new leader computes), so the
+// caller tries them again after every one.
+func (p *Partition) Update(st LeaderAndISR, localBrokerEpoch, nowMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.repl.LocalBrokerEpoch = localBrokerEpoch
 	p.leader, p.leaderEpoch = st.Leader, st.LeaderEpoch
 	p.replicas = append(p.replicas[:0], st.Replicas...)
 	p.isr = append(p.isr[:0], st.ISR...)
