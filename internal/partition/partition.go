@@ -173,7 +173,10 @@ func (p *Partition) AppendAsCoordinator(records []byte, transactionVersion int16
 }
 
 // appendAsLeader checks leadership and, for acks=-1, min.insync.replicas,
-// appends with the current leader epoch, and moves the high watermark.
+// appends with the current leader epoch, and moves the high watermark. It
+// returns no Effects: an append always moves the log end, which waiting
+// follower fetches watch, so the caller tries the partition's waiters after
+// every append whether the high watermark rose or not.
 func (p *Partition) appendAsLeader(acks int16, now int64, appendFn func(epoch int32, opts record.ValidateOptions) (log.AppendInfo, error)) (log.AppendInfo, error) {
 	p.mu.RLock()
 	if p.leader != p.nodeID {
