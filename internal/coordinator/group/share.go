@@ -221,7 +221,7 @@ func (s *Shard) shareHeartbeat(now int64, req *kmsg.ShareGroupHeartbeatRequest, 
 	if req.MemberEpoch == -1 {
 		m := sg.members[req.MemberID]
 		if m == nil {
-			return shgError(req, kerr.UnknownMemberID.Code, "Member "+req.MemberID+" does not exist in group "+sg.id+".")
+			return shgError(req, kerr.UnknownMemberID.Code, "Member "+req.MemberID+" is not a member of group "+sg.id+".")
 		}
 		s.removeShareMembers(sg, r, m)
 		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
