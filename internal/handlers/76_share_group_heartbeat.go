@@ -25,6 +25,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -87,25 +88,38 @@ func (h *Handlers) shareGroupHeartbeat(ctx context.Context, req *network.Request
 	return resp, nil
 }
 
+// shareInitConcurrency bounds the share-partitions one heartbeat
+// initializes at once.
+const shareInitConcurrency = 16
+
 // initializeShareState initializes the share-partitions a heartbeat asked
-// for, all at once, and reports each topic's outcome to the group's shard.
-// A failed one is asked for again by a later heartbeat.
+// for, up to shareInitConcurrency at once and for at most
+// offsets.commit.timeout.ms, and reports each topic's outcome to the
+// group's shard. A failed one is asked for again by a later heartbeat.
 func (h *Handlers) initializeShareState(ctx context.Context, inits []group.ShareInit) {
 	type outcome struct {
 		ok, failed []int32
 	}
 	outcomes := make([]outcome, len(inits))
+	timeout := 5 * time.Second
+	if h.d.Broker != nil && h.d.Broker.OffsetsCommitTimeoutMs > 0 {
+		timeout = time.Duration(h.d.Broker.OffsetsCommitTimeoutMs) * time.Millisecond
+	}
+	initCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, shareInitConcurrency)
 	)
 	for i, in := range inits {
 		for _, p := range in.Partitions {
 			wg.Add(1)
+			slots <- struct{}{}
 			go func() {
-				defer wg.Done()
+				defer func() { <-slots; wg.Done() }()
 				key := sharestate.Key{GroupID: in.GroupID, TopicID: in.TopicID, Partition: p}
-				err := h.d.SharePersister.Initialize(ctx, key, in.StateEpoch, in.StartOffset)
+				err := h.d.SharePersister.Initialize(initCtx, key, in.StateEpoch, in.StartOffset)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {

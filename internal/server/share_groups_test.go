@@ -259,3 +259,61 @@ func TestShareGroupCoordinator(t *testing.T) {
 		t.Fatalf("describe deleted: %+v", g)
 	}
 }
+
+// TestShareGroupAuthz checks the share group APIs' ACLs as Kafka checks
+// them: READ on the group and DESCRIBE on the subscribed topics to
+// heartbeat, DESCRIBE on the group (and on its assigned topics) to
+// describe, DELETE on the group to delete it.
+func TestShareGroupAuthz(t *testing.T) {
+	fa := &fakeAuthorizer{open: true}
+	persister := newMemPersister()
+	ts := startServerWith(t, t.TempDir(), map[string]string{"offsets.topic.num.partitions": "1"}, func(s *Server) {
+		s.authorizer, s.sharePersister = fa, persister
+	})
+	cl := ts.client()
+	if _, err := ts.admin().CreateTopics(ctxT(t), 1, 1, nil, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	// The group and its assignment, while everything is allowed.
+	resp := shareHeartbeat(t, cl, "sg", "m1", 0, []string{"a"})
+	if resp.ErrorCode != 0 {
+		t.Fatalf("join: %+v", resp)
+	}
+	if resp = shareHeartbeat(t, cl, "sg", "m1", resp.MemberEpoch, []string{"a"}); resp.Assignment == nil || len(resp.Assignment.TopicPartitions) != 1 {
+		t.Fatalf("assignment: %+v", resp)
+	}
+	epoch := resp.MemberEpoch
+
+	fa.only(groupGrant(kmsg.ACLOperationDescribe, "sg"))
+	codeOf(t, "heartbeat without READ", shareHeartbeat(t, cl, "sg", "m1", epoch, nil).ErrorCode, kerr.GroupAuthorizationFailed)
+	fa.only(groupGrant(kmsg.ACLOperationRead, "sg"), topicGrant(kmsg.ACLOperationDescribe, "a"))
+	r := shareHeartbeat(t, cl, "sg", "m1", epoch, []string{"a", "b"})
+	codeOf(t, "heartbeat subscribing to b", r.ErrorCode, kerr.TopicAuthorizationFailed)
+	if r.ErrorMessage == nil || *r.ErrorMessage != "The following topics are unauthorized for subscription: b" {
+		t.Errorf("message %v", r.ErrorMessage)
+	}
+	codeOf(t, "heartbeat with READ", shareHeartbeat(t, cl, "sg", "m1", epoch, []string{"a"}).ErrorCode, nil)
+
+	describe := func() kmsg.ShareGroupDescribeResponseGroup {
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.Version, req.GroupIDs = 1, []string{"sg"}
+		return rawRequest[*kmsg.ShareGroupDescribeResponse](t, cl, req).Groups[0]
+	}
+	fa.only(groupGrant(kmsg.ACLOperationRead, "sg"))
+	codeOf(t, "describe without DESCRIBE", describe().ErrorCode, kerr.GroupAuthorizationFailed)
+	fa.only(groupGrant(kmsg.ACLOperationDescribe, "sg"))
+	if g := describe(); g.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(g.Members) != 0 || g.GroupState != "" {
+		t.Errorf("describe without DESCRIBE on the assigned topic: %+v", g)
+	}
+	fa.only(groupGrant(kmsg.ACLOperationDescribe, "sg"), topicGrant(kmsg.ACLOperationDescribe, "a"))
+	if g := describe(); g.ErrorCode != 0 || len(g.Members) != 1 {
+		t.Errorf("describe: %+v", g)
+	}
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Version, del.Groups = 2, []string{"sg"}
+	codeOf(t, "delete without DELETE", rawRequest[*kmsg.DeleteGroupsResponse](t, cl, del).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+	if len(persister.keys()) != 1 {
+		t.Errorf("state deleted without DELETE: %+v", persister.keys())
+	}
+}
