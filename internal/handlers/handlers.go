@@ -23,6 +23,7 @@ import (
 	"gregor/internal/quota"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
+	"gregor/internal/sharestate"
 )
 
 // Deps are the components the handlers delegate to.
@@ -77,6 +78,11 @@ type Deps struct {
 	// nil: NewBroker makes a cache of
 	// max.incremental.fetch.session.cache.slots.
 	FetchSessions *fetchsession.Cache
+	// SharePersister stores share-partition state (KIP-932): share groups
+	// initialize it before assigning a partition and delete it with the
+	// group. nil: share groups are disabled (ShareGroupHeartbeat answers
+	// UNSUPPORTED_VERSION).
+	SharePersister sharestate.Persister
 }
 
 // ControllerAPI is what handlers ask of the active controller.
@@ -123,6 +129,8 @@ var brokerAPIs = []*api{
 	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI, &txnOffsetCommitAPI,
 	// Consumer groups, KIP-848 protocol.
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
+	// Share groups (KIP-932)
+	&shareGroupHeartbeatAPI, &shareGroupDescribeAPI,
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,

@@ -37,6 +37,7 @@ import (
 	"gregor/internal/raft"
 	"gregor/internal/replica"
 	"gregor/internal/rpc"
+	"gregor/internal/sharestate"
 )
 
 // MetadataTopicDir is the directory of the metadata log inside metadata.log.dir.
@@ -85,10 +86,13 @@ type Server struct {
 	replica     *replica.Manager
 	producerIDs *producerid.Manager
 	groups      *coordinator.Runtime
-	txns        *coordinator.Runtime
-	txnMarkers  *txnmarker.Sender
-	peers       *peers
-	brokerNet   *network.Server
+	// sharePersister stores share-partition state (KIP-932); nil: share
+	// groups are disabled.
+	sharePersister sharestate.Persister
+	txns           *coordinator.Runtime
+	txnMarkers     *txnmarker.Sender
+	peers          *peers
+	brokerNet      *network.Server
 	// brokerHandlers answer the broker listeners' requests (brokerNet's
 	// handler; in-process fuzz tests call them directly).
 	brokerHandlers *handlers.Handlers
@@ -248,6 +252,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			ProbeGone:                          s.probeGone,
 			ValidateTopicConfig:                config.ValidateTopicConfig,
 			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
+			ValidateGroupConfig:                s.cfg.ValidateGroupConfig,
 			Bootstrap:                          bootstrap,
 			Logger:                             s.logger,
 		}, timedQuorum{s.quorum, s.metrics})
@@ -580,7 +585,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Authorizer:  s.authorizer,
 		Quotas:      quotas,
 
-		FetchSessions: s.fetchSessions,
+		FetchSessions:  s.fetchSessions,
+		SharePersister: s.sharePersister,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.txnMarkers.Start()
