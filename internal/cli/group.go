@@ -110,19 +110,3 @@ func newGroupDelete(conn *connFlags) *cobra.Command {
 	cmd.Flags().StringArrayVar(&groups, "group", nil, "group to delete (repeatable)")
 	return cmd
 }
-
-// groupState describes one group for commands that must see it inactive.
-func groupState(ctx context.Context, adm *kadm.Client, group string) (string, error) {
-	described, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return "", fmt.Errorf("describe group %q: %w", group, err)
-	}
-	d, ok := described[group]
-	if !ok || errors.Is(d.Err, kerr.GroupIDNotFound) {
-		return "Dead", nil
-	}
-	if d.Err != nil {
-		return "", groupErr(group, d.Err)
-	}
-	return d.State, nil
-}

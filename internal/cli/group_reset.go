@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"gregor/internal/offsetreset"
 )
 
 // resetFlags are kafka-consumer-groups --reset-offsets' options.
@@ -49,45 +51,35 @@ func newGroupResetOffsets(conn *connFlags) *cobra.Command {
 	return cmd
 }
 
-type resetTarget int
-
-const (
-	resetEarliest resetTarget = iota
-	resetLatest
-	resetOffset
-	resetDatetime
-	resetShift
-)
-
-func (f *resetFlags) target(cmd *cobra.Command) (resetTarget, int64, error) {
-	var chosen []resetTarget
+func (f *resetFlags) target(cmd *cobra.Command) (offsetreset.Spec, error) {
+	var chosen []offsetreset.Target
 	if f.toEarliest {
-		chosen = append(chosen, resetEarliest)
+		chosen = append(chosen, offsetreset.Earliest)
 	}
 	if f.toLatest {
-		chosen = append(chosen, resetLatest)
+		chosen = append(chosen, offsetreset.Latest)
 	}
 	if cmd.Flags().Changed("to-offset") {
 		if f.toOffset < 0 {
-			return 0, 0, fmt.Errorf("--to-offset must not be negative, got %d", f.toOffset)
+			return offsetreset.Spec{}, fmt.Errorf("--to-offset must not be negative, got %d", f.toOffset)
 		}
-		chosen = append(chosen, resetOffset)
+		chosen = append(chosen, offsetreset.Offset)
 	}
 	var ms int64
 	if f.toDatetime != "" {
 		var err error
 		if ms, err = parseTime(f.toDatetime); err != nil {
-			return 0, 0, fmt.Errorf("--to-datetime: %w", err)
+			return offsetreset.Spec{}, fmt.Errorf("--to-datetime: %w", err)
 		}
-		chosen = append(chosen, resetDatetime)
+		chosen = append(chosen, offsetreset.Datetime)
 	}
 	if cmd.Flags().Changed("shift-by") {
-		chosen = append(chosen, resetShift)
+		chosen = append(chosen, offsetreset.Shift)
 	}
 	if len(chosen) != 1 {
-		return 0, 0, errors.New("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
+		return offsetreset.Spec{}, errors.New("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
 	}
-	return chosen[0], ms, nil
+	return offsetreset.Spec{Target: chosen[0], Offset: f.toOffset, Millis: ms, Shift: f.shiftBy}, nil
 }
 
 // parseTopicPartitions reads "topic" or "topic:0,1,2".
@@ -122,20 +114,14 @@ func (f *resetFlags) run(cmd *cobra.Command, conn *connFlags, args []string) err
 	if f.execute && f.dryRun {
 		return errors.New("give only one of --execute and --dry-run")
 	}
-	target, ms, err := f.target(cmd)
+	spec, err := f.target(cmd)
 	if err != nil {
 		return err
 	}
 	return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
 
-		// Kafka resets only groups without members: a live member would
-		// overwrite the new offsets with its next commit.
-		state, err := groupState(ctx, adm, group)
-		if err != nil {
+		if err := offsetreset.CheckInactive(ctx, adm, group); err != nil {
 			return err
-		}
-		if state != "Empty" && state != "Dead" {
-			return fmt.Errorf("offsets can only be reset if group %q is inactive, but its state is %s", group, state)
 		}
 		committed, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
@@ -145,7 +131,7 @@ func (f *resetFlags) run(cmd *cobra.Command, conn *connFlags, args []string) err
 		if err != nil {
 			return err
 		}
-		plan, err := planReset(ctx, adm, set, committed, target, f.toOffset, ms, f.shiftBy)
+		plan, err := offsetreset.Plan(ctx, adm, set, committed, spec)
 		if err != nil {
 			return err
 		}
@@ -224,64 +210,4 @@ func (f *resetFlags) partitions(ctx context.Context, adm *kadm.Client, committed
 		}
 	}
 	return set, nil
-}
-
-// planReset computes each partition's new offset, kept within the log's
-// start and end offsets as kafka-consumer-groups does.
-func planReset(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet, committed kadm.OffsetResponses,
-	target resetTarget, toOffset, ms, shift int64) (kadm.Offsets, error) {
-	topics := set.Topics()
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list start offsets: %w", err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
-	}
-	var byTime kadm.ListedOffsets
-	if target == resetDatetime {
-		if byTime, err = adm.ListOffsetsAfterMilli(ctx, ms, topics...); err == nil {
-			err = byTime.Error()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list offsets by time: %w", err)
-		}
-	}
-	plan := kadm.Offsets{}
-	for _, tp := range set.Sorted() {
-		for _, p := range tp.Partitions {
-			start, _ := starts.Lookup(tp.Topic, p)
-			end, _ := ends.Lookup(tp.Topic, p)
-			var at int64
-			switch target {
-			case resetEarliest:
-				at = start.Offset
-			case resetLatest:
-				at = end.Offset
-			case resetOffset:
-				at = toOffset
-			case resetDatetime:
-				at = end.Offset // no record at or after the time: the end
-				if o, ok := byTime.Lookup(tp.Topic, p); ok && o.Offset >= 0 {
-					at = o.Offset
-				}
-			case resetShift:
-				c, ok := committed.Lookup(tp.Topic, p)
-				if !ok || c.Err != nil || c.At < 0 {
-					return nil, fmt.Errorf("--shift-by: no committed offset for %s-%d", tp.Topic, p)
-				}
-				at = c.At + shift
-			}
-			at = max(start.Offset, min(at, end.Offset))
-			plan.Add(kadm.Offset{Topic: tp.Topic, Partition: p, At: at, LeaderEpoch: -1})
-		}
-	}
-	return plan, nil
 }

@@ -153,25 +153,26 @@ type Broker struct {
 	GroupConsumerMinHeartbeatIntervalMs  int64    // group.consumer.min.heartbeat.interval.ms
 	GroupConsumerMaxHeartbeatIntervalMs  int64    // group.consumer.max.heartbeat.interval.ms
 	GroupConsumerMaxSize                 int32    // group.consumer.max.size
-	TransactionStateLogNumPartitions     int32    // transaction.state.log.num.partitions
-	TransactionStateLogReplicationFactor int16    // transaction.state.log.replication.factor
-	TransactionStateLogMinISR            int32    // transaction.state.log.min.isr
-	TransactionStateLogSegmentBytes      int32    // transaction.state.log.segment.bytes
-	ShareStateTopicNumPartitions         int32    // share.coordinator.state.topic.num.partitions
-	ShareStateTopicReplicationFactor     int16    // share.coordinator.state.topic.replication.factor
-	ShareStateTopicMinISR                int32    // share.coordinator.state.topic.min.isr
-	ShareStateTopicSegmentBytes          int32    // share.coordinator.state.topic.segment.bytes
-	ShareSnapshotUpdateRecords           int      // share.coordinator.snapshot.update.records.per.snapshot
-	ShareCoordinatorWriteTimeoutMs       int64    // share.coordinator.write.timeout.ms
-	ShareStateTopicPruneIntervalMs       int64    // share.coordinator.state.topic.prune.interval.ms
-	ShareColdSnapshotIntervalMs          int64    // share.coordinator.cold.partition.snapshot.interval.ms
-	TransactionMaxTimeoutMs              int64    // transaction.max.timeout.ms
-	TransactionalIDExpirationMs          int64    // transactional.id.expiration.ms
-	TransactionAbortTimedOutIntervalMs   int64    // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	TransactionRemoveExpiredIntervalMs   int64    // transaction.remove.expired.transaction.cleanup.interval.ms
-	TransactionPartitionVerification     bool     // transaction.partition.verification.enable
-	ProducerIDExpirationMs               int64    // producer.id.expiration.ms
-	ProducerIDExpirationCheckIntervalMs  int64    // producer.id.expiration.check.interval.ms
+	GroupShare                           GroupShare
+	TransactionStateLogNumPartitions     int32 // transaction.state.log.num.partitions
+	TransactionStateLogReplicationFactor int16 // transaction.state.log.replication.factor
+	TransactionStateLogMinISR            int32 // transaction.state.log.min.isr
+	TransactionStateLogSegmentBytes      int32 // transaction.state.log.segment.bytes
+	ShareStateTopicNumPartitions         int32 // share.coordinator.state.topic.num.partitions
+	ShareStateTopicReplicationFactor     int16 // share.coordinator.state.topic.replication.factor
+	ShareStateTopicMinISR                int32 // share.coordinator.state.topic.min.isr
+	ShareStateTopicSegmentBytes          int32 // share.coordinator.state.topic.segment.bytes
+	ShareSnapshotUpdateRecords           int   // share.coordinator.snapshot.update.records.per.snapshot
+	ShareCoordinatorWriteTimeoutMs       int64 // share.coordinator.write.timeout.ms
+	ShareStateTopicPruneIntervalMs       int64 // share.coordinator.state.topic.prune.interval.ms
+	ShareColdSnapshotIntervalMs          int64 // share.coordinator.cold.partition.snapshot.interval.ms
+	TransactionMaxTimeoutMs              int64 // transaction.max.timeout.ms
+	TransactionalIDExpirationMs          int64 // transactional.id.expiration.ms
+	TransactionAbortTimedOutIntervalMs   int64 // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionRemoveExpiredIntervalMs   int64 // transaction.remove.expired.transaction.cleanup.interval.ms
+	TransactionPartitionVerification     bool  // transaction.partition.verification.enable
+	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
+	ProducerIDExpirationCheckIntervalMs  int64 // producer.id.expiration.check.interval.ms
 
 	BrokerRack                string   // broker.rack
 	ReplicaSelectorClass      string   // replica.selector.class (KIP-392); "" = the leader serves every fetch
@@ -528,6 +529,20 @@ func loadTunables(b *Broker, v values) {
 	b.GroupConsumerMinHeartbeatIntervalMs = v.i64("group.consumer.min.heartbeat.interval.ms")
 	b.GroupConsumerMaxHeartbeatIntervalMs = v.i64("group.consumer.max.heartbeat.interval.ms")
 	b.GroupConsumerMaxSize = v.i32("group.consumer.max.size")
+	b.GroupShare = GroupShare{
+		SessionTimeoutMs:        v.i64("group.share.session.timeout.ms"),
+		MinSessionTimeoutMs:     v.i64("group.share.min.session.timeout.ms"),
+		MaxSessionTimeoutMs:     v.i64("group.share.max.session.timeout.ms"),
+		HeartbeatIntervalMs:     v.i64("group.share.heartbeat.interval.ms"),
+		MinHeartbeatIntervalMs:  v.i64("group.share.min.heartbeat.interval.ms"),
+		MaxHeartbeatIntervalMs:  v.i64("group.share.max.heartbeat.interval.ms"),
+		MaxSize:                 v.i32("group.share.max.size"),
+		RecordLockDurationMs:    v.i64("group.share.record.lock.duration.ms"),
+		MinRecordLockDurationMs: v.i64("group.share.min.record.lock.duration.ms"),
+		MaxRecordLockDurationMs: v.i64("group.share.max.record.lock.duration.ms"),
+		DeliveryCountLimit:      v.i32("group.share.delivery.count.limit"),
+		PartitionMaxRecordLocks: v.i32("group.share.partition.max.record.locks"),
+	}
 	b.TransactionStateLogNumPartitions = v.i32("transaction.state.log.num.partitions")
 	b.TransactionStateLogReplicationFactor = v.i16("transaction.state.log.replication.factor")
 	b.TransactionStateLogMinISR = v.i32("transaction.state.log.min.isr")
@@ -591,7 +606,7 @@ func crossCheckTunables(b *Broker, v values) error {
 		return fmt.Errorf("group.consumer.min.heartbeat.interval.ms (%d) must be at most group.consumer.max.heartbeat.interval.ms (%d)",
 			b.GroupConsumerMinHeartbeatIntervalMs, b.GroupConsumerMaxHeartbeatIntervalMs)
 	}
-	return nil
+	return b.GroupShare.validate()
 }
 
 // Kafka's replica selectors (replica.selector.class), by their Java names.

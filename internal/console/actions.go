@@ -180,11 +180,13 @@ func refusal(code int16, msg *string) error {
 func withStatus(err error) error {
 	status := 0
 	switch {
-	case errors.Is(err, kerr.TopicAlreadyExists):
+	case errors.Is(err, kerr.TopicAlreadyExists), errors.Is(err, kerr.NonEmptyGroup):
 		status = http.StatusConflict
+	case errors.Is(err, kerr.GroupIDNotFound):
+		status = http.StatusNotFound
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		status = http.StatusNotFound
-	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
 		errors.Is(err, kerr.TopicDeletionDisabled):
 		status = http.StatusForbidden
 	case errors.Is(err, kerr.ThrottlingQuotaExceeded):

@@ -4,7 +4,8 @@
 // their members and lag, a live throughput chart, and a few records of a
 // partition; and it acts: creates and deletes topics, produces test
 // records, sets and deletes topic configs (actions.go, which says who may
-// act and how cross-site requests are refused).
+// act and how cross-site requests are refused), adds partitions, elects
+// leaders, resets a group's offsets and deletes a group (actions_admin.go).
 //
 // The console reads the cluster the way any operator tool does: through a
 // Kafka client (franz-go kadm) connected to this node's own first broker
@@ -208,6 +209,10 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/topics/{topic}/delete", c.action(c.deleteTopic))
 	mux.HandleFunc("POST /api/topics/{topic}/produce", c.action(c.produce))
 	mux.HandleFunc("POST /api/topics/{topic}/configs", c.action(c.alterConfig))
+	mux.HandleFunc("POST /api/topics/{topic}/partitions", c.action(c.addPartitions))
+	mux.HandleFunc("POST /api/topics/{topic}/elect", c.action(c.electLeaders))
+	mux.HandleFunc("POST /api/groups/{group}/reset-offsets", c.action(c.resetGroupOffsets))
+	mux.HandleFunc("POST /api/groups/{group}/delete", c.action(c.deleteGroup))
 }
 
 // Close stops the sampler, ends the sessions and closes the clients.

@@ -12,13 +12,13 @@ import (
 	"gregor/internal/metadata"
 )
 
-// IncrementalAlterConfigs changes topic (resource type 2) and broker (4)
-// configs key by key: SET, DELETE, and APPEND/SUBTRACT for list-typed
-// configs. It combines the broker's preprocessing (Kafka's
+// IncrementalAlterConfigs changes topic (resource type 2), broker (4) and
+// group (32) configs key by key: SET, DELETE, and APPEND/SUBTRACT for
+// list-typed configs. It combines the broker's preprocessing (Kafka's
 // ConfigAdminManager: duplicates, nulls, broker validation) with the
 // controller's ConfigurationControlManager, since the two run in one process.
-// Other resource types (BROKER_LOGGER, groups, client metrics) get
-// INVALID_REQUEST here.
+// Other resource types (BROKER_LOGGER, client metrics) get INVALID_REQUEST
+// here. A group need not exist to have configs, as in Kafka.
 func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
 	return write(c, ctx, req.ValidateOnly,
 		func(img *metadata.Image) ([]metadata.Record, *kmsg.IncrementalAlterConfigsResponse) {
@@ -184,6 +184,10 @@ func (c *Controller) alterResource(img *metadata.Image, res *kmsg.AlterConfigsRe
 	if len(nulls) > 0 {
 		return nil, errWith(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
+	if resource.Type == metadata.ConfigResourceGroup {
+		// Kafka's legacy AlterConfigs knows topics and brokers only.
+		return nil, errWith(kerr.InvalidRequest, "Unknown resource type %d", resource.Type)
+	}
 	if e := c.checkResourceKind(resource); e.err != nil {
 		return nil, e
 	}
@@ -204,11 +208,16 @@ func (c *Controller) alterResource(img *metadata.Image, res *kmsg.AlterConfigsRe
 }
 
 // checkResourceKind is the broker-side preprocessing of a resource: only
-// topics and brokers are handled, and a broker resource is the cluster
-// default ("") or this node.
+// topics, brokers and groups are handled, and a broker resource is the
+// cluster default ("") or this node.
 func (c *Controller) checkResourceKind(res metadata.ConfigResource) apiError {
 	switch res.Type {
 	case metadata.ConfigResourceTopic:
+		return apiError{}
+	case metadata.ConfigResourceGroup:
+		if c.cfg.ValidateGroupConfig == nil {
+			return errWith(kerr.InvalidRequest, "Unknown resource type %d", res.Type)
+		}
 		return apiError{}
 	case metadata.ConfigResourceBroker:
 		if res.Name == "" {
@@ -262,6 +271,27 @@ func (c *Controller) configRecords(img *metadata.Image, res metadata.ConfigResou
 		}
 		if img.Topics.Topic(res.Name) == nil {
 			return nil, errWith(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
+		}
+	case metadata.ConfigResourceGroup:
+		if res.Name == "" {
+			return nil, errWith(kerr.InvalidRequest, "Group name must not be empty.")
+		}
+		all := make(map[string]string, len(current))
+		for k, v := range current {
+			all[k] = v
+		}
+		for _, ch := range changes {
+			if ch.value == nil {
+				delete(all, ch.name)
+			} else {
+				all[ch.name] = *ch.value
+			}
+		}
+		for _, name := range implicitDeletes {
+			delete(all, name)
+		}
+		if err := c.cfg.ValidateGroupConfig(all); err != nil {
+			return nil, errWith(kerr.InvalidConfig, "%s", err.Error())
 		}
 	case metadata.ConfigResourceBroker:
 		if c.cfg.ValidateBrokerConfig != nil {

@@ -75,6 +75,10 @@ type Config struct {
 	// false for the cluster-wide default. Its error text is the message of
 	// an INVALID_REQUEST answer (Kafka's KAFKA-13609 quirk). Nil accepts all.
 	ValidateBrokerConfig func(name string, value *string, perBroker bool) error
+	// ValidateGroupConfig checks a group's whole set of dynamic configs
+	// after a change (the GROUP resource); its error is INVALID_CONFIG's
+	// message. nil: group configs are refused.
+	ValidateGroupConfig func(all map[string]string) error
 	// IsListConfig reports whether a config is of type LIST (needed by
 	// APPEND and SUBTRACT); ConfigDefault returns a config's default value.
 	// Nil uses a built-in table of Kafka's list-typed topic configs.

@@ -1,7 +1,8 @@
 package handlers
 
 // ListGroups (key 16), versions 0-5: the groups of every coordinator shard on
-// this broker; v4+ filters by state, v5+ by type (all groups are "classic").
+// this broker; v4+ filters by state, v5+ by type ("classic", "consumer",
+// "share").
 // COORDINATOR_LOAD_IN_PROGRESS while a shard is loading, with what is known.
 //
 // DESCRIBE on the cluster lists every group; without it only the groups

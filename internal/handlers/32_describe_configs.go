@@ -1,7 +1,8 @@
 package handlers
 
-// DescribeConfigs (key 32), v1-4 (v1 is Kafka 4.0's floor). Topic and
-// broker resources. Every entry carries its source (topic override, dynamic
+// DescribeConfigs (key 32), v1-4 (v1 is Kafka 4.0's floor). Topic, broker
+// and group resources (a group's configs: set ones as GROUP_CONFIG, the
+// others with the broker default they take; the group need not exist). Every entry carries its source (topic override, dynamic
 // per-broker, dynamic cluster default, static, default), synonyms when asked
 // (v1+), and its type and documentation when asked (v3+). A broker resource
 // names this node's id, or "" for the dynamic cluster defaults (only those
@@ -10,7 +11,8 @@ package handlers
 // Broker logger resources are not served: INVALID_REQUEST.
 //
 // Each resource needs DESCRIBE_CONFIGS: on the topic for a topic
-// (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker
+// (TOPIC_AUTHORIZATION_FAILED), on the group for a group
+// (GROUP_AUTHORIZATION_FAILED), on the cluster for a broker or broker
 // logger (CLUSTER_AUTHORIZATION_FAILED), checked before anything else, as
 // Kafka. Brokers do not forward it, so a controller listener checks the
 // client's own permission.
@@ -62,6 +64,13 @@ func (h *Handlers) describeConfigs(ctx context.Context, req *network.Request) (k
 			default:
 				err = fmt.Errorf("%w: unexpected broker id, expected %d but received %s", kerr.InvalidRequest, h.d.NodeID, res.ResourceName)
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if res.ResourceName == "" {
+				err = fmt.Errorf("%w: group name must not be empty", kerr.InvalidRequest)
+				break
+			}
+			dynamic := img.Configs(metadata.ConfigResource{Type: metadata.ConfigResourceGroup, Name: res.ResourceName})
+			entries = h.d.Broker.DescribeGroup(dynamic, res.ConfigNames, r.IncludeSynonyms, docs)
 		default:
 			err = fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, res.ResourceType)
 		}

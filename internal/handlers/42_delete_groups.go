@@ -2,16 +2,22 @@ package handlers
 
 // DeleteGroups (key 42), versions 0-2: deletes empty groups and their offsets
 // (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND for unknown ones).
+// An empty share group's share-partition state is deleted from the
+// share-group state persister first, then its records (as Kafka's
+// deleteShareGroups); a persister error is the group's error.
 //
 // Each group needs DELETE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
 import (
 	"context"
+	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator/group"
 	"gregor/internal/network"
+	"gregor/internal/sharestate"
 )
 
 var deleteGroupsAPI = api{key: 42, min: 0, max: 2, handle: (*Handlers).deleteGroups}
@@ -23,6 +29,11 @@ func (h *Handlers) deleteGroups(ctx context.Context, req *network.Request) (kmsg
 	for _, id := range r.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
+		if code := h.deleteShareGroupState(ctx, req, id); code != 0 {
+			rg.ErrorCode = code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, id, func(s *group.Shard, w group.Writer) {
 			c, res := s.DeleteGroup(nowMs(), id)
 			if err := finish(w, res); err != nil {
@@ -36,4 +47,47 @@ func (h *Handlers) deleteGroups(ctx context.Context, req *network.Request) (kmsg
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// deleteShareGroupState deletes the share-partition state of groupID if it
+// is an empty share group, and returns the code that ends its deletion (0
+// for a group of another kind, or one whose state is gone: the shard's
+// DeleteGroup goes on). State never initialized or already deleted
+// (UNKNOWN_TOPIC_OR_PARTITION) is no error.
+func (h *Handlers) deleteShareGroupState(ctx context.Context, req *network.Request, groupID string) int16 {
+	var (
+		parts group.SharePartitions
+		stop  int16
+	)
+	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, groupID, func(s *group.Shard, _ group.Writer) {
+		if s.IsShareGroup(groupID) {
+			parts, stop = s.ShareGroupStateToDelete(groupID)
+		}
+	})
+	if code != 0 {
+		return code
+	}
+	if stop != 0 {
+		return stop
+	}
+	if len(parts) > 0 && h.d.SharePersister == nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	for topic, ps := range parts {
+		for _, p := range ps {
+			err := h.d.SharePersister.Delete(ctx, sharestate.Key{GroupID: groupID, TopicID: topic, Partition: p})
+			var ke *kerr.Error
+			switch {
+			case err == nil, errors.Is(err, kerr.UnknownTopicOrPartition):
+			case errors.As(err, &ke):
+				return ke.Code
+			case ctx.Err() != nil:
+				return kerr.RequestTimedOut.Code
+			default:
+				h.d.Logger.Warn("delete share-partition state", "group", groupID, "err", err)
+				return kerr.UnknownServerError.Code
+			}
+		}
+	}
+	return 0
 }

@@ -17,9 +17,9 @@ import (
 	"gregor/internal/sharestate"
 )
 
-var deleteShareGroupStateAPI = api{key: 86, min: 0, max: 0, handle: (*Handlers).deleteShareGroupState}
+var deleteShareGroupStateAPI = api{key: 86, min: 0, max: 0, handle: (*Handlers).deleteShareGroupStateRequest}
 
-func (h *Handlers) deleteShareGroupState(ctx context.Context, req *network.Request) (kmsg.Response, error) {
+func (h *Handlers) deleteShareGroupStateRequest(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
 	var keys []sharestate.Key

@@ -24,6 +24,7 @@ import (
 	"gregor/internal/quota"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
+	"gregor/internal/sharestate"
 )
 
 // Deps are the components the handlers delegate to.
@@ -81,6 +82,11 @@ type Deps struct {
 	// nil: NewBroker makes a cache of
 	// max.incremental.fetch.session.cache.slots.
 	FetchSessions *fetchsession.Cache
+	// SharePersister stores share-partition state (KIP-932): share groups
+	// initialize it before assigning a partition and delete it with the
+	// group. nil: share groups are disabled (ShareGroupHeartbeat answers
+	// UNSUPPORTED_VERSION).
+	SharePersister sharestate.Persister
 }
 
 // ControllerAPI is what handlers ask of the active controller.
@@ -127,6 +133,10 @@ var brokerAPIs = []*api{
 	&offsetCommitAPI, &offsetFetchAPI, &offsetDeleteAPI, &txnOffsetCommitAPI,
 	// Consumer groups, KIP-848 protocol.
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
+	// Share groups (KIP-932)
+	&shareGroupHeartbeatAPI, &shareGroupDescribeAPI,
+	&initializeShareGroupStateAPI, &readShareGroupStateAPI, &writeShareGroupStateAPI,
+	&deleteShareGroupStateAPI, &readShareGroupStateSummaryAPI,
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
@@ -143,12 +153,6 @@ var brokerAPIs = []*api{
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
 	// Client quotas: described from the image, altered by the controller.
 	&describeClientQuotasAPI, &alterClientQuotasAPI,
-	// Share groups (KIP-932)
-	&initializeShareGroupStateAPI,
-	&readShareGroupStateAPI,
-	&writeShareGroupStateAPI,
-	&deleteShareGroupStateAPI,
-	&readShareGroupStateSummaryAPI,
 	// Answered by the socket server on SASL listeners (17_36_sasl.go).
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }

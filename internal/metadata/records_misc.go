@@ -8,6 +8,7 @@ import (
 const (
 	ConfigResourceTopic  int8 = 2
 	ConfigResourceBroker int8 = 4
+	ConfigResourceGroup  int8 = 32 // a group's configs (KIP-848, KIP-932)
 )
 
 // ConfigRecord (type 4, version 0) sets or deletes one dynamic config of a

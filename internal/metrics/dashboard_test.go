@@ -37,7 +37,7 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	rt := kmsg.NewCreateTopicsResponseTopic()
 	rt.ErrorCode = kerr.TopicAlreadyExists.Code
 	resp.Topics = append(resp.Topics, rt)
-	r.ObserveRequest(19, resp, now, now, now, now)
+	r.ObserveRequest(19, 100, resp, now, now, now, now)
 	r.ObserveSent(19, now, now, now, now)
 	r.Produced("t", 1, 1)
 	r.Fetched("t", 1)
@@ -54,7 +54,7 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r.ClassicRebalanceCompleted()
 	r.ConsumerGroupRebalanced()
 	r.Replicated(1)
-	r.RaftCommitted(time.Millisecond)
+	r.RaftCommitted(1, time.Millisecond)
 	mfs, err := r.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ type Registry struct {
 	remoteTime    *prometheus.HistogramVec
 	respQueueTime *prometheus.HistogramVec
 	respSendTime  *prometheus.HistogramVec
+	requestBytes  *prometheus.HistogramVec
 
 	messagesIn     *prometheus.CounterVec
 	bytesIn        *prometheus.CounterVec
@@ -53,7 +54,10 @@ type Registry struct {
 
 	lag *groupLagCollector
 
-	raftCommit prometheus.Histogram
+	raftCommit        prometheus.Histogram
+	raftElection      prometheus.Histogram
+	raftFetchRecords  prometheus.Counter
+	raftAppendRecords prometheus.Counter
 
 	offsetCommits      prometheus.Counter
 	classicRebalances  prometheus.Counter
@@ -87,6 +91,11 @@ func New(state func() State) *Registry {
 	r.remoteTime = timeMs("remotetimems", "Time a request waited for something outside its handler (replication of an acks=all produce, data for a fetch, a rebalance, a forwarded request), in ms (RemoteTimeMs).")
 	r.respQueueTime = timeMs("responsequeuetimems", "Time a response waited for the connection's writer (behind earlier responses, or held for a throttle), in ms (ResponseQueueTimeMs).")
 	r.respSendTime = timeMs("responsesendtimems", "Time to hand a response's bytes to the kernel, in ms (ResponseSendTimeMs).")
+	r.requestBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_requestbytes",
+		Help:    "Size of each request, in bytes, by API (kafka.network:type=RequestMetrics,name=RequestBytes).",
+		Buckets: prometheus.ExponentialBuckets(64, 4, 10), // 64 B to 16 MiB
+	}, []string{"request"})
 	r.messagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_messagesin_total",
 		Help: "Records appended by produce requests, by topic; topic=\"\" counts all topics (MessagesInPerSec).",
@@ -162,9 +171,23 @@ func New(state func() State) *Registry {
 		Help:    "Time from the active controller appending a metadata batch to its commit and application, in ms (raft-metrics commit-latency-avg/max).",
 		Buckets: requestBuckets,
 	})
-	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit)
+	r.raftElection = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kafka_server_raft_metrics_election_latency_ms",
+		Help:    "Time a metadata quorum voter knew no leader, from its start or the leader's loss until it knew the new one, in ms (raft-metrics election-latency-avg/max).",
+		Buckets: requestBuckets,
+	})
+	r.raftFetchRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_raft_metrics_fetch_records_total",
+		Help: "Metadata records this node received from the quorum's leader, as a follower or observer (raft-metrics fetch-records-rate).",
+	})
+	r.raftAppendRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_raft_metrics_append_records_total",
+		Help: "Metadata records the active controller appended and saw committed (raft-metrics append-records-rate).",
+	})
+	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit,
+		r.raftElection, r.raftFetchRecords, r.raftAppendRecords)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
-		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime,
+		r.localTime, r.remoteTime, r.respQueueTime, r.respSendTime, r.requestBytes,
 		r.messagesIn, r.bytesIn, r.bytesOut, r.replicationOut, r.isrShrinks, r.isrExpands,
 		r.authOK, r.authFailed, r.reauthOK, r.reauthFailed,
 		r.connections, r.connectionsCreated, r.acceptThrottle, r.acceptorBlocked,
@@ -251,15 +274,17 @@ func (r *Registry) ReauthCounter(listener, mechanism string) prometheus.Counter 
 	return r.reauthOK.WithLabelValues(listener, mechanism)
 }
 
-// ObserveRequest records one handled request: its count, its response's
-// error codes, its queue time, and its handling (started to done) split at
-// waitingSince (zero: no wait) into local and remote time.
-func (r *Registry) ObserveRequest(apiKey int16, resp kmsg.Response, received, started, waitingSince, done time.Time) {
+// ObserveRequest records one handled request: its count, its size in
+// bytes, its response's error codes, its queue time, and its handling
+// (started to done) split at waitingSince (zero: no wait) into local and
+// remote time.
+func (r *Registry) ObserveRequest(apiKey int16, size int, resp kmsg.Response, received, started, waitingSince, done time.Time) {
 	if r == nil {
 		return
 	}
 	name := kmsg.NameForKey(apiKey)
 	r.requests.WithLabelValues(name).Inc()
+	r.requestBytes.WithLabelValues(name).Observe(float64(size))
 	r.queueTime.WithLabelValues(name).Observe(ms(started.Sub(received)))
 	local, remote := done.Sub(started), time.Duration(0)
 	if !waitingSince.IsZero() {
@@ -371,9 +396,24 @@ func (r *Registry) ConsumerGroupRebalanced() {
 	}
 }
 
-// RaftCommitted records the time a metadata append took to commit.
-func (r *Registry) RaftCommitted(d time.Duration) {
+// RaftCommitted records a metadata append of records that committed after d.
+func (r *Registry) RaftCommitted(records int, d time.Duration) {
 	if r != nil {
 		r.raftCommit.Observe(ms(d))
+		r.raftAppendRecords.Add(float64(records))
+	}
+}
+
+// RaftElected records how long this voter knew no quorum leader.
+func (r *Registry) RaftElected(d time.Duration) {
+	if r != nil {
+		r.raftElection.Observe(ms(d))
+	}
+}
+
+// RaftFetched records metadata records received from the quorum's leader.
+func (r *Registry) RaftFetched(records int) {
+	if r != nil {
+		r.raftFetchRecords.Add(float64(records))
 	}
 }

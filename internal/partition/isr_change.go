@@ -74,11 +74,11 @@ func (s *LeaderState) Pending() *AlterPartitionProposal { return s.pending }
 // watermark and its LEO, and a follower admitted before holding them could be
 // elected and lose them. Lag time is not checked: a follower decides it is
 // in sync by the high watermark alone, and the leader agrees.
-func (s *LeaderState) maybeExpandISR(r *ReplicaState) *AlterPartitionProposal {
+func (s *LeaderState) maybeExpandISR(r *ReplicaState, highWatermark int64) *AlterPartitionProposal {
 	if s.pending != nil || slices.Contains(s.isr, r.BrokerID) || !s.isReplicaISREligible(r) {
 		return nil
 	}
-	if r.LogEndOffset < s.highWatermark || r.LogEndOffset < s.epochStartOffset {
+	if r.LogEndOffset < highWatermark || r.LogEndOffset < s.epochStartOffset {
 		return nil
 	}
 	// The new member counts toward the high watermark at once (the maximal
@@ -170,8 +170,12 @@ type AlterPartitionOutcome struct {
 	Retry bool
 	// Failed counts toward the failed-ISR-update metric.
 	Failed bool
-	// HighWatermarkIncreased asks the caller to complete delayed operations.
+	// HighWatermarkIncreased is set when HighWatermark is above the high
+	// watermark the call was given: the caller stores it in the log and
+	// completes delayed operations.
 	HighWatermarkIncreased bool
+	// HighWatermark is the high watermark after the answer.
+	HighWatermark int64
 }
 
 // OnAlterPartitionResponse applies the controller's answer to sent (Kafka's
@@ -186,32 +190,32 @@ type AlterPartitionOutcome struct {
 // the controller can answer (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
 // UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_REQUEST,
 // NEW_LEADER_ELECTED) leave it in flight until metadata arrives; anything
-// else (a timeout, a lost connection) asks for a retry.
-func (s *LeaderState) OnAlterPartitionResponse(sent *AlterPartitionProposal, result LeaderAndISR, err error, leaderLogEndOffset, nowMs int64) AlterPartitionOutcome {
+// else (a timeout, a lost connection) asks for a retry. highWatermark is the
+// log's current high watermark.
+func (s *LeaderState) OnAlterPartitionResponse(sent *AlterPartitionProposal, result LeaderAndISR, err error, leaderLogEndOffset, highWatermark, nowMs int64) AlterPartitionOutcome {
 	if sent == nil || sent != s.pending {
-		return AlterPartitionOutcome{Ignored: true}
+		return AlterPartitionOutcome{Ignored: true, HighWatermark: highWatermark}
 	}
 	if err != nil {
 		switch {
 		case errors.Is(err, kerr.OperationNotAttempted), errors.Is(err, kerr.IneligibleReplica):
 			s.pending = nil
-			return AlterPartitionOutcome{Reverted: true, Failed: true}
+			return AlterPartitionOutcome{Reverted: true, Failed: true, HighWatermark: highWatermark}
 		case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
 			errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.InvalidUpdateVersion),
 			errors.Is(err, kerr.InvalidRequest), errors.Is(err, kerr.NewLeaderElected):
-			return AlterPartitionOutcome{Failed: true}
+			return AlterPartitionOutcome{Failed: true, HighWatermark: highWatermark}
 		default:
-			return AlterPartitionOutcome{Retry: true, Failed: true}
+			return AlterPartitionOutcome{Retry: true, Failed: true, HighWatermark: highWatermark}
 		}
 	}
 	if result.LeaderEpoch != s.leaderEpoch || result.PartitionEpoch < s.partitionEpoch {
-		return AlterPartitionOutcome{Ignored: true, Failed: true}
+		return AlterPartitionOutcome{Ignored: true, Failed: true, HighWatermark: highWatermark}
 	}
 	s.isr = slices.Clone(result.ISR)
 	s.partitionEpoch = result.PartitionEpoch
 	s.pending = nil
-	return AlterPartitionOutcome{
-		Committed:              true,
-		HighWatermarkIncreased: s.maybeIncrementHighWatermark(leaderLogEndOffset, nowMs),
-	}
+	out := AlterPartitionOutcome{Committed: true}
+	out.HighWatermark, out.HighWatermarkIncreased = s.maybeIncrementHighWatermark(leaderLogEndOffset, highWatermark, nowMs)
+	return out
 }

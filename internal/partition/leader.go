@@ -6,25 +6,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Hooks connect a partition to its broker: what the leader bookkeeping needs
-// to know about other brokers, and where its ISR changes go.
-type Hooks struct {
-	// Brokers answers ISR eligibility from the metadata image.
+// ReplicationConfig is what a partition's leader bookkeeping reads of its
+// broker: plain values the replica manager passes in. Nothing in a
+// partition calls up into the replica manager; what it decides comes back
+// as Effects.
+type ReplicationConfig struct {
+	// Brokers answers ISR eligibility from the metadata image; nil makes
+	// every broker eligible.
 	Brokers BrokerRegistry
-	// LocalBrokerEpoch is this broker's registration epoch.
-	LocalBrokerEpoch func() int64
-	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms.
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms; 0 means Kafka's
+	// default, 30000.
 	ReplicaLagTimeMaxMs int64
-	// ProposeISR sends an ISR change with AlterPartition, without
-	// blocking; the answer comes back through OnAlterPartitionResponse.
-	ProposeISR func(p *Partition, prop *AlterPartitionProposal)
+	// LocalBrokerEpoch is this broker's registration epoch, -1 before it
+	// registered; Update takes a newer one when it starts a leadership.
+	LocalBrokerEpoch int64
 }
 
-// SetHooks installs the broker's hooks; call before the first Update.
-func (p *Partition) SetHooks(h Hooks) {
+// SetReplicationConfig installs the broker's replication settings, in the
+// leader bookkeeping too if the partition is led here already; call it
+// before the first Update.
+func (p *Partition) SetReplicationConfig(c ReplicationConfig) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.hooks = h
+	p.repl = c
 	if p.state != nil {
 		p.state.SetConfig(p.leaderConfigLocked())
 	}
@@ -32,77 +36,72 @@ func (p *Partition) SetHooks(h Hooks) {
 
 func (p *Partition) leaderConfigLocked() LeaderConfig {
 	cfg := LeaderConfig{
-		ReplicaLagTimeMaxMs: p.hooks.ReplicaLagTimeMaxMs,
+		ReplicaLagTimeMaxMs: p.repl.ReplicaLagTimeMaxMs,
 		MinInsyncReplicas:   p.cfg.MinInsyncReplicas,
-		LocalBrokerEpoch:    -1,
-		Brokers:             p.hooks.Brokers,
+		LocalBrokerEpoch:    p.repl.LocalBrokerEpoch,
+		Brokers:             p.repl.Brokers,
 	}
 	if cfg.ReplicaLagTimeMaxMs <= 0 {
 		cfg.ReplicaLagTimeMaxMs = 30000
-	}
-	if p.hooks.LocalBrokerEpoch != nil {
-		cfg.LocalBrokerEpoch = p.hooks.LocalBrokerEpoch()
 	}
 	return cfg
 }
 
 // FollowerFetch records a follower's fetch on the leader: its log end
-// offset moves the high watermark, and a follower that caught up is
-// proposed for the ISR. It reports whether the high watermark rose.
-func (p *Partition) FollowerFetch(f FollowerFetch) (bool, error) {
-	p.mu.Lock()
-	if p.state == nil {
-		p.mu.Unlock()
-		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
-	}
-	u, err := p.state.UpdateFollowerFetch(f)
-	if err != nil {
-		p.mu.Unlock()
-		return false, err
-	}
-	if u.HighWatermarkIncreased {
-		p.publishHighWatermarkLocked()
-	}
-	propose := p.hooks.ProposeISR
-	p.mu.Unlock()
-	if u.ExpandISR != nil && propose != nil {
-		propose(p, u.ExpandISR)
-	}
-	return u.HighWatermarkIncreased, nil
-}
-
-// MaybeShrinkISR proposes dropping followers that lag more than
-// replica.lag.time.max.ms (called periodically by the replica manager).
-func (p *Partition) MaybeShrinkISR(nowMs int64) {
-	p.mu.Lock()
-	if p.state == nil {
-		p.mu.Unlock()
-		return
-	}
-	prop := p.state.MaybeShrinkISR(p.log.LogEndOffset(), nowMs)
-	propose := p.hooks.ProposeISR
-	p.mu.Unlock()
-	if prop != nil && propose != nil {
-		propose(p, prop)
-	}
-}
-
-// OnAlterPartitionResponse applies the controller's answer to an ISR change
-// and reports whether to send it again.
-func (p *Partition) OnAlterPartitionResponse(sent *AlterPartitionProposal, result LeaderAndISR, err error, nowMs int64) (retry bool) {
+// offset may raise the high watermark (stored in the log before it
+// returns), and a follower that caught up is proposed for the ISR. The
+// Effects say what the caller must do about either.
+func (p *Partition) FollowerFetch(f FollowerFetch) (Effects, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == nil {
-		return false
+		return Effects{}, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
 	}
-	out := p.state.OnAlterPartitionResponse(sent, result, err, p.log.LogEndOffset(), nowMs)
+	u, err := p.state.UpdateFollowerFetch(f, p.log.HighWatermark())
+	if err != nil {
+		return Effects{}, err
+	}
+	if u.HighWatermarkIncreased {
+		p.raiseHighWatermarkLocked(u.HighWatermark)
+	}
+	return Effects{HighWatermarkIncreased: u.HighWatermarkIncreased, AlterPartition: u.ExpandISR}, nil
+}
+
+// MaybeShrinkISR decides whether to drop followers that lag more than
+// replica.lag.time.max.ms (the replica manager asks periodically); the
+// Effects carry the AlterPartition proposal to send, if any.
+func (p *Partition) MaybeShrinkISR(nowMs int64) Effects {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == nil {
+		return Effects{}
+	}
+	return Effects{AlterPartition: p.state.MaybeShrinkISR(p.log.LogEndOffset(), nowMs)}
+}
+
+// OnAlterPartitionResponse applies the controller's answer to sent. The
+// Effects say whether the ISR change was committed, whether the high
+// watermark rose (stored in the log before it returns), and, when the answer
+// asks for it, to send sent again.
+func (p *Partition) OnAlterPartitionResponse(sent *AlterPartitionProposal, result LeaderAndISR, err error, nowMs int64) Effects {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == nil {
+		return Effects{}
+	}
+	out := p.state.OnAlterPartitionResponse(sent, result, err, p.log.LogEndOffset(), p.log.HighWatermark(), nowMs)
+	eff := Effects{HighWatermarkIncreased: out.HighWatermarkIncreased}
 	if out.Committed {
 		p.isr = append(p.isr[:0], result.ISR...)
+		eff.ISRCommitted = sent.Change
 	}
 	if out.HighWatermarkIncreased {
-		p.publishHighWatermarkLocked()
+		p.raiseHighWatermarkLocked(out.HighWatermark)
 	}
-	return out.Retry
+	if out.Retry {
+		eff.AlterPartition = sent
+	}
+	return eff
 }
 
 // ReachedOffset reports whether an acks=all append ending before
@@ -114,7 +113,7 @@ func (p *Partition) ReachedOffset(requiredOffset int64) (bool, error) {
 	if p.state == nil {
 		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
 	}
-	return p.state.CheckEnoughReplicasReachOffset(requiredOffset)
+	return p.state.CheckEnoughReplicasReachOffset(p.log.HighWatermark(), requiredOffset)
 }
 
 // ReachedHighWatermark reports whether the high watermark of a led
@@ -125,7 +124,7 @@ func (p *Partition) ReachedHighWatermark(requiredOffset int64) (bool, error) {
 	if p.state == nil {
 		return false, fmt.Errorf("%s: %w", p.TopicPartition, errNotLeader)
 	}
-	return p.state.HighWatermark() >= requiredOffset, nil
+	return p.log.HighWatermark() >= requiredOffset, nil
 }
 
 // IsUnderReplicated reports a led partition whose ISR is smaller than its

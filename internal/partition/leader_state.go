@@ -7,9 +7,14 @@ package partition
 //
 // LeaderState is a pure state machine: no goroutines, no locks, no clock, no
 // log. Every call takes the current time and, where it matters, the leader's
-// log end offset; the caller (Partition, driven by the replica manager)
-// serialises calls, copies the high watermark into the log, completes delayed
-// operations when it rises and sends the AlterPartition proposals it returns.
+// log end offset and high watermark. The high watermark lives in one place,
+// the log (which fetch, the replication-offset-checkpoint and the followers
+// read without a lock): LeaderState computes it from the followers' state but
+// keeps no copy, each call that may raise it takes the log's value and
+// returns the new one. The caller (Partition, driven by the replica manager)
+// serialises calls, stores a raised high watermark in the log, and returns
+// the rest as Effects: complete delayed operations when the high watermark
+// rose, send the AlterPartition proposals.
 
 import (
 	"fmt"
@@ -62,16 +67,15 @@ type LeaderConfig struct {
 
 // LeaderState is the leader's bookkeeping for one partition.
 //
-// Invariants: the high watermark never decreases and never exceeds the
-// leader's LEO; it moves only while the committed ISR has at least
-// min(min.insync.replicas, replication factor) members; at most one ISR
-// change (AlterPartition) is in flight.
+// Invariants: the high watermark it returns is never below the one it was
+// given and never exceeds the leader's LEO; it rises only while the committed
+// ISR has at least min(min.insync.replicas, replication factor) members; at
+// most one ISR change (AlterPartition) is in flight.
 type LeaderState struct {
 	localID          int32
 	leaderEpoch      int32
 	partitionEpoch   int32
 	epochStartOffset int64
-	highWatermark    int64
 	cfg              LeaderConfig
 
 	replicas       []int32
@@ -88,36 +92,41 @@ type LeaderState struct {
 // NewLeaderState starts the bookkeeping when this broker becomes leader
 // (Kafka's Partition.makeLeader on a broker that was not leader).
 // leaderLogEndOffset becomes the leader epoch's start offset; highWatermark
-// is the log's current high watermark, the floor the bookkeeping never goes
-// below. Followers in the ISR count as caught up now; their LEOs are unknown,
-// which holds the high watermark until each has fetched.
-func NewLeaderState(localID int32, p LeaderAndISR, leaderLogEndOffset, highWatermark, nowMs int64, cfg LeaderConfig) (*LeaderState, error) {
+// is the log's current high watermark, which the result may raise (a lone
+// leader's log end is committed at once). Followers in the ISR count as
+// caught up now; their LEOs are unknown, which holds the high watermark
+// until each has fetched.
+func NewLeaderState(localID int32, p LeaderAndISR, leaderLogEndOffset, highWatermark, nowMs int64, cfg LeaderConfig) (*LeaderState, ApplyResult, error) {
 	if p.Leader != localID {
-		return nil, fmt.Errorf("become leader on broker %d: metadata names leader %d", localID, p.Leader)
+		return nil, ApplyResult{}, fmt.Errorf("become leader on broker %d: metadata names leader %d", localID, p.Leader)
 	}
 	s := &LeaderState{
-		localID:       localID,
-		leaderEpoch:   p.LeaderEpoch,
-		highWatermark: highWatermark,
-		cfg:           cfg,
-		followers:     make(map[int32]*ReplicaState),
+		localID:     localID,
+		leaderEpoch: p.LeaderEpoch,
+		cfg:         cfg,
+		followers:   make(map[int32]*ReplicaState),
 	}
 	s.setAssignment(p)
 	s.startEpoch(p.LeaderEpoch, leaderLogEndOffset, nowMs, true)
 	s.partitionEpoch = p.PartitionEpoch
-	s.maybeIncrementHighWatermark(leaderLogEndOffset, nowMs)
-	return s, nil
+	res := ApplyResult{NewLeaderEpoch: true}
+	res.HighWatermark, res.HighWatermarkIncreased = s.maybeIncrementHighWatermark(leaderLogEndOffset, highWatermark, nowMs)
+	return s, res, nil
 }
 
-// ApplyResult says what ApplyLeaderAndISR did.
+// ApplyResult says what NewLeaderState or ApplyLeaderAndISR did.
 type ApplyResult struct {
 	// Skipped is set when the update carried an older partition epoch than
 	// the one this leader already knows and was ignored.
 	Skipped bool
 	// NewLeaderEpoch is set when the update started a new leader epoch.
 	NewLeaderEpoch bool
-	// HighWatermarkIncreased asks the caller to complete delayed operations.
+	// HighWatermarkIncreased is set when HighWatermark is above the high
+	// watermark the call was given: the caller stores it in the log and
+	// completes delayed operations.
 	HighWatermarkIncreased bool
+	// HighWatermark is the high watermark after the call.
+	HighWatermark int64
 }
 
 // ApplyLeaderAndISR applies new metadata for a partition this broker still
@@ -126,12 +135,13 @@ type ApplyResult struct {
 // have taught us the epoch before the metadata log did. Any ISR change in
 // flight is abandoned: the metadata is the committed truth. A new leader
 // epoch starts at leaderLogEndOffset and resets the followers' timers.
-func (s *LeaderState) ApplyLeaderAndISR(p LeaderAndISR, leaderLogEndOffset, nowMs int64) (ApplyResult, error) {
+// highWatermark is the log's current high watermark.
+func (s *LeaderState) ApplyLeaderAndISR(p LeaderAndISR, leaderLogEndOffset, highWatermark, nowMs int64) (ApplyResult, error) {
 	if p.Leader != s.localID {
 		return ApplyResult{}, fmt.Errorf("apply leader and ISR on broker %d: metadata names leader %d", s.localID, p.Leader)
 	}
 	if p.PartitionEpoch < s.partitionEpoch {
-		return ApplyResult{Skipped: true}, nil
+		return ApplyResult{Skipped: true, HighWatermark: highWatermark}, nil
 	}
 	var res ApplyResult
 	s.setAssignment(p)
@@ -140,7 +150,7 @@ func (s *LeaderState) ApplyLeaderAndISR(p LeaderAndISR, leaderLogEndOffset, nowM
 		res.NewLeaderEpoch = true
 	}
 	s.partitionEpoch = p.PartitionEpoch
-	res.HighWatermarkIncreased = s.maybeIncrementHighWatermark(leaderLogEndOffset, nowMs)
+	res.HighWatermark, res.HighWatermarkIncreased = s.maybeIncrementHighWatermark(leaderLogEndOffset, highWatermark, nowMs)
 	return res, nil
 }
 
@@ -196,9 +206,12 @@ type FollowerFetch struct {
 
 // FetchUpdate says what a follower fetch changed.
 type FetchUpdate struct {
-	// HighWatermarkIncreased asks the caller to copy HighWatermark into the
-	// log and complete delayed produce and fetch operations.
+	// HighWatermarkIncreased is set when HighWatermark is above the high
+	// watermark the call was given: the caller stores it in the log and
+	// completes delayed produce and fetch operations.
 	HighWatermarkIncreased bool
+	// HighWatermark is the high watermark after the fetch.
+	HighWatermark int64
 	// ExpandISR is a proposal to add the follower to the ISR, already marked
 	// in flight; the caller sends it with AlterPartition and reports the
 	// outcome to OnAlterPartitionResponse.
@@ -211,8 +224,9 @@ type FetchUpdate struct {
 // A replica outside the assignment gets UNKNOWN_LEADER_EPOCH (the follower
 // retries until metadata agrees; a Fetch too old to carry a leader epoch maps
 // it to NOT_LEADER_OR_FOLLOWER); a fetch with a broker epoch older than the
-// broker's registration gets NOT_LEADER_OR_FOLLOWER.
-func (s *LeaderState) UpdateFollowerFetch(f FollowerFetch) (FetchUpdate, error) {
+// broker's registration gets NOT_LEADER_OR_FOLLOWER. highWatermark is the
+// log's current high watermark.
+func (s *LeaderState) UpdateFollowerFetch(f FollowerFetch, highWatermark int64) (FetchUpdate, error) {
 	r, ok := s.followers[f.ReplicaID]
 	if !ok {
 		return FetchUpdate{}, fmt.Errorf("fetch from replica %d, not assigned in leader epoch %d partition epoch %d: %w",
@@ -227,18 +241,19 @@ func (s *LeaderState) UpdateFollowerFetch(f FollowerFetch) (FetchUpdate, error) 
 	prevLEO := r.LogEndOffset
 	r.updateFetchState(f.FetchOffset, f.LogStartOffset, f.NowMs, f.LeaderLogEndOffset, f.BrokerEpoch)
 
-	var u FetchUpdate
-	u.ExpandISR = s.maybeExpandISR(r)
+	u := FetchUpdate{HighWatermark: highWatermark}
+	u.ExpandISR = s.maybeExpandISR(r, highWatermark)
 	if prevLEO != r.LogEndOffset {
-		u.HighWatermarkIncreased = s.maybeIncrementHighWatermark(f.LeaderLogEndOffset, f.NowMs)
+		u.HighWatermark, u.HighWatermarkIncreased = s.maybeIncrementHighWatermark(f.LeaderLogEndOffset, highWatermark, f.NowMs)
 	}
 	return u, nil
 }
 
 // MaybeIncrementHighWatermark recomputes the high watermark after the
-// leader's LEO moved (an append) and reports whether it rose.
-func (s *LeaderState) MaybeIncrementHighWatermark(leaderLogEndOffset, nowMs int64) bool {
-	return s.maybeIncrementHighWatermark(leaderLogEndOffset, nowMs)
+// leader's LEO moved (an append): it returns the new high watermark, and
+// whether it is above highWatermark, the log's current one.
+func (s *LeaderState) MaybeIncrementHighWatermark(leaderLogEndOffset, highWatermark, nowMs int64) (int64, bool) {
+	return s.maybeIncrementHighWatermark(leaderLogEndOffset, highWatermark, nowMs)
 }
 
 // maybeIncrementHighWatermark is Kafka's maybeIncrementLeaderHW. The
@@ -248,10 +263,11 @@ func (s *LeaderState) MaybeIncrementHighWatermark(leaderLogEndOffset, nowMs int6
 // lets a lone leader's follower catch up instead of chasing a high watermark
 // that always runs ahead; counting a pending addition is safe because a
 // larger ISR only makes the high watermark harder to advance. Nothing moves
-// while the committed ISR is below the effective min.insync.replicas.
-func (s *LeaderState) maybeIncrementHighWatermark(leaderLogEndOffset, nowMs int64) bool {
+// while the committed ISR is below the effective min.insync.replicas, and
+// it never goes below highWatermark, the log's current one.
+func (s *LeaderState) maybeIncrementHighWatermark(leaderLogEndOffset, highWatermark, nowMs int64) (int64, bool) {
 	if s.IsUnderMinISR() {
-		return false
+		return highWatermark, false
 	}
 	candidate := leaderLogEndOffset
 	for _, id := range s.replicas {
@@ -264,11 +280,10 @@ func (s *LeaderState) maybeIncrementHighWatermark(leaderLogEndOffset, nowMs int6
 			candidate = r.LogEndOffset
 		}
 	}
-	if candidate > s.highWatermark {
-		s.highWatermark = candidate
-		return true
+	if candidate > highWatermark {
+		return candidate, true
 	}
-	return false
+	return highWatermark, false
 }
 
 // CheckEnoughReplicasForAppend is the check before a leader append: with
@@ -286,12 +301,12 @@ func (s *LeaderState) CheckEnoughReplicasForAppend(acks int16) error {
 
 // CheckEnoughReplicasReachOffset decides an acks=-1 delayed produce whose
 // last batch ends before requiredOffset (its last offset + 1; Kafka's
-// checkEnoughReplicasReachOffset). It completes once the high watermark
-// reaches requiredOffset; if the maximal ISR shrank below the effective
-// min.insync.replicas since the append, it completes with
+// checkEnoughReplicasReachOffset). It completes once highWatermark, the
+// log's, reaches requiredOffset; if the maximal ISR shrank below the
+// effective min.insync.replicas since the append, it completes with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND.
-func (s *LeaderState) CheckEnoughReplicasReachOffset(requiredOffset int64) (done bool, err error) {
-	if s.highWatermark < requiredOffset {
+func (s *LeaderState) CheckEnoughReplicasReachOffset(highWatermark, requiredOffset int64) (done bool, err error) {
+	if highWatermark < requiredOffset {
 		return false, nil
 	}
 	maximal := s.MaximalISR()
@@ -353,9 +368,6 @@ func (s *LeaderState) LowWatermark(leaderLogStartOffset int64) int64 {
 // broker's replica.lag.time.max.ms). The next call that recomputes the high
 // watermark uses them.
 func (s *LeaderState) SetConfig(cfg LeaderConfig) { s.cfg = cfg }
-
-// HighWatermark is the leader's high watermark.
-func (s *LeaderState) HighWatermark() int64 { return s.highWatermark }
 
 // LeaderEpoch is the current leader epoch.
 func (s *LeaderState) LeaderEpoch() int32 { return s.leaderEpoch }

@@ -40,10 +40,23 @@ func TestLeaderStateScripts(t *testing.T) {
 }
 
 type harness struct {
-	s    *LeaderState
-	cfg  LeaderConfig
+	s   *LeaderState
+	cfg LeaderConfig
+	// hw is the log's high watermark: the bookkeeping keeps none, it is
+	// given this one and returns the next.
+	hw   int64
 	reg  *fakeRegistry
 	last *AlterPartitionProposal
+}
+
+// raise stores a high watermark the bookkeeping returned, as Partition
+// stores it in the log, and checks it never went back.
+func (h *harness) raise(t *testing.T, d *datadriven.TestData, increased bool, hw int64) {
+	t.Helper()
+	if increased != (hw > h.hw) || hw < h.hw {
+		t.Fatalf("%s: high watermark %d (increased=%t) from %d", d.Pos, hw, increased, h.hw)
+	}
+	h.hw = hw
 }
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
@@ -54,17 +67,20 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.cfg.MinInsyncReplicas = int32(intArg(t, d, "min-isr", 1))
 		h.cfg.ReplicaLagTimeMaxMs = intArg(t, d, "lag", 30000)
 		h.cfg.LocalBrokerEpoch = intArg(t, d, "local-broker-epoch", -1)
-		s, err := NewLeaderState(int32(local), leaderAndISR(t, d, int32(local)),
-			intArg(t, d, "leo", 0), intArg(t, d, "hw", 0), intArg(t, d, "now", 0), h.cfg)
+		h.hw = intArg(t, d, "hw", 0)
+		s, res, err := NewLeaderState(int32(local), leaderAndISR(t, d, int32(local)),
+			intArg(t, d, "leo", 0), h.hw, intArg(t, d, "now", 0), h.cfg)
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}
 		h.s = s
+		h.raise(t, d, res.HighWatermarkIncreased, res.HighWatermark)
 	case "metadata":
-		res, err := h.s.ApplyLeaderAndISR(leaderAndISR(t, d, h.s.localID), intArg(t, d, "leo", 0), intArg(t, d, "now", 0))
+		res, err := h.s.ApplyLeaderAndISR(leaderAndISR(t, d, h.s.localID), intArg(t, d, "leo", 0), h.hw, intArg(t, d, "now", 0))
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}
+		h.raise(t, d, res.HighWatermarkIncreased, res.HighWatermark)
 		fmt.Fprintf(&out, "skipped=%t new-leader-epoch=%t hw-increased=%t\n", res.Skipped, res.NewLeaderEpoch, res.HighWatermarkIncreased)
 	case "fetch":
 		u, err := h.s.UpdateFollowerFetch(FollowerFetch{
@@ -74,10 +90,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			BrokerEpoch:        intArg(t, d, "broker-epoch", -1),
 			LeaderLogEndOffset: intArg(t, d, "leo", 0),
 			NowMs:              intArg(t, d, "now", 0),
-		})
+		}, h.hw)
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}
+		h.raise(t, d, u.HighWatermarkIncreased, u.HighWatermark)
 		fmt.Fprintf(&out, "hw-increased=%t", u.HighWatermarkIncreased)
 		if u.ExpandISR != nil {
 			h.last = u.ExpandISR
@@ -85,7 +102,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		out.WriteString("\n")
 	case "append":
-		fmt.Fprintf(&out, "hw-increased=%t\n", h.s.MaybeIncrementHighWatermark(intArg(t, d, "leo", 0), intArg(t, d, "now", 0)))
+		hw, increased := h.s.MaybeIncrementHighWatermark(intArg(t, d, "leo", 0), h.hw, intArg(t, d, "now", 0))
+		h.raise(t, d, increased, hw)
+		fmt.Fprintf(&out, "hw-increased=%t\n", increased)
 	case "shrink":
 		leo, now := intArg(t, d, "leo", 0), intArg(t, d, "now", 0)
 		fmt.Fprintf(&out, "out-of-sync=%v", h.s.OutOfSyncReplicas(leo, now, h.cfg.ReplicaLagTimeMaxMs))
@@ -107,13 +126,14 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				ISR:            listArg(t, d, "isr"),
 			}
 		}
-		o := h.s.OnAlterPartitionResponse(h.last, result, err, intArg(t, d, "leo", 0), intArg(t, d, "now", 0))
+		o := h.s.OnAlterPartitionResponse(h.last, result, err, intArg(t, d, "leo", 0), h.hw, intArg(t, d, "now", 0))
+		h.raise(t, d, o.HighWatermarkIncreased, o.HighWatermark)
 		fmt.Fprintf(&out, "ignored=%t committed=%t reverted=%t retry=%t failed=%t hw-increased=%t\n",
 			o.Ignored, o.Committed, o.Reverted, o.Retry, o.Failed, o.HighWatermarkIncreased)
 	case "check-append":
 		return fmt.Sprintf("%v\n", errName(h.s.CheckEnoughReplicasForAppend(int16(intArg(t, d, "acks", -1)))))
 	case "check-produce":
-		done, err := h.s.CheckEnoughReplicasReachOffset(intArg(t, d, "required", 0))
+		done, err := h.s.CheckEnoughReplicasReachOffset(h.hw, intArg(t, d, "required", 0))
 		return fmt.Sprintf("done=%t error=%v\n", done, errName(err))
 	case "config":
 		h.cfg.MinInsyncReplicas = int32(intArg(t, d, "min-isr", int64(h.cfg.MinInsyncReplicas)))
@@ -136,19 +156,19 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	default:
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
-	out.WriteString(formatState(h.s))
+	out.WriteString(formatState(h.s, h.hw))
 	return out.String()
 }
 
-// formatState prints everything the bookkeeping holds, so each golden step
-// shows the whole state after it.
-func formatState(s *LeaderState) string {
+// formatState prints everything the bookkeeping holds, and the log's high
+// watermark, so each golden step shows the whole state after it.
+func formatState(s *LeaderState, hw int64) string {
 	var b strings.Builder
 	pending := "none"
 	if s.Pending() != nil {
 		pending = formatProposal(s.Pending())
 	}
-	fmt.Fprintf(&b, "epoch=%d partition-epoch=%d epoch-start=%d hw=%d\n", s.LeaderEpoch(), s.PartitionEpoch(), s.EpochStartOffset(), s.HighWatermark())
+	fmt.Fprintf(&b, "epoch=%d partition-epoch=%d epoch-start=%d hw=%d\n", s.LeaderEpoch(), s.PartitionEpoch(), s.EpochStartOffset(), hw)
 	fmt.Fprintf(&b, "isr=%v maximal-isr=%v pending=%s\n", s.ISR(), s.MaximalISR(), pending)
 	fmt.Fprintf(&b, "under-replicated=%t under-min-isr=%t at-min-isr=%t\n", s.IsUnderReplicated(), s.IsUnderMinISR(), s.IsAtMinISR())
 	for _, id := range s.Replicas() {

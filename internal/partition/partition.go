@@ -9,6 +9,12 @@
 // (follower_state.go) are pure functions next to it: what to do with a
 // fetch answer (append, truncate to a diverging epoch's end, start over at
 // the leader's log start) and which high watermark and log start to adopt.
+//
+// Partition never calls up into its driver: its operations return Effects
+// (effects.go) — complete the delayed operations, send an AlterPartition —
+// and the broker's settings come in as plain values (ReplicationConfig).
+// The high watermark lives only in the log, which readers load without a
+// lock; the leader bookkeeping computes the next one from it.
 package partition
 
 import (
@@ -37,23 +43,29 @@ type Partition struct {
 	cfg         config.Topic
 	// state is the leader's replica bookkeeping while this broker leads.
 	state *LeaderState
-	hooks Hooks
+	repl  ReplicationConfig
 }
 
 // New wraps an opened log. The partition is not leader until MakeLeader.
 func New(tp log.TopicPartition, topicID [16]byte, nodeID int32, l *log.Log, cfg config.Topic) *Partition {
-	return &Partition{TopicPartition: tp, TopicID: topicID, nodeID: nodeID, log: l, leader: -1, cfg: cfg}
+	return &Partition{TopicPartition: tp, TopicID: topicID, nodeID: nodeID, log: l, leader: -1, cfg: cfg,
+		repl: ReplicationConfig{LocalBrokerEpoch: -1}}
 }
 
 // Log is the partition's local log.
 func (p *Partition) Log() *log.Log { return p.log }
 
 // Update applies the metadata's view of the partition (leader, epochs,
-// replicas, ISR). Becoming leader starts the replica bookkeeping; a later
-// update of the same leadership is applied to it; losing leadership drops it.
-func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
+// replicas, ISR). Becoming leader starts the replica bookkeeping, with
+// localBrokerEpoch as this broker's registration epoch; a later update of
+// the same leadership is applied to it; losing leadership drops it. It
+// returns no Effects: any update may change what waiting requests see (the
+// leader, the epoch, the high watermark a new leader computes), so the
+// caller tries them again after every one.
+func (p *Partition) Update(st LeaderAndISR, localBrokerEpoch, nowMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.repl.LocalBrokerEpoch = localBrokerEpoch
 	p.leader, p.leaderEpoch = st.Leader, st.LeaderEpoch
 	p.replicas = append(p.replicas[:0], st.Replicas...)
 	p.isr = append(p.isr[:0], st.ISR...)
@@ -61,7 +73,8 @@ func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
 		p.state = nil
 		return
 	}
-	leo := p.log.LogEndOffset()
+	leo, hw := p.log.LogEndOffset(), p.log.HighWatermark()
+	var res ApplyResult
 	if p.state == nil || st.LeaderEpoch > p.state.LeaderEpoch() {
 		// The new epoch starts at our log end (Kafka's makeLeader), so
 		// followers diverging from us are told where to truncate.
@@ -69,16 +82,22 @@ func (p *Partition) Update(st LeaderAndISR, nowMs int64) {
 			p.state = nil
 			return
 		}
-		s, err := NewLeaderState(p.nodeID, st, leo, p.log.HighWatermark(), nowMs, p.leaderConfigLocked())
+		s, r, err := NewLeaderState(p.nodeID, st, leo, hw, nowMs, p.leaderConfigLocked())
 		if err != nil {
 			p.state = nil
 			return
 		}
-		p.state = s
-	} else if _, err := p.state.ApplyLeaderAndISR(st, leo, nowMs); err != nil {
-		return
+		p.state, res = s, r
+	} else {
+		r, err := p.state.ApplyLeaderAndISR(st, leo, hw, nowMs)
+		if err != nil {
+			return
+		}
+		res = r
 	}
-	p.publishHighWatermarkLocked()
+	if res.HighWatermarkIncreased {
+		p.raiseHighWatermarkLocked(res.HighWatermark)
+	}
 }
 
 // UpdateConfig applies a changed topic configuration.
@@ -154,7 +173,10 @@ func (p *Partition) AppendAsCoordinator(records []byte, transactionVersion int16
 }
 
 // appendAsLeader checks leadership and, for acks=-1, min.insync.replicas,
-// appends with the current leader epoch, and moves the high watermark.
+// appends with the current leader epoch, and moves the high watermark. It
+// returns no Effects: an append always moves the log end, which waiting
+// follower fetches watch, so the caller tries the partition's waiters after
+// every append whether the high watermark rose or not.
 func (p *Partition) appendAsLeader(acks int16, now int64, appendFn func(epoch int32, opts record.ValidateOptions) (log.AppendInfo, error)) (log.AppendInfo, error) {
 	p.mu.RLock()
 	if p.leader != p.nodeID {
@@ -177,25 +199,30 @@ func (p *Partition) appendAsLeader(acks int16, now int64, appendFn func(epoch in
 		return info, fmt.Errorf("append to %s: %w", p.TopicPartition, err)
 	}
 	p.mu.Lock()
-	if p.state != nil && p.state.MaybeIncrementHighWatermark(p.log.LogEndOffset(), now) {
-		p.publishHighWatermarkLocked()
+	if p.state != nil {
+		if hw, raised := p.state.MaybeIncrementHighWatermark(p.log.LogEndOffset(), p.log.HighWatermark(), now); raised {
+			p.raiseHighWatermarkLocked(hw)
+		}
 	}
 	p.mu.Unlock()
 	return info, nil
 }
 
-// publishHighWatermarkLocked copies the bookkeeping's high watermark into
-// the log, which bounds what consumers read.
-func (p *Partition) publishHighWatermarkLocked() {
-	if p.state == nil {
-		return
-	}
-	if hw := min(p.state.HighWatermark(), p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+// raiseHighWatermarkLocked stores a high watermark the leader bookkeeping
+// raised in the log: the log holds the partition's only high watermark, read
+// without a lock by fetches, the replication-offset-checkpoint and the
+// answers to followers. The bookkeeping computed hw from the log's value
+// under p.mu, the only lock a leader's high watermark moves under, so the
+// check only guards against the log having lowered it meanwhile (a
+// truncation); SetHighWatermark bounds it by the log end.
+func (p *Partition) raiseHighWatermarkLocked(hw int64) {
+	if hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 	}
 }
 
-// HighWatermark is the offset below which records are committed.
+// HighWatermark is the offset below which records are committed. It is the
+// log's, read without a lock; the leader bookkeeping keeps no copy.
 func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
 
 // LastStableOffset bounds read_committed consumers: the first offset of the

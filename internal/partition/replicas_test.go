@@ -91,12 +91,12 @@ func TestReplicaStateReset(t *testing.T) {
 }
 
 func TestNewLeaderStateRejectsOtherLeader(t *testing.T) {
-	_, err := NewLeaderState(1, LeaderAndISR{Leader: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 0, 0, 0, LeaderConfig{})
+	_, _, err := NewLeaderState(1, LeaderAndISR{Leader: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 0, 0, 0, LeaderConfig{})
 	if err == nil {
 		t.Fatal("NewLeaderState with another broker as leader succeeded")
 	}
 	s := newTestLeader(t, []int32{1, 2}, []int32{1, 2})
-	if _, err := s.ApplyLeaderAndISR(LeaderAndISR{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{2}}, 0, 0); err == nil {
+	if _, err := s.ApplyLeaderAndISR(LeaderAndISR{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{2}}, 0, 0, 0); err == nil {
 		t.Fatal("ApplyLeaderAndISR naming another leader succeeded")
 	}
 }
@@ -143,7 +143,7 @@ func TestAlterPartitionResponseErrors(t *testing.T) {
 			if u.ExpandISR == nil {
 				t.Fatal("caught-up follower not proposed for the ISR")
 			}
-			o := s.OnAlterPartitionResponse(u.ExpandISR, LeaderAndISR{}, tc.err, 100, 2)
+			o := s.OnAlterPartitionResponse(u.ExpandISR, LeaderAndISR{}, tc.err, 100, 100, 2)
 			if o.Reverted != tc.reverted || o.Retry != tc.retry || !o.Failed || o.Committed {
 				t.Errorf("outcome = %+v", o)
 			}
@@ -156,29 +156,38 @@ func TestAlterPartitionResponseErrors(t *testing.T) {
 		})
 	}
 	s := newTestLeader(t, []int32{1, 2}, []int32{1})
-	if o := s.OnAlterPartitionResponse(nil, LeaderAndISR{}, nil, 0, 0); !o.Ignored {
+	if o := s.OnAlterPartitionResponse(nil, LeaderAndISR{}, nil, 0, 0, 0); !o.Ignored {
 		t.Errorf("answer without a proposal not ignored: %+v", o)
 	}
 }
 
 // TestLeaderStateInvariants drives random fetches, appends, shrinks,
 // AlterPartition answers and metadata updates, and checks after each step
-// that the high watermark never decreases, never passes the leader's LEO,
-// and, whenever it rises, no member of the maximal ISR is below it.
+// that the high watermark returned never decreases, never passes the
+// leader's LEO, is reported increased exactly when it rose, and, whenever it
+// rises, no member of the maximal ISR is below it. Like Partition, the walk
+// keeps the high watermark itself (the log's) and stores what each call
+// returns.
 func TestLeaderStateInvariants(t *testing.T) {
 	var rises, expands, shrinks, commits int
 	for seed := uint64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		replicas := []int32{1, 2, 3}
-		s, err := NewLeaderState(1, LeaderAndISR{Leader: 1, LeaderEpoch: 1, Replicas: replicas, ISR: replicas}, 100, 100, 1_000_000,
+		s, res, err := NewLeaderState(1, LeaderAndISR{Leader: 1, LeaderEpoch: 1, Replicas: replicas, ISR: replicas}, 100, 100, 1_000_000,
 			LeaderConfig{MinInsyncReplicas: int32(1 + rng.IntN(3)), ReplicaLagTimeMaxMs: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if res.HighWatermarkIncreased || res.HighWatermark != 100 {
+			t.Fatalf("new leader at its log end moved the high watermark: %+v", res)
+		}
 		leo, now, epoch, partitionEpoch := int64(100), int64(1_000_000), int32(1), int32(0)
+		hw := int64(100)
 		followerLEO := map[int32]int64{2: 100, 3: 100}
 		for step := 0; step < 500; step++ {
-			before := s.HighWatermark()
+			before := hw
+			// after is what the step's call returned; increased says it rose.
+			after, increased := hw, false
 			now += int64(rng.IntN(400))
 			switch op := rng.IntN(10); {
 			case op < 4:
@@ -189,10 +198,11 @@ func TestLeaderStateInvariants(t *testing.T) {
 					next = max(0, followerLEO[id]-int64(rng.IntN(20)))
 				}
 				followerLEO[id] = min(next, leo)
-				u, err := s.UpdateFollowerFetch(FollowerFetch{ReplicaID: id, FetchOffset: followerLEO[id], BrokerEpoch: -1, LeaderLogEndOffset: leo, NowMs: now})
+				u, err := s.UpdateFollowerFetch(FollowerFetch{ReplicaID: id, FetchOffset: followerLEO[id], BrokerEpoch: -1, LeaderLogEndOffset: leo, NowMs: now}, hw)
 				if err != nil {
 					t.Fatalf("seed %d step %d: %v", seed, step, err)
 				}
+				after, increased = u.HighWatermark, u.HighWatermarkIncreased
 				if u.ExpandISR != nil {
 					expands++
 					if s.Pending() != u.ExpandISR {
@@ -201,7 +211,7 @@ func TestLeaderStateInvariants(t *testing.T) {
 				}
 			case op < 6:
 				leo += int64(rng.IntN(30))
-				s.MaybeIncrementHighWatermark(leo, now)
+				after, increased = s.MaybeIncrementHighWatermark(leo, hw, now)
 			case op < 7:
 				if p := s.MaybeShrinkISR(leo, now); p != nil {
 					shrinks++
@@ -211,23 +221,31 @@ func TestLeaderStateInvariants(t *testing.T) {
 				}
 			case op < 9:
 				if p := s.Pending(); p != nil {
+					var o AlterPartitionOutcome
 					if rng.IntN(3) == 0 {
-						s.OnAlterPartitionResponse(p, LeaderAndISR{}, kerr.OperationNotAttempted, leo, now)
+						o = s.OnAlterPartitionResponse(p, LeaderAndISR{}, kerr.OperationNotAttempted, leo, hw, now)
 					} else {
 						partitionEpoch++
-						if s.OnAlterPartitionResponse(p, LeaderAndISR{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: partitionEpoch, ISR: p.NewISRIDs()}, nil, leo, now).Committed {
+						o = s.OnAlterPartitionResponse(p, LeaderAndISR{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: partitionEpoch, ISR: p.NewISRIDs()}, nil, leo, hw, now)
+						if o.Committed {
 							commits++
 						}
 					}
+					after, increased = o.HighWatermark, o.HighWatermarkIncreased
 				}
 			default:
 				epoch++
 				partitionEpoch++
-				if _, err := s.ApplyLeaderAndISR(LeaderAndISR{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: partitionEpoch, Replicas: replicas, ISR: s.ISR()}, leo, now); err != nil {
+				res, err := s.ApplyLeaderAndISR(LeaderAndISR{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: partitionEpoch, Replicas: replicas, ISR: s.ISR()}, leo, hw, now)
+				if err != nil {
 					t.Fatal(err)
 				}
+				after, increased = res.HighWatermark, res.HighWatermarkIncreased
 			}
-			hw := s.HighWatermark()
+			if increased != (after > before) {
+				t.Fatalf("seed %d step %d: high watermark %d from %d reported increased=%t", seed, step, after, before, increased)
+			}
+			hw = after
 			if hw < before {
 				t.Fatalf("seed %d step %d: high watermark went back from %d to %d", seed, step, before, hw)
 			}
@@ -256,7 +274,7 @@ func TestLeaderStateInvariants(t *testing.T) {
 
 func newTestLeader(t *testing.T, replicas, isr []int32) *LeaderState {
 	t.Helper()
-	s, err := NewLeaderState(1, LeaderAndISR{Leader: 1, LeaderEpoch: 1, Replicas: replicas, ISR: isr}, 100, 100, 1_000_000,
+	s, _, err := NewLeaderState(1, LeaderAndISR{Leader: 1, LeaderEpoch: 1, Replicas: replicas, ISR: isr}, 100, 100, 1_000_000,
 		LeaderConfig{MinInsyncReplicas: 1, ReplicaLagTimeMaxMs: 30000})
 	if err != nil {
 		t.Fatal(err)
@@ -264,9 +282,11 @@ func newTestLeader(t *testing.T, replicas, isr []int32) *LeaderState {
 	return s
 }
 
+// mustFetch records a fetch on a leader from newTestLeader, whose log's
+// high watermark is 100.
 func mustFetch(t *testing.T, s *LeaderState, f FollowerFetch) FetchUpdate {
 	t.Helper()
-	u, err := s.UpdateFollowerFetch(f)
+	u, err := s.UpdateFollowerFetch(f, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

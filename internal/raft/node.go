@@ -50,8 +50,17 @@ type NodeConfig struct {
 	// (gregor.controller.quorum.election.on.leader.exit, see
 	// leader_exit.go): it reports whether a voter's process is gone.
 	LeaderProbe LeaderProbe
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// OnElection, if set, is told how long each election took as this
+	// node saw it: from the moment it knew no leader (its start, or the
+	// leader's loss) until it knew the new one (raft-metrics
+	// election-latency). It runs on the node's goroutine.
+	OnElection func(latency time.Duration)
+	// OnFetchedRecords, if set, is told of the metadata records this node
+	// received from the leader, as a follower (raft-metrics
+	// fetch-records-rate). It runs on the node's goroutine.
+	OnFetchedRecords func(records int)
+	Logger           *slog.Logger
+	Now              func() time.Time
 }
 
 // Transport sends Raft messages to other voters. Send must not block; it may
@@ -108,6 +117,9 @@ type Node struct {
 	prevSnap    snapshotPoint // the latest snapshot; compaction goes up to the one before
 	peerContact map[uint64]peerTimes
 	failed      error
+	// leaderlessSince is when this node last came to know no leader; zero
+	// while it knows one (timeElection).
+	leaderlessSince time.Time
 
 	// mu guards listeners and the lifecycle flags.
 	mu        sync.Mutex
@@ -213,17 +225,19 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, logger: logger, log: l, loaded: st,
-		offsets:       st.offsets,
-		hardState:     st.hardState,
-		peerContact:   make(map[uint64]peerTimes),
-		announced:     leaderAndEpoch{-1, -1},
-		propc:         make(chan *proposal),
-		recvc:         make(chan raftpb.Message, 256),
-		funcc:         make(chan func()),
-		reportc:       make(chan func(), 64),
-		stopc:         make(chan struct{}),
-		donec:         make(chan struct{}),
-		highWatermark: newWatermark(),
+		offsets:     st.offsets,
+		hardState:   st.hardState,
+		peerContact: make(map[uint64]peerTimes),
+		announced:   leaderAndEpoch{-1, -1},
+		// A node starts knowing no leader: its first election counts.
+		leaderlessSince: cfg.Now(),
+		propc:           make(chan *proposal),
+		recvc:           make(chan raftpb.Message, 256),
+		funcc:           make(chan func()),
+		reportc:         make(chan func(), 64),
+		stopc:           make(chan struct{}),
+		donec:           make(chan struct{}),
+		highWatermark:   newWatermark(),
 	}
 	n.bgCtx, n.bgCancel = context.WithCancel(context.Background())
 	n.leaderID.Store(-1)

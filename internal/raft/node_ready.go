@@ -3,6 +3,7 @@ package raft
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -15,6 +16,7 @@ import (
 func (n *Node) handleReady(rd etcdraft.Ready) error {
 	if rd.SoftState != nil {
 		n.lead, n.raftState = rd.SoftState.Lead, rd.SoftState.RaftState
+		n.timeElection()
 	}
 	if !etcdraft.IsEmptySnap(rd.Snapshot) {
 		if err := n.installSnapshot(rd.Snapshot); err != nil {
@@ -108,6 +110,7 @@ func (n *Node) persistEntries(ents []raftpb.Entry) error {
 	base, _ := n.offsets.end(first - 1)
 	var buf []byte
 	ends := make([]int64, 0, len(ents))
+	fetched := 0 // data records that came from the leader
 	for _, e := range ents {
 		b, err := entryBatch(e, base, n.leaderNodeID(), n.cfg.Voters, now)
 		if err != nil {
@@ -117,6 +120,9 @@ func (n *Node) persistEntries(ents []raftpb.Entry) error {
 		base = h.NextOffset()
 		ends = append(ends, base)
 		buf = append(buf, b...)
+		if !h.IsControl() && n.raftState != etcdraft.StateLeader {
+			fetched += int(h.NumRecords)
+		}
 	}
 	if _, err := n.log.AppendAsFollower(buf); err != nil {
 		return fmt.Errorf("persist entries: %w", err)
@@ -128,7 +134,25 @@ func (n *Node) persistEntries(ents []raftpb.Entry) error {
 	if err := n.storage.Append(ents); err != nil {
 		return fmt.Errorf("persist entries: %w", err)
 	}
+	if fetched > 0 && n.cfg.OnFetchedRecords != nil {
+		n.cfg.OnFetchedRecords(fetched)
+	}
 	return nil
+}
+
+// timeElection follows the leader this node knows: it notes when it knows
+// none (at start, or after losing it) and reports to OnElection how long
+// that lasted once it knows one again.
+func (n *Node) timeElection() {
+	switch {
+	case n.lead == 0 && n.leaderlessSince.IsZero():
+		n.leaderlessSince = n.cfg.Now()
+	case n.lead != 0 && !n.leaderlessSince.IsZero():
+		if n.cfg.OnElection != nil {
+			n.cfg.OnElection(n.cfg.Now().Sub(n.leaderlessSince))
+		}
+		n.leaderlessSince = time.Time{}
+	}
 }
 
 // apply hands committed entries to the listeners, answers the appends they

@@ -35,7 +35,11 @@ type ObserverConfig struct {
 	RequestTimeout time.Duration
 	// RetryBackoff is the pause after a failed fetch (controller.quorum.retry.backoff.ms).
 	RetryBackoff time.Duration
-	Logger       *slog.Logger
+	// OnFetchedRecords, if set, is told of the metadata records fetched
+	// from the leader and handed to the listeners (raft-metrics
+	// fetch-records-rate).
+	OnFetchedRecords func(records int)
+	Logger           *slog.Logger
 }
 
 // Observer follows the metadata log of a quorum it does not vote in, as a
@@ -270,6 +274,9 @@ func (o *Observer) apply(raw []byte) error {
 			}
 			for _, l := range o.listeners {
 				l.HandleCommit(b)
+			}
+			if o.cfg.OnFetchedRecords != nil {
+				o.cfg.OnFetchedRecords(int(h.NumRecords))
 			}
 		}
 		o.next.Store(h.NextOffset())

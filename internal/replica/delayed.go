@@ -16,8 +16,9 @@ import (
 // partition. Every change to what they wait for is followed by a check of
 // that partition only (partitionChanged): a leader append (log end, and the
 // high watermark of a lone replica), a follower's fetch that moves the high
-// watermark, an ISR change, a follower's append, a metadata change of the
-// partition. A request waiting on one partition is never woken by others.
+// watermark, an ISR change that moves it, a follower's append, a metadata
+// change of the partition. A request waiting on one partition is never woken
+// by others. The partition's own decisions say when (partition.Effects).
 
 // Purgatory names, Kafka's delayedOperation labels where Kafka has one.
 const (

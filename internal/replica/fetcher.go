@@ -135,6 +135,9 @@ func (f *fetcher) close() {
 func (f *fetcher) run(ctx context.Context) {
 	cfg := f.m.repl.Fetcher
 	client := rpc.NewClient(f.addr, "gregor-replica-fetcher-"+strconv.Itoa(int(f.m.cfg.NodeID))+"-"+strconv.Itoa(f.key.id), cfg.Security)
+	// fetchOnce is done with each answer (its records are in the log)
+	// before it sends the next fetch.
+	client.ReuseResponseBuffer()
 	defer client.Close()
 	var lastErr string
 	for ctx.Err() == nil {

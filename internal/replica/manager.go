@@ -183,7 +183,7 @@ func (m *Manager) host(tp log.TopicPartition, topicID [16]byte, cfg config.Topic
 			return fmt.Errorf("open log: %w", err)
 		}
 		part = partition.New(tp, topicID, m.cfg.NodeID, l, cfg)
-		part.SetHooks(m.hooks())
+		part.SetReplicationConfig(m.replicationConfig())
 		m.mu.Lock()
 		m.partitions[tp] = part
 		m.mu.Unlock()
@@ -191,7 +191,7 @@ func (m *Manager) host(tp log.TopicPartition, topicID [16]byte, cfg config.Topic
 		part.UpdateConfig(cfg)
 	}
 	part.Update(partition.LeaderAndISR{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-		Replicas: p.Replicas, ISR: p.ISR, AddingReplicas: p.AddingReplicas}, m.cfg.Now().UnixMilli())
+		Replicas: p.Replicas, ISR: p.ISR, AddingReplicas: p.AddingReplicas}, m.localBrokerEpoch(), m.cfg.Now().UnixMilli())
 	if p.Leader >= 0 && p.Leader != m.cfg.NodeID {
 		m.follow(part, p.Leader)
 	} else {

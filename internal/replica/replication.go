@@ -49,18 +49,42 @@ func (b imageBrokers) IsBrokerShuttingDown(id int32) bool {
 	return ok && r.InControlledShutdown
 }
 
-func (m *Manager) hooks() partition.Hooks {
-	return partition.Hooks{
+// replicationConfig is what the partitions' leader bookkeeping reads of
+// this broker (before StartReplication: no broker epoch yet, the default
+// lag time).
+func (m *Manager) replicationConfig() partition.ReplicationConfig {
+	return partition.ReplicationConfig{
 		Brokers:             imageBrokers{m},
-		LocalBrokerEpoch:    m.repl.BrokerEpoch,
 		ReplicaLagTimeMaxMs: m.repl.ReplicaLagTimeMaxMs,
-		ProposeISR:          m.proposeISR,
+		LocalBrokerEpoch:    m.localBrokerEpoch(),
 	}
 }
 
-// proposeISR sends an ISR change to the controller in the background and
-// hands the answer back to the partition, resending while it asks to.
-func (m *Manager) proposeISR(p *partition.Partition, prop *partition.AlterPartitionProposal) {
+// localBrokerEpoch is this broker's registration epoch, -1 before it
+// registered or before StartReplication.
+func (m *Manager) localBrokerEpoch() int64 {
+	if m.repl.BrokerEpoch == nil {
+		return -1
+	}
+	return m.repl.BrokerEpoch()
+}
+
+// applyEffects carries out what a partition operation decided: requests
+// waiting on the partition are tried again when its high watermark rose,
+// and an ISR change goes to the controller.
+func (m *Manager) applyEffects(p *partition.Partition, eff partition.Effects) {
+	if eff.HighWatermarkIncreased {
+		m.partitionChanged(p.TopicPartition)
+	}
+	if eff.AlterPartition != nil {
+		m.alterPartition(p, eff.AlterPartition)
+	}
+}
+
+// alterPartition sends an ISR change to the controller in the background
+// and hands each answer back to the partition, resending while the
+// partition's Effects ask for it.
+func (m *Manager) alterPartition(p *partition.Partition, prop *partition.AlterPartitionProposal) {
 	if m.repl.AlterPartition == nil {
 		return
 	}
@@ -69,19 +93,23 @@ func (m *Manager) proposeISR(p *partition.Partition, prop *partition.AlterPartit
 		defer m.bg.Done()
 		for attempt := 0; ; attempt++ {
 			result, err := m.sendAlterPartition(p, prop)
-			if err == nil {
-				m.cfg.Logger.Info("ISR changed", "partition", p.TopicPartition, "change", prop.Change, "isr", result.ISR, "partitionEpoch", result.PartitionEpoch)
+			eff := p.OnAlterPartitionResponse(prop, result, err, m.cfg.Now().UnixMilli())
+			if eff.ISRCommitted != 0 {
+				m.cfg.Logger.Info("ISR changed", "partition", p.TopicPartition, "change", eff.ISRCommitted, "isr", result.ISR, "partitionEpoch", result.PartitionEpoch)
 				if m.repl.OnISRChange != nil {
-					m.repl.OnISRChange(prop.Change.String())
+					m.repl.OnISRChange(eff.ISRCommitted.String())
 				}
 			}
-			if !p.OnAlterPartitionResponse(prop, result, err, m.cfg.Now().UnixMilli()) {
+			if eff.HighWatermarkIncreased {
+				m.partitionChanged(p.TopicPartition)
+			}
+			if eff.AlterPartition == nil {
 				if err != nil {
 					m.cfg.Logger.Warn("ISR change not applied", "partition", p.TopicPartition, "change", prop.Change, "err", err)
 				}
-				m.partitionChanged(p.TopicPartition) // the high watermark may have moved
 				return
 			}
+			prop = eff.AlterPartition
 			select {
 			case <-m.stopping:
 				return
@@ -147,7 +175,7 @@ func (m *Manager) shrinkLoop(ctx context.Context) {
 		}
 		m.mu.RUnlock()
 		for _, p := range parts {
-			p.MaybeShrinkISR(now)
+			m.applyEffects(p, p.MaybeShrinkISR(now))
 		}
 	}
 }
@@ -194,14 +222,12 @@ func (m *Manager) readAsReplica(topic string, p int32, f ReplicaFetch, zeroCopy 
 	}
 	now := m.cfg.Now().UnixMilli()
 	if f.FetchOffset >= l.LogStartOffset() && f.FetchOffset <= l.LogEndOffset() {
-		raised, err := part.FollowerFetch(partition.FollowerFetch{ReplicaID: f.ReplicaID, FetchOffset: f.FetchOffset,
+		eff, err := part.FollowerFetch(partition.FollowerFetch{ReplicaID: f.ReplicaID, FetchOffset: f.FetchOffset,
 			LogStartOffset: f.LogStartOffset, BrokerEpoch: f.BrokerEpoch, LeaderLogEndOffset: l.LogEndOffset(), NowMs: now})
 		if err != nil {
 			return FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, nil
 		}
-		if raised {
-			m.partitionChanged(part.TopicPartition)
-		}
+		m.applyEffects(part, eff)
 	}
 	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset(),
 		File: log.FileRange{FirstBatchOffset: -1}}
@@ -285,7 +311,7 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 		defer m.bg.Done()
 		m.shrinkLoop(ctx)
 	}()
-	// Partitions hosted before now pick up the hooks and their leaders.
+	// Partitions hosted before now pick up the settings and their leaders.
 	m.mu.RLock()
 	parts := make([]*partition.Partition, 0, len(m.partitions))
 	for _, p := range m.partitions {
@@ -294,7 +320,7 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 	m.mu.RUnlock()
 	img := m.Image()
 	for _, p := range parts {
-		p.SetHooks(m.hooks())
+		p.SetReplicationConfig(m.replicationConfig())
 		if t := img.Topics.TopicByID(p.TopicID); t != nil {
 			if mp := t.Partition(p.TopicPartition.Partition); mp != nil && mp.Leader >= 0 && mp.Leader != m.cfg.NodeID {
 				m.follow(p, mp.Leader)

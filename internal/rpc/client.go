@@ -43,12 +43,29 @@ type Client struct {
 	// backoff is the wait after the next failure.
 	retryAt time.Time
 	backoff time.Duration
+	// reuse: responses are read into buf, kept from one request to the
+	// next (ReuseResponseBuffer).
+	reuse bool
+	buf   []byte
 }
 
 // NewClient returns a client for addr (host:port) that connects with sec;
 // it dials on first use.
 func NewClient(addr, clientID string, sec Security) *Client {
 	return &Client{addr: addr, clientID: clientID, dial: 5 * time.Second, security: sec}
+}
+
+// ReuseResponseBuffer makes the client read every response into one buffer
+// that it keeps, instead of a new one per response: a response is then
+// valid only until the next Request, because its byte fields (a fetch's
+// records) alias that buffer. It is for a client with one user that is done
+// with each response before it sends the next request — a replica fetcher,
+// which otherwise allocates and zeroes up to replica.fetch.response.max.bytes
+// per fetch. The buffer keeps the size of the largest response so far.
+func (c *Client) ReuseResponseBuffer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reuse = true
 }
 
 // Addr is the address the client talks to.
@@ -132,7 +149,15 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	if n < 4 || n > 1<<30 {
 		return nil, fmt.Errorf("response frame of %d bytes", n)
 	}
-	body := make([]byte, n)
+	var body []byte
+	if c.reuse {
+		if cap(c.buf) < int(n) {
+			c.buf = make([]byte, n)
+		}
+		body = c.buf[:n]
+	} else {
+		body = make([]byte, n)
+	}
 	if _, err := io.ReadFull(conn, body); err != nil {
 		return nil, ctxErr(ctx, err)
 	}

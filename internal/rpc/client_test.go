@@ -1,6 +1,7 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -110,4 +111,58 @@ func TestSkipTagsRejectsGarbage(t *testing.T) {
 			t.Fatalf("SkipTags(%v) accepted", bad)
 		}
 	}
+}
+
+// fetchFillHandler answers Fetch with one partition whose records are
+// MaxBytes bytes, each the byte MaxBytes%251.
+type fetchFillHandler struct{}
+
+func (fetchFillHandler) VersionRange(key int16) (int16, int16, bool) {
+	if key == 1 {
+		return 4, 17, true
+	}
+	return 0, 0, false
+}
+
+func (fetchFillHandler) Handle(_ context.Context, req *network.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.FetchRequest)
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	p := kmsg.NewFetchResponseTopicPartition()
+	p.RecordBatches = bytes.Repeat([]byte{byte(r.MaxBytes % 251)}, int(r.MaxBytes))
+	t := kmsg.NewFetchResponseTopic()
+	t.Topic = "t"
+	t.Partitions = append(t.Partitions, p)
+	resp.Topics = append(resp.Topics, t)
+	return resp, nil
+}
+
+// With ReuseResponseBuffer, each answer is whole and right whatever the
+// size before it, and a smaller answer lands in the buffer the previous one
+// used (the documented aliasing: a response lives until the next request).
+func TestClientReuseResponseBuffer(t *testing.T) {
+	c := rpc.NewClient(start(t, fetchFillHandler{}), "test", rpc.Security{})
+	defer c.Close()
+	c.ReuseResponseBuffer()
+	fetch := func(size int32) []byte {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		req.MaxBytes = size
+		resp, err := c.Request(context.Background(), req)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", size, err)
+		}
+		got := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+		if want := bytes.Repeat([]byte{byte(size % 251)}, int(size)); !bytes.Equal(got, want) {
+			t.Fatalf("fetch %d: got %d bytes, not the %d bytes of %d sent", size, len(got), size, size%251)
+		}
+		return got
+	}
+	first := fetch(100_000)
+	fetch(10)
+	if first[0] == byte(100_000%251) {
+		t.Fatal("the second answer did not reuse the first one's buffer")
+	}
+	fetch(300_000)
+	fetch(7)
 }

@@ -9,6 +9,7 @@ import (
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/group"
 	"gregor/internal/handlers"
+	"gregor/internal/metadata"
 	"gregor/internal/record"
 )
 
@@ -30,6 +31,19 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 		ConsumerMaxSize:             b.GroupConsumerMaxSize,
 		ConsumerMigrationPolicy:     group.MigrationBidirectional, // Kafka 4.0's default
 		Meters:                      s.metrics,
+		ShareSessionTimeoutMs:       int32(b.GroupShare.SessionTimeoutMs),
+		ShareHeartbeatIntervalMs:    int32(b.GroupShare.HeartbeatIntervalMs),
+		ShareMaxSize:                b.GroupShare.MaxSize,
+		// A share group's share.session.timeout.ms and
+		// share.heartbeat.interval.ms, as this broker's metadata has them.
+		ShareGroupTimeouts: func(groupID string) (int32, int32) {
+			img := s.replica.Image()
+			if img == nil {
+				return 0, 0
+			}
+			sg := b.ShareGroup(img.Configs(metadata.ConfigResource{Type: metadata.ConfigResourceGroup, Name: groupID}))
+			return sg.SessionTimeoutMs, sg.HeartbeatIntervalMs
+		},
 		// Classic members of consumer groups name topics; the shard
 		// resolves them against the metadata this broker follows.
 		Topics: func() group.Topics {

@@ -137,7 +137,7 @@ func (q timedQuorum) Append(ctx context.Context, records []metadata.Record) (int
 	start := time.Now()
 	off, err := q.Quorum.Append(ctx, records)
 	if err == nil {
-		q.metrics.RaftCommitted(time.Since(start))
+		q.metrics.RaftCommitted(len(records), time.Since(start))
 	}
 	return off, err
 }

@@ -111,6 +111,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	if got := sample(text, `kafka_server_raft_metrics_commit_latency_ms_count`); got < 2 {
 		t.Errorf("raft commit latency observed %v times, want one per topic created at least", got)
 	}
+	if got := sample(text, `kafka_server_raft_metrics_append_records_total`); got < 2 {
+		t.Errorf("raft append records %v, want a record per topic created at least", got)
+	}
 	if got := sample(text, `kafka_server_raft_metrics_high_watermark`); got <= 0 {
 		t.Errorf("raft high watermark %v", got)
 	}
@@ -125,6 +128,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		if got := sample(text, `kafka_network_requestmetrics_`+name+`_count{request="Produce"}`); got < 10 {
 			t.Errorf("%s of Produce observed %v times, want >= 10", name, got)
 		}
+	}
+	// Each produce carried a record batch, whose header alone is 61 bytes.
+	if n, sum := sample(text, `kafka_network_requestmetrics_requestbytes_count{request="Produce"}`), sample(text, `kafka_network_requestmetrics_requestbytes_sum{request="Produce"}`); n < 10 || sum < 61*n {
+		t.Errorf("Produce request bytes: %v requests of %v bytes in all, want >= 10 of >= 61 bytes each", n, sum)
 	}
 	for _, name := range []string{"kafka_network_requestmetrics_totaltimems_bucket", "kafka_log_log_size{", "go_goroutines", "process_resident_memory_bytes"} {
 		if !strings.Contains(text, name) {

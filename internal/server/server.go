@@ -38,6 +38,7 @@ import (
 	"gregor/internal/raft"
 	"gregor/internal/replica"
 	"gregor/internal/rpc"
+	"gregor/internal/sharestate"
 )
 
 // MetadataTopicDir is the directory of the metadata log inside metadata.log.dir.
@@ -86,15 +87,19 @@ type Server struct {
 	replica     *replica.Manager
 	producerIDs *producerid.Manager
 	groups      *coordinator.Runtime
-	txns        *coordinator.Runtime
-	txnMarkers  *txnmarker.Sender
-	peers       *peers
+	// sharePersister stores share-partition state (KIP-932); nil: share
+	// groups are disabled.
+	sharePersister sharestate.Persister
+	txns           *coordinator.Runtime
+	txnMarkers     *txnmarker.Sender
+	peers          *peers
 
 	// shareState runs the share coordinator's shards (__share_group_state);
-	// sharePersister is this broker's sharestate.Persister over it.
-	shareState        *coordinator.Runtime
-	shareStateService *sharecoord.Service
-	sharePersister    *sharecoord.Persister
+	// shareStatePersister is this broker's sharestate.Persister over them
+	// (in-process, or over the wire to another broker's share coordinator).
+	shareState          *coordinator.Runtime
+	shareStateService   *sharecoord.Service
+	shareStatePersister *sharecoord.Persister
 
 	brokerNet *network.Server
 	// brokerHandlers answer the broker listeners' requests (brokerNet's
@@ -256,6 +261,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			ProbeGone:                          s.probeGone,
 			ValidateTopicConfig:                config.ValidateTopicConfig,
 			ValidateBrokerConfig:               config.ValidateBrokerDynamic,
+			ValidateGroupConfig:                s.cfg.ValidateGroupConfig,
 			Bootstrap:                          bootstrap,
 			Logger:                             s.logger,
 		}, timedQuorum{s.quorum, s.metrics})
@@ -395,6 +401,8 @@ func (s *Server) openQuorum(clusterID string) error {
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
 			Image:                     func() *metadata.Image { return s.controller.Image() },
 			LeaderProbe:               probe,
+			OnElection:                s.metrics.RaftElected,
+			OnFetchedRecords:          s.metrics.RaftFetched,
 			Logger:                    s.logger,
 		})
 		if err != nil {
@@ -403,13 +411,14 @@ func (s *Server) openQuorum(clusterID string) error {
 		s.node, s.quorum = node, node
 	default:
 		s.quorum = raft.NewObserver(raft.ObserverConfig{
-			NodeID:         s.cfg.NodeID,
-			ClusterID:      clusterID,
-			Security:       s.controllerClient,
-			Voters:         s.voterAddrs,
-			RequestTimeout: time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
-			RetryBackoff:   time.Duration(s.cfg.QuorumRetryBackoffMs) * time.Millisecond,
-			Logger:         s.logger,
+			NodeID:           s.cfg.NodeID,
+			ClusterID:        clusterID,
+			Security:         s.controllerClient,
+			Voters:           s.voterAddrs,
+			RequestTimeout:   time.Duration(s.cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+			RetryBackoff:     time.Duration(s.cfg.QuorumRetryBackoffMs) * time.Millisecond,
+			OnFetchedRecords: s.metrics.RaftFetched,
+			Logger:           s.logger,
 		})
 	}
 	return nil
@@ -439,7 +448,7 @@ func (s *Server) netConfig(ls []config.Listener, scram sasl.ScramLookup) (networ
 		Logger:                   s.logger,
 		Observe: func(req *network.Request, resp kmsg.Response, started, done time.Time) {
 			waiting, _ := req.WaitingSince()
-			s.metrics.ObserveRequest(req.Header.APIKey, resp, req.ReceivedAt, started, waiting, done)
+			s.metrics.ObserveRequest(req.Header.APIKey, req.Size, resp, req.ReceivedAt, started, waiting, done)
 		},
 		ObserveSent:      s.metrics.ObserveSent,
 		OnAuthentication: s.metrics.Authenticated,
@@ -587,7 +596,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		Authorizer:  s.authorizer,
 		Quotas:      quotas,
 
-		FetchSessions: s.fetchSessions,
+		FetchSessions:  s.fetchSessions,
+		SharePersister: s.sharePersister,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.txnMarkers.Start()
@@ -626,7 +636,7 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	}
 	netCfg.Gate = serving
 	s.brokerHandlers = handlers.NewBroker(deps)
-	s.sharePersister = s.newSharePersister(s.brokerHandlers)
+	s.shareStatePersister = s.newSharePersister(s.brokerHandlers)
 	s.brokerNet = network.NewServer(netCfg, s.brokerHandlers)
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)

@@ -242,7 +242,7 @@ func TestSharePersisterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := ts.srv.sharePersister
+	p := ts.srv.shareStatePersister
 	k := sharestate.Key{GroupID: "g", TopicID: created.ID, Partition: 0}
 	if _, err := p.Read(ctx, k, 1); !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("read before initialize: %v, want the contract's UNKNOWN_TOPIC_OR_PARTITION", err)
@@ -285,21 +285,21 @@ func TestSharePersisterRestart(t *testing.T) {
 	ts2 := startServer(t, dir, extra)
 	rctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
 	defer cancel()
-	after, err := ts2.srv.sharePersister.Read(rctx, k, 7) // retried while the shard loads
+	after, err := ts2.srv.shareStatePersister.Read(rctx, k, 7) // retried while the shard loads
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(before, after) || after.StartOffset != 4 || after.LeaderEpoch != 7 || len(after.Batches) != 1 {
 		t.Fatalf("state after restart:\n%+v\nbefore:\n%+v", after, before)
 	}
-	sum, err := ts2.srv.sharePersister.ReadSummary(rctx, k)
+	sum, err := ts2.srv.shareStatePersister.ReadSummary(rctx, k)
 	if err != nil || sum.StateEpoch != 2 || sum.StartOffset != 4 || sum.DeliveryCompleteCount != 4 {
 		t.Fatalf("summary after restart: %+v %v", sum, err)
 	}
-	if err := ts2.srv.sharePersister.Delete(rctx, k); err != nil {
+	if err := ts2.srv.shareStatePersister.Delete(rctx, k); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts2.srv.sharePersister.Read(rctx, k, 7); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+	if _, err := ts2.srv.shareStatePersister.Read(rctx, k, 7); !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("read after delete: %v", err)
 	}
 }

@@ -349,6 +349,7 @@ function viewTopic(name) {
   if (actions) {
     actions.refreshTopic = refreshTopic;
     actions.refreshConfigs = refreshConfigs;
+    main.append(actions.partitions);
     main.append(actions.remove);
   }
 }
@@ -404,7 +405,27 @@ function topicActions(name, browse) {
   a.remove = el("div", {hidden: true}, el("h2", {}, "Delete"),
     el("button", {id: "delete-topic-start", class: "danger", onclick: () => { form.hidden = false; confirm.focus(); }}, "Delete topic…"), form);
 
-  a.shown = () => { a.produce.hidden = false; a.remove.hidden = false; };
+  const count = el("input", {id: "partitions-count", inputmode: "numeric", required: true, placeholder: "the new partition count"});
+  a.partitions = el("div", {hidden: true}, el("h2", {}, "Partitions"), actionForm("add-partitions", [["New partition count", count]],
+    [el("button", {id: "partitions-submit", type: "submit"}, "Add partitions")],
+    async () => {
+      const r = await post(path + "partitions", {count: count.value});
+      if (a.refreshTopic) a.refreshTopic();
+      return "The topic has " + r.partitions + " partitions.";
+    }),
+  actionForm("elect-leaders", [],
+    [el("button", {id: "elect-preferred", type: "submit", value: "preferred", title: "make each partition's first in-sync replica its leader"}, "Elect preferred leaders"),
+      el("button", {id: "elect-unclean", type: "submit", value: "unclean", class: "danger", title: "let an out-of-sync replica lead a leaderless partition: records only the old leader had are lost"}, "Unclean election")],
+    async which => {
+      const r = await post(path + "elect", {type: which});
+      if (a.refreshTopic) a.refreshTopic();
+      const counts = {};
+      r.partitions.forEach(p => { counts[p.result] = (counts[p.result] || 0) + 1; });
+      return el("span", {}, Object.entries(counts).map(([res, n]) => el("div", {class: res === "elected" || res === "not needed" ? "" : "bad"},
+        n + " partition" + (n === 1 ? "" : "s") + ": " + res)));
+    }));
+
+  a.shown = () => { a.produce.hidden = false; a.partitions.hidden = false; a.remove.hidden = false; };
   return a;
 }
 
@@ -467,7 +488,7 @@ function viewGroups() {
 
 function viewGroup(name) {
   main.append(el("h1", {}, "Consumer group ", el("span", {id: "group-name"}, name)));
-  section(main, () => api("groups/" + encodeURIComponent(name)), g => el("div", {},
+  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => el("div", {},
     el("div", {class: "cards"}, card("State", g.state), card("Members", g.members.length),
       card("Total lag", fmtNum(g.totalLag), g.totalLag > 0 ? "warn" : "ok"),
       card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
@@ -484,6 +505,40 @@ function viewGroup(name) {
         el("td", {class: "num lag " + (o.lag > 0 ? "warn" : "")}, fmtOffset(o.lag)),
         el("td", {class: "data"}, o.memberId ? o.clientId + " (" + o.host + ")" : "-"))))
       : el("p", {class: "muted"}, "No committed offsets.")), 5000);
+  if (sessionInfo.actions) main.append(groupActions(name, refresh));
+  else main.append(actionsNote());
+}
+
+// groupActions are a group page's forms: reset its committed offsets (the
+// plan first: Preview is a dry run, as kafka-consumer-groups without
+// --execute) and delete the group (its id typed to confirm). The broker
+// and the tool refuse both while the group has members.
+function groupActions(name, refresh) {
+  const path = "groups/" + encodeURIComponent(name) + "/";
+  const topic = el("input", {id: "reset-topic", placeholder: "empty: every topic with a commit"});
+  const to = el("select", {id: "reset-to"}, ["earliest", "latest", "offset", "datetime", "shift"].map(v => el("option", {value: v}, v)));
+  const value = el("input", {id: "reset-value", placeholder: "offset, time (RFC 3339 or ms) or shift"});
+  const plan = el("div", {id: "reset-plan"});
+  const reset = actionForm("reset-offsets", [["Topic", topic], ["Reset to", to], ["Value", value]],
+    [el("button", {id: "reset-preview", type: "submit", value: "preview"}, "Preview"),
+      el("button", {id: "reset-execute", type: "submit", value: "execute", class: "danger"}, "Reset offsets")],
+    async which => {
+      const execute = which === "execute";
+      const r = await post(path + "reset-offsets", {topic: topic.value, to: to.value, value: value.value, execute});
+      plan.replaceChildren(table("reset-offsets-plan", ["Topic", ["Partition", "num"], ["Committed", "num"], ["New offset", "num"]],
+        r.offsets.map(o => el("tr", {"data-topic": o.topic, "data-partition": o.partition},
+          el("td", {}, o.topic), num(o.partition), num(fmtOffset(o.current)), num(o.new)))));
+      if (execute) refresh();
+      return execute ? "Committed " + r.offsets.length + " new offsets." : "Dry run: nothing was committed.";
+    });
+  const confirm = el("input", {id: "group-delete-confirm", autocomplete: "off", placeholder: name});
+  const doDelete = el("button", {id: "group-delete-submit", type: "submit", class: "danger", disabled: true}, "Delete group " + name);
+  confirm.addEventListener("input", () => { doDelete.disabled = confirm.value !== name; });
+  const remove = actionForm("delete-group", [["Type the group's id to delete it and its committed offsets", confirm]], [doDelete], async () => {
+    await post(path + "delete", {confirm: confirm.value});
+    location.hash = "#/groups";
+  });
+  return el("div", {}, el("h2", {}, "Reset offsets"), reset, plan, el("h2", {}, "Delete"), remove);
 }
 
 // ---- Security: ACLs and client quotas, as the visitor may see them ----

@@ -14,6 +14,10 @@ import (
 func (s *Shard) DescribeGroup(version int16, groupID string) kmsg.DescribeGroupsResponseGroup {
 	rg := kmsg.NewDescribeGroupsResponseGroup()
 	rg.Group = groupID
+	if s.shares[groupID] != nil {
+		describeShareGroup(version, &rg)
+		return rg
+	}
 	g := s.groups[groupID]
 	if g == nil || g.state == Dead {
 		rg.State = "Dead"
@@ -50,7 +54,8 @@ func (s *Shard) DescribeGroup(version int16, groupID string) kmsg.DescribeGroups
 }
 
 // ListGroups lists the shard's groups, filtered by state names (v4+,
-// case-insensitive) and group types (v5+: "classic" or "consumer").
+// case-insensitive) and group types (v5+: "classic", "consumer" or
+// "share").
 func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
 	var out []kmsg.ListGroupsResponseGroup
 	match := func(want []string, v string) bool {
@@ -77,15 +82,20 @@ func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGrou
 		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, protocolType, state, g.groupType()
 		out = append(out, lg)
 	}
-	return out
+	return append(out, s.listShareGroups(match, states, types)...)
 }
 
 // DeleteGroup deletes an empty group and its offsets: tombstones for each
 // offset, for each partition only an open transaction holds an offset of
 // (an open transaction does not keep a group from deletion, as in Kafka),
-// and for the group metadata.
+// and for the group metadata. A share group's records are deleted the same
+// way, once the caller deleted its share-partition state
+// (ShareGroupStateToDelete).
 func (s *Shard) DeleteGroup(now int64, groupID string) (int16, Result) {
 	var r Result
+	if sg := s.shares[groupID]; sg != nil {
+		return s.deleteShareGroup(sg)
+	}
 	g := s.groups[groupID]
 	if g == nil || g.state == Dead {
 		return kerr.GroupIDNotFound.Code, r

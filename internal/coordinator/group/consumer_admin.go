@@ -87,6 +87,12 @@ func (s *Shard) ConsumerGroupDescribe(version int16, groupID string) kmsg.Consum
 		rg.ErrorCode = kerr.InvalidGroupID.Code
 		return rg
 	}
+	if s.shares[groupID] != nil {
+		rg.ErrorCode = kerr.GroupIDNotFound.Code
+		msg := "Group " + groupID + " is not a consumer group."
+		rg.ErrorMessage = &msg
+		return rg
+	}
 	g := s.groups[groupID]
 	if g == nil || g.state == Dead || (g.consumer == nil && len(g.members) == 0 && g.protocolType == "") {
 		rg.ErrorCode = kerr.GroupIDNotFound.Code

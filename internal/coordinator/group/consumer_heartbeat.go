@@ -50,6 +50,9 @@ func (s *Shard) consumerHeartbeat(now int64, req *kmsg.ConsumerGroupHeartbeatReq
 	if req.ServerAssignor != nil && !s.supportsAssignor(*req.ServerAssignor) {
 		return cghError(req, kerr.UnsupportedAssignor.Code, "ServerAssignor "+*req.ServerAssignor+" is not supported.")
 	}
+	if s.shares[req.Group] != nil {
+		return cghError(req, kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")
+	}
 	g := s.groups[req.Group]
 	if g != nil && g.consumer == nil {
 		// A classic group (Kafka's getOrMaybeCreateConsumerGroup): only a

@@ -13,8 +13,8 @@ package group
 // regex's resolution, made asynchronously and refreshed at most every 10 s;
 // Gregor resolves regexes against the topics on every heartbeat and keeps
 // no resolution to persist (the subscription metadata it writes covers the
-// topics they matched). Type 9 is ShareGroupPartitionMetadata (share groups,
-// KIP-932), which Gregor does not have. Unknown types are skipped on load.
+// topics they matched). Types 9-15 are the share groups' (share_records.go).
+// Unknown types are skipped on load.
 
 import (
 	"encoding/binary"

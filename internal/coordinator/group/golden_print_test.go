@@ -69,6 +69,23 @@ func (h *golden) formatResponse(r kmsg.Response) string {
 			}
 		}
 		return s
+	case *kmsg.ShareGroupHeartbeatResponse:
+		s := fmt.Sprintf("ShareGroupHeartbeat err=%s", errName(r.ErrorCode))
+		if r.ErrorCode != 0 {
+			if r.ErrorMessage != nil {
+				s += fmt.Sprintf(" (%s)", *r.ErrorMessage)
+			}
+			return s
+		}
+		s += fmt.Sprintf(" member=%s epoch=%d interval=%d", deref(r.MemberID), r.MemberEpoch, r.HeartbeatIntervalMillis)
+		if r.Assignment != nil {
+			var parts []string
+			for _, t := range r.Assignment.TopicPartitions {
+				parts = append(parts, h.topicParts(t.TopicID, t.Partitions))
+			}
+			s += " assignment=[" + strings.Join(parts, " ") + "]"
+		}
+		return s
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		s := fmt.Sprintf("ConsumerGroupHeartbeat err=%s", errName(r.ErrorCode))
 		if r.ErrorCode != 0 {
@@ -124,6 +141,7 @@ func (h *golden) assignmentString(a assignment) string {
 
 // summary is one line per group: what a reader checks after each step.
 func (h *golden) summary(out *strings.Builder) {
+	defer h.shareSummary(out)
 	for _, id := range h.s.sortedGroupIDs() {
 		g := h.s.groups[id]
 		name := id
@@ -303,4 +321,26 @@ func (h *golden) subscriptionMetadata(t *testing.T, d *datadriven.TestData, out 
 		return
 	}
 	out.WriteString("none\n")
+}
+
+// shareSummary is one line per share group: epochs, members with their
+// epochs and assignments, and the initializing and initialized partitions.
+func (h *golden) shareSummary(out *strings.Builder) {
+	topics := func(ts map[[16]byte]*shareTopic) string {
+		var parts []string
+		for _, id := range sortedTopicIDs(ts) {
+			parts = append(parts, h.topicParts(id, sortedPartitions(ts[id].partitions)))
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	for _, id := range h.s.sortedShareGroupIDs() {
+		sg := h.s.shares[id]
+		var ms []string
+		for _, mid := range sg.sortedMembers() {
+			m := sg.members[mid]
+			ms = append(ms, fmt.Sprintf("%s@%d:%s", mid, m.epoch, h.assignmentString(m.assigned)))
+		}
+		fmt.Fprintf(out, "> %s: share %s epoch=%d assignment-epoch=%d members=[%s] initializing=%s initialized=%s\n",
+			id, sg.state(), sg.epoch, sg.assignmentEpoch, strings.Join(ms, " "), topics(sg.initializing), topics(sg.initialized))
+	}
 }

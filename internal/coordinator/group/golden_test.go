@@ -3,6 +3,7 @@ package group
 import (
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,6 +55,13 @@ import (
 //	delete-group               DeleteGroups for one group
 //	subscription-metadata      the last ConsumerGroupPartitionMetadata value written for the group
 //	list-groups                ListGroups: every group with its type, state and protocol type
+//	share-shard [share-max-size=N] [share-session=MS]   like shard, with share group settings
+//	share-heartbeat member=ID epoch=N [subscribe=(T,..)] [rack=R]   ShareGroupHeartbeat; the
+//	                           share-partitions it asks to initialize are printed and kept pending
+//	share-initialized [failed]  the pending initializations succeed (or fail) and are reported
+//	share-describe             ShareGroupDescribe
+//	share-delete               DeleteGroups of a share group: its state to delete, then its records
+//	                           (share members that left or were fenced are printed as they are told)
 func TestGoldenScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := newGolden(nil)
@@ -65,6 +73,7 @@ func TestGoldenScripts(t *testing.T) {
 
 type golden struct {
 	cfg      Config
+	inits    []ShareInit // asked for, not yet reported
 	s        *Shard
 	now      int64
 	seq      int
@@ -108,6 +117,10 @@ func newGolden(d *datadriven.TestData) *golden {
 				h.cfg.ConsumerSessionTimeoutMs = int32(v)
 			case "policy":
 				h.cfg.ConsumerMigrationPolicy = ParseMigrationPolicy(a.Vals[0])
+			case "share-max-size":
+				h.cfg.ShareMaxSize = int32(v)
+			case "share-session":
+				h.cfg.ShareSessionTimeoutMs = int32(v)
 			}
 		}
 	}
@@ -193,7 +206,9 @@ func describeRecord(r Record) string {
 		return fmt.Sprintf("group %s gen=%d members=%d", k.Group, v.Generation, len(v.Members))
 	}
 	names := map[int16]string{3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
-		6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
+		6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment",
+		10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata", 12: "ShareGroupTargetAssignmentMetadata",
+		13: "ShareGroupTargetAssignmentMember", 14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata"}
 	return names[typ] + tomb
 }
 
@@ -253,7 +268,13 @@ func (h *golden) respond(d *datadriven.TestData) Responder {
 	return func(r kmsg.Response) { fmt.Fprintf(h.out, "%s <- %s\n", label, h.formatResponse(r)) }
 }
 
-func (h *golden) finish(r Result) { _ = Finish(h, r, AppendErrorCode) }
+func (h *golden) finish(r Result) {
+	_ = Finish(h, r, AppendErrorCode)
+	for _, in := range r.ShareInit {
+		fmt.Fprintf(h.out, "initialize %s %s epoch=%d start=%d\n", in.GroupID, h.topicParts(in.TopicID, in.Partitions), in.StateEpoch, in.StartOffset)
+		h.inits = append(h.inits, in)
+	}
+}
 
 func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 	var out strings.Builder
@@ -262,12 +283,15 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 	groupID := str(d, "group", "g")
 	summary := true
 	switch d.Cmd {
-	case "shard":
+	case "shard", "share-shard":
 		*h = *newGolden(d)
 		h.out = &out
-		// The shard's view of the topics is this script's.
+		// The shard's view of the topics is this script's, and so is
+		// its output.
 		h.cfg.Topics = func() Topics { return h.topics }
 		h.s.cfg.Topics = h.cfg.Topics
+		h.cfg.ShareMemberLeft = func(groupID, memberID string) { fmt.Fprintf(h.out, "member left %s/%s\n", groupID, memberID) }
+		h.s.cfg.ShareMemberLeft = h.cfg.ShareMemberLeft
 	case "writer":
 		h.max = int(num(t, d, "max-bytes", 0))
 		h.minEpoch = int16(num(t, d, "min-epoch", 0))
@@ -524,6 +548,52 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 	case "subscription-metadata":
 		h.subscriptionMetadata(t, d, &out, groupID)
 		summary = false
+	case "share-heartbeat":
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.Version, req.GroupID, req.MemberID = 1, groupID, str(d, "member", "")
+		req.MemberEpoch = int32(num(t, d, "epoch", 0))
+		req.RackID = optStr(d, "rack")
+		if d.HasArg("subscribe") {
+			req.SubscribedTopicNames = append([]string{}, vals(d, "subscribe")...)
+		}
+		h.finish(h.s.ShareGroupHeartbeat(h.now, req, str(d, "client", "c"), "/127.0.0.1", h.topics, h.respond(d)))
+	case "share-initialized":
+		inits := h.inits
+		h.inits = nil
+		for _, in := range inits {
+			h.finish(h.s.ShareGroupStateInitialized(h.now, in.GroupID, in.TopicID, in.Partitions, !d.HasArg("failed")))
+		}
+	case "share-describe":
+		rg := h.s.ShareGroupDescribe(groupID)
+		fmt.Fprintf(&out, "err=%s", errName(rg.ErrorCode))
+		if rg.ErrorMessage != nil {
+			fmt.Fprintf(&out, " (%s)", *rg.ErrorMessage)
+		}
+		fmt.Fprintf(&out, " state=%s epoch=%d assignment-epoch=%d assignor=%s\n", rg.GroupState, rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor)
+		for _, m := range rg.Members {
+			var parts []string
+			for _, tp := range m.Assignment.TopicPartitions {
+				parts = append(parts, h.topicParts(tp.TopicID, tp.Partitions))
+			}
+			fmt.Fprintf(&out, "  %s epoch=%d subscribed=%v assigned=[%s]\n", m.MemberID, m.MemberEpoch, m.SubscribedTopicNames, strings.Join(parts, " "))
+		}
+		summary = false
+	case "share-delete":
+		parts, code := h.s.ShareGroupStateToDelete(groupID)
+		if code == 0 {
+			ids := make([][16]byte, 0, len(parts))
+			for id := range parts {
+				ids = append(ids, id)
+			}
+			sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+			for _, id := range ids {
+				fmt.Fprintf(&out, "delete state %s\n", h.topicParts(id, parts[id]))
+			}
+			var r Result
+			code, r = h.s.DeleteGroup(h.now, groupID)
+			h.finish(r)
+		}
+		fmt.Fprintf(&out, "err=%s\n", errName(code))
 	case "reload":
 		s := NewShard(h.cfg)
 		s.nextExpiry = h.s.nextExpiry

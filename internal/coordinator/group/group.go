@@ -78,6 +78,20 @@ type Config struct {
 	// Meters is told about the events Kafka's group coordinator meters;
 	// nil: none.
 	Meters Meters
+	// Share groups (KIP-932, share.go).
+	ShareSessionTimeoutMs    int32 // group.share.session.timeout.ms
+	ShareHeartbeatIntervalMs int32 // group.share.heartbeat.interval.ms
+	ShareMaxSize             int32 // group.share.max.size
+	// ShareInitializeRetryMs is how long share-partitions may stay
+	// initializing before a heartbeat asks for them again; 0: 10 s.
+	ShareInitializeRetryMs int64
+	// ShareGroupTimeouts returns a group's dynamic share.session.timeout.ms
+	// and share.heartbeat.interval.ms, 0 where unset; nil: none.
+	ShareGroupTimeouts func(groupID string) (sessionMs, heartbeatMs int32)
+	// ShareMemberLeft is told of every member that left a share group or
+	// was fenced from it, once that is written, so that the partition
+	// leaders release the records it had acquired; nil: nobody.
+	ShareMemberLeft func(groupID, memberID string)
 }
 
 // Meters counts what Kafka's group coordinator meters
@@ -111,11 +125,16 @@ type Stats struct {
 	Consumer map[string]int
 	// Offsets counts the committed offsets (NumOffsets).
 	Offsets int
+	// Share counts the share groups by Kafka's ShareGroupState name.
+	Share map[string]int
 }
 
 // Stats counts the shard's groups and offsets.
 func (s *Shard) Stats() Stats {
-	st := Stats{Classic: map[State]int{}, Consumer: map[string]int{}}
+	st := Stats{Classic: map[State]int{}, Consumer: map[string]int{}, Share: map[string]int{}}
+	for _, sg := range s.shares {
+		st.Share[sg.state()]++
+	}
 	for _, g := range s.groups {
 		if g.consumer != nil {
 			st.Consumer[g.consumer.state()]++
@@ -162,6 +181,9 @@ type Result struct {
 	Apply       func()
 	Replies     []Reply
 	Failed      func(code int16) []Reply
+	// ShareInit are share-partitions whose state the driver must
+	// initialize once Records are written (share.go).
+	ShareInit []ShareInit
 }
 
 // Transaction is the producer a transactional batch is written for; the
@@ -445,8 +467,10 @@ func defaultMemberID(clientID string) string {
 
 // Shard holds the groups of one __consumer_offsets partition.
 type Shard struct {
-	cfg        Config
-	groups     map[string]*group
+	cfg    Config
+	groups map[string]*group
+	// shares are the share groups; an id is in groups or here, not both.
+	shares     map[string]*shareGroup
 	nextExpiry int64
 	// txnGroups are the groups each open transaction (producer id) holds
 	// offsets in, for its marker.
@@ -475,7 +499,13 @@ func NewShard(cfg Config) *Shard {
 	if cfg.Meters == nil {
 		cfg.Meters = noMeters{}
 	}
-	return &Shard{cfg: cfg, groups: map[string]*group{}, txnGroups: map[int64]map[string]bool{}}
+	if cfg.ShareSessionTimeoutMs <= 0 {
+		cfg.ShareSessionTimeoutMs = 45000
+	}
+	if cfg.ShareHeartbeatIntervalMs <= 0 {
+		cfg.ShareHeartbeatIntervalMs = 5000
+	}
+	return &Shard{cfg: cfg, groups: map[string]*group{}, shares: map[string]*shareGroup{}, txnGroups: map[int64]map[string]bool{}}
 }
 
 // sortedGroupIDs lists the group ids in order, for deterministic answers.

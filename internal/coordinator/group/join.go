@@ -25,6 +25,12 @@ func (s *Shard) JoinGroup(now int64, req *kmsg.JoinGroupRequest, clientID, clien
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID.Code)
 	}
+	if s.shares[req.Group] != nil {
+		// Kafka's classicGroupJoin: a group of another kind than classic
+		// or consumer.
+		r.reply(respond, joinError(req.Version, "", kerr.InconsistentGroupProtocol.Code))
+		return r
+	}
 	if req.SessionTimeoutMillis < s.cfg.MinSessionTimeoutMs || req.SessionTimeoutMillis > s.cfg.MaxSessionTimeoutMs {
 		return fail(kerr.InvalidSessionTimeout.Code)
 	}

@@ -91,6 +91,10 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 	}
 	// The empty group id is a valid group for commits (Kafka keeps it for
 	// old clients; only JoinGroup and the other membership APIs refuse it).
+	if s.shares[req.Group] != nil {
+		// A share group keeps its offsets in its share-partitions.
+		return all(kerr.GroupIDNotFound.Code)
+	}
 	g := s.groups[req.Group]
 	created := false
 	if g == nil {
@@ -165,6 +169,9 @@ func (s *Shard) OffsetCommit(now int64, req *kmsg.OffsetCommitRequest, respond R
 // once committed and the shard runs one operation at a time, so every fetch
 // already sees all of them.
 func (s *Shard) FetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) (code int16, out []kmsg.OffsetFetchResponseGroupTopic) {
+	if s.shares[groupID] != nil {
+		return kerr.GroupIDNotFound.Code, nil
+	}
 	g := s.groups[groupID]
 	if g != nil && g.state == Dead {
 		g = nil
@@ -227,6 +234,10 @@ func (s *Shard) OffsetDelete(req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteR
 	resp.Version = req.Version
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, r
+	}
+	if s.shares[req.Group] != nil {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp, r
 	}
 	g := s.groups[req.Group]

@@ -11,7 +11,8 @@ import (
 
 // Key versions of __consumer_offsets records, as Kafka's
 // GroupCoordinatorRecordSerde reads them: 0 and 1 are offset commits, 2 is
-// group metadata; 3-8 belong to the KIP-848 protocol (consumer_records.go).
+// group metadata; 3-8 belong to the KIP-848 protocol (consumer_records.go),
+// 9-15 to share groups (share_records.go).
 const (
 	offsetCommitKeyVersion  = 1
 	groupMetadataKeyVersion = 2
@@ -81,7 +82,11 @@ func (s *Shard) Replay(now int64, key, value []byte) error {
 	if len(key) < 2 {
 		return fmt.Errorf("__consumer_offsets record key of %d bytes", len(key))
 	}
-	switch typ := int16(binary.BigEndian.Uint16(key)); typ {
+	typ := int16(binary.BigEndian.Uint16(key))
+	if isShareRecord(typ) {
+		return s.replayShare(now, typ, key, value)
+	}
+	switch typ {
 	case cgMetadataType, cgPartitionMetadataType, cgMemberMetadataType, cgTargetAssignmentMetadataType, cgTargetAssignmentMemberType, cgCurrentMemberAssignmentType:
 		return s.replayConsumer(now, typ, key, value)
 	case 0, 1:

@@ -274,6 +274,7 @@ func (s *Shard) Tick(now int64) Result {
 			s.prepareRebalance(now, g, &r)
 		}
 	}
+	s.shareTick(now, &r)
 	if s.cfg.OffsetsRetentionCheckMs > 0 && now >= s.nextExpiry {
 		s.nextExpiry = now + s.cfg.OffsetsRetentionCheckMs
 		s.expireOffsets(now, &r)
@@ -290,6 +291,7 @@ func (s *Shard) NextDeadline() int64 {
 			next = t
 		}
 	}
+	s.shareDeadlines(consider)
 	for _, g := range s.groups {
 		s.consumerDeadlines(g, consider)
 		for _, due := range g.pending {

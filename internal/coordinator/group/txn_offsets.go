@@ -191,6 +191,9 @@ func (s *Shard) TxnOffsetCommit(now int64, req *kmsg.TxnOffsetCommitRequest, res
 	if req.Group == "" {
 		return all(kerr.InvalidGroupID.Code)
 	}
+	if s.shares[req.Group] != nil {
+		return all(kerr.GroupIDNotFound.Code)
+	}
 	g := s.groups[req.Group]
 	created := false
 	if g == nil {
