@@ -353,6 +353,7 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	s.txns, s.txnMarkers = s.newTxnCoordinator()
 	s.shareState, s.shareStateService = s.newShareCoordinator()
 	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.brokerClient, s.replica.Image)
+	s.shareStatePersister = s.newSharePersister()
 	return nil
 }
 
@@ -636,7 +637,6 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	}
 	netCfg.Gate = serving
 	s.brokerHandlers = handlers.NewBroker(deps)
-	s.shareStatePersister = s.newSharePersister(s.brokerHandlers)
 	s.brokerNet = network.NewServer(netCfg, s.brokerHandlers)
 	if err := s.brokerNet.Start(); err != nil {
 		return fmt.Errorf("start broker listeners: %w", err)

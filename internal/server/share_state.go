@@ -1,7 +1,11 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/sharecoord"
@@ -48,12 +52,19 @@ func (s *Server) newShareCoordinator() (*coordinator.Runtime, *sharecoord.Servic
 // newSharePersister is the share-group state persister of this broker's
 // share group coordinator and share-partition leaders: in-process for the
 // share-partitions this broker coordinates, over the inter-broker listener
-// for the others.
-func (s *Server) newSharePersister(h *handlers.Handlers) *sharecoord.Persister {
+// for the others. It finds coordinators as FindCoordinator does, through
+// the broker's handlers (which create __share_group_state when missing):
+// until they exist there is no coordinator yet, a retriable answer.
+func (s *Server) newSharePersister() *sharecoord.Persister {
 	return sharecoord.NewPersister(sharecoord.PersisterConfig{
-		NodeID:      s.cfg.NodeID,
-		Local:       s.shareStateService,
-		Coordinator: h.ShareCoordinator,
-		Peers:       s.peers,
+		NodeID: s.cfg.NodeID,
+		Local:  s.shareStateService,
+		Coordinator: func(ctx context.Context, key string) (int32, error) {
+			if s.brokerHandlers == nil {
+				return -1, fmt.Errorf("%w: the broker is not serving yet", kerr.CoordinatorNotAvailable)
+			}
+			return s.brokerHandlers.ShareCoordinator(ctx, key)
+		},
+		Peers: s.peers,
 	})
 }
