@@ -27,6 +27,9 @@ type Coordinated struct {
 	prune *pruner
 }
 
+// coldSnapshotsPerBatch bounds the snapshots a pruning writes in one batch.
+const coldSnapshotsPerBatch = 16
+
 type pruner struct {
 	interval, coldInterval time.Duration
 	next                   time.Time
@@ -69,10 +72,15 @@ func (c Coordinated) Tick(now time.Time, w *coordinator.Writer) {
 			return // the next tick tries again
 		}
 	}
-	if recs := c.Shard.ColdSnapshots(now.UnixMilli(), c.prune.coldInterval.Milliseconds()); len(recs) > 0 {
-		if err := writeAndApply(c.Shard, w, recs); err != nil {
+	// Snapshots can be large: a few per batch, so that no batch outgrows
+	// the topic's max.message.bytes.
+	recs := c.Shard.ColdSnapshots(now.UnixMilli(), c.prune.coldInterval.Milliseconds())
+	for len(recs) > 0 {
+		n := min(len(recs), coldSnapshotsPerBatch)
+		if err := writeAndApply(c.Shard, w, recs[:n]); err != nil {
 			return
 		}
+		recs = recs[n:]
 	}
 	offset := c.Shard.RedundantOffset(w.Written())
 	if offset <= c.prune.deleted {
