@@ -1,0 +1,595 @@
+// Package share is the share-partition leader of KIP-932 share groups
+// (Kafka's SharePartitionManager and SharePartition): on the broker that
+// leads a topic partition, one share-partition per share group reading it
+// hands records to the group's members under acquisition locks, takes their
+// acknowledgements, redelivers released and timed-out records up to the
+// delivery count limit, and keeps the share sessions of ShareFetch and
+// ShareAcknowledge.
+//
+// The state machine of one share-partition (partition.go) is pure; the
+// Manager drives it: it loads a share-partition's state from the
+// sharestate.Persister the first time the share-partition is used under a
+// leader epoch, reads the log through internal/replica, and writes every
+// change of the persisted state (acknowledgements, releases, lock expiry)
+// to the persister before it answers the client. A change whose write
+// fails is dropped: the in-memory state stays the persisted one. A
+// share-partition whose partition this broker no longer leads (or leads
+// under a new epoch) is dropped and loaded again when used.
+package share
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/record"
+	"gregor/internal/replica"
+	"gregor/internal/sharestate"
+)
+
+// Config is a share group's configs that the share-partition leader
+// applies (Kafka's group configs share.*, defaulted by the broker's
+// group.share.*).
+type Config struct {
+	// RecordLockDuration is share.record.lock.duration.ms.
+	RecordLockDuration time.Duration
+	// DeliveryCountLimit is share.delivery.count.limit.
+	DeliveryCountLimit int16
+	// PartitionMaxRecordLocks is share.partition.max.record.locks.
+	PartitionMaxRecordLocks int32
+	// AutoOffsetReset is share.auto.offset.reset: latest, earliest or
+	// by_duration:<ISO 8601 duration>.
+	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level=read_committed.
+	ReadCommitted bool
+}
+
+// DefaultConfig is Kafka 4.2's broker defaults
+// (group.share.record.lock.duration.ms, group.share.delivery.count.limit,
+// group.share.partition.max.record.locks, share.auto.offset.reset,
+// share.isolation.level).
+func DefaultConfig() Config {
+	return Config{
+		RecordLockDuration:      30 * time.Second,
+		DeliveryCountLimit:      5,
+		PartitionMaxRecordLocks: 2000,
+		AutoOffsetReset:         "latest",
+	}
+}
+
+func (c Config) partition() PartitionConfig {
+	return PartitionConfig{
+		RecordLockDurationMs: c.RecordLockDuration.Milliseconds(),
+		DeliveryCountLimit:   c.DeliveryCountLimit,
+		MaxRecordLocks:       int64(c.PartitionMaxRecordLocks),
+	}
+}
+
+// DefaultMaxSessions is the share session cache size when Options leaves
+// it unset (Kafka's group.share.max.share.sessions default).
+const DefaultMaxSessions = 2000
+
+// Options are a Manager's parts.
+type Options struct {
+	Replica   *replica.Manager
+	Persister sharestate.Persister
+	// GroupConfig returns a group's configs; nil applies Defaults to every
+	// group.
+	GroupConfig func(groupID string) Config
+	// Defaults are the broker's defaults (zero: DefaultConfig).
+	Defaults Config
+	// MaxSessions bounds the share sessions (0: DefaultMaxSessions).
+	MaxSessions int
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// TopicPartition names a partition by name and id.
+type TopicPartition struct {
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+}
+
+type entryKey struct {
+	group     string
+	topicID   [16]byte
+	partition int32
+}
+
+// entry is one share-partition on this leader. mu is held across a
+// persister write, so the writes of one share-partition are made in order.
+// Lock order: an entry's mu, then the Manager's mu.
+type entry struct {
+	mu          sync.Mutex
+	group       string
+	tp          TopicPartition
+	p           *Partition // nil until loaded
+	leaderEpoch int32
+}
+
+// Manager is the share-partition leader of every partition this broker
+// leads. Run drives its acquisition lock timeouts.
+type Manager struct {
+	o        Options
+	sessions *Sessions
+
+	mu      sync.Mutex
+	entries map[entryKey]*entry
+	// changed has a channel per group, closed when records of the group
+	// became available again (released, timed out, lock room freed).
+	changed map[string]chan struct{}
+	// kick wakes Run when a lock was taken that may end before its next
+	// sweep.
+	kick chan struct{}
+}
+
+// New returns a Manager.
+func New(o Options) *Manager {
+	if o.Defaults == (Config{}) {
+		o.Defaults = DefaultConfig()
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Manager{
+		o:        o,
+		sessions: NewSessions(o.MaxSessions, evictIdleAfter),
+		entries:  map[entryKey]*entry{},
+		changed:  map[string]chan struct{}{},
+		kick:     make(chan struct{}, 1),
+	}
+}
+
+// Sessions are the broker's share sessions.
+func (m *Manager) Sessions() *Sessions { return m.sessions }
+
+// GroupConfig is a group's configs (the broker defaults without a lookup).
+func (m *Manager) GroupConfig(group string) Config {
+	if m.o.GroupConfig == nil {
+		return m.o.Defaults
+	}
+	return m.o.GroupConfig(group)
+}
+
+// Changed returns a channel closed when records of group become
+// available again, for a share fetch waiting for records.
+func (m *Manager) Changed(group string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.changed[group]
+	if !ok {
+		ch = make(chan struct{})
+		m.changed[group] = ch
+	}
+	return ch
+}
+
+func (m *Manager) notify(group string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ch, ok := m.changed[group]; ok {
+		close(ch)
+		delete(m.changed, group)
+	}
+}
+
+func (m *Manager) entry(group string, tp TopicPartition) *entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := entryKey{group, tp.TopicID, tp.Partition}
+	e, ok := m.entries[k]
+	if !ok {
+		e = &entry{group: group, tp: tp}
+		m.entries[k] = e
+	}
+	return e
+}
+
+func (m *Manager) drop(e *entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := entryKey{e.group, e.tp.TopicID, e.tp.Partition}
+	if m.entries[k] == e {
+		delete(m.entries, k)
+	}
+	e.p = nil
+}
+
+func (e *entry) key() sharestate.Key {
+	return sharestate.Key{GroupID: e.group, TopicID: e.tp.TopicID, Partition: e.tp.Partition}
+}
+
+// load makes e's state current under e.mu: this broker must lead the
+// partition; a share-partition loaded under an older leader epoch is
+// loaded again from the persister. It returns the partition's log start
+// offset.
+func (m *Manager) load(ctx context.Context, e *entry, cfg Config) (int64, error) {
+	part, err := m.o.Replica.Leader(e.tp.Topic, e.tp.Partition)
+	if err != nil {
+		e.p = nil
+		return -1, err
+	}
+	epoch := part.LeaderEpoch()
+	logStart := part.Log().LogStartOffset()
+	if e.p != nil && e.leaderEpoch == epoch {
+		e.p.SetConfig(cfg.partition())
+		return logStart, nil
+	}
+	e.p = nil
+	st, err := m.o.Persister.Read(ctx, e.key(), epoch)
+	if err != nil {
+		return -1, fmt.Errorf("read state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
+	}
+	if st.StartOffset < 0 {
+		// Never consumed: share.auto.offset.reset decides, and the
+		// decision is persisted so that a new leader keeps it.
+		off, err := m.resetOffset(e.tp, epoch, cfg)
+		if err != nil {
+			return -1, err
+		}
+		u := sharestate.Update{StateEpoch: st.StateEpoch, LeaderEpoch: epoch, StartOffset: off, Batches: []sharestate.Batch{}}
+		if err := m.o.Persister.Write(ctx, e.key(), u); err != nil {
+			return -1, fmt.Errorf("write start offset of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
+		}
+		st.StartOffset, st.Batches = off, nil
+	}
+	e.p = NewPartition(cfg.partition(), st)
+	e.leaderEpoch = epoch
+	return logStart, nil
+}
+
+// resetOffset applies share.auto.offset.reset.
+func (m *Manager) resetOffset(tp TopicPartition, epoch int32, cfg Config) (int64, error) {
+	ts := int64(replica.ListLatest)
+	switch {
+	case cfg.AutoOffsetReset == "earliest":
+		ts = replica.ListEarliest
+	case len(cfg.AutoOffsetReset) > len(byDurationPrefix) && cfg.AutoOffsetReset[:len(byDurationPrefix)] == byDurationPrefix:
+		d, err := ParseISODuration(cfg.AutoOffsetReset[len(byDurationPrefix):])
+		if err != nil {
+			return -1, fmt.Errorf("share.auto.offset.reset %q: %w", cfg.AutoOffsetReset, kerr.InvalidConfig)
+		}
+		ts = m.o.Now().Add(-d).UnixMilli()
+	}
+	off, _, _, found, err := m.o.Replica.ListOffset(tp.Topic, tp.Partition, epoch, ts, cfg.ReadCommitted)
+	if err == nil && !found {
+		// No record at or after the time: start at the end.
+		off, _, _, _, err = m.o.Replica.ListOffset(tp.Topic, tp.Partition, epoch, replica.ListLatest, cfg.ReadCommitted)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("share.auto.offset.reset of %s-%d: %w", tp.Topic, tp.Partition, err)
+	}
+	return off, nil
+}
+
+const byDurationPrefix = "by_duration:"
+
+// commit makes next e's state once its persisted view is written (no write
+// when that view did not change). A fenced write drops the share-partition:
+// another leader (or a reset of the group's offsets) owns the state now.
+func (m *Manager) commit(ctx context.Context, e *entry, next *Partition) error {
+	before, after := e.p.Persisted(e.leaderEpoch), next.Persisted(e.leaderEpoch)
+	if !samePersisted(before, after) {
+		if err := m.o.Persister.Write(ctx, e.key(), after); err != nil {
+			if errors.Is(err, kerr.FencedStateEpoch) || errors.Is(err, kerr.FencedLeaderEpoch) {
+				e.p = nil
+			}
+			return fmt.Errorf("write state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
+		}
+	}
+	e.p = next
+	return nil
+}
+
+func samePersisted(a, b sharestate.Update) bool {
+	return a.StartOffset == b.StartOffset && a.DeliveryCompleteCount == b.DeliveryCompleteCount && slices.Equal(a.Batches, b.Batches)
+}
+
+// expire releases e's timed-out locks, persisted, under e.mu. It reports
+// whether records were released.
+func (m *Manager) expire(ctx context.Context, e *entry) (bool, error) {
+	next := e.p.Clone()
+	if !next.ExpireLocks(m.o.Now().UnixMilli()) {
+		return false, nil
+	}
+	if err := m.commit(ctx, e, next); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Fetched is one share-partition's answer to a share fetch: the records
+// acquired for the member and the batches holding them.
+type Fetched struct {
+	Acquired []AcquiredRange
+	Records  []byte
+}
+
+// Fetch acquires up to maxRecords records of a share-partition for member,
+// reading at most maxBytes of the log (at least one batch). strict stops at
+// exactly maxRecords (record-limit acquire mode); otherwise on a batch
+// boundary. Errors are Kafka's: NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, or the persister's.
+func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicPartition, maxRecords int64, maxBytes int32, strict bool) (Fetched, error) {
+	cfg := m.GroupConfig(group)
+	e := m.entry(group, tp)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	logStart, err := m.load(ctx, e, cfg)
+	if err != nil {
+		if e.p == nil {
+			m.drop(e)
+		}
+		return Fetched{}, err
+	}
+	if released, err := m.expire(ctx, e); err != nil {
+		return Fetched{}, err
+	} else if released {
+		defer m.notify(group)
+	}
+	now := m.o.Now().UnixMilli()
+	next := e.p.Clone()
+	next.ArchiveBefore(logStart)
+	var out Fetched
+	taken := int64(0)
+	from := next.StartOffset()
+	budget := maxBytes
+	lastIncluded := int64(-1) // base offset of the last batch put in Records
+	// Each pass reads from the first acquirable offset; a pass that finds
+	// only records already handed out moves on past them.
+	for pass := 0; pass < maxFetchPasses && taken < maxRecords && (budget > 0 || pass == 0); pass++ {
+		off := next.NextFetchOffset(from)
+		if off < 0 {
+			break
+		}
+		res := m.o.Replica.Read(tp.Topic, tp.Partition, e.leaderEpoch, off, max(budget, 1), cfg.ReadCommitted, pass == 0)
+		if res.Err != nil {
+			if errors.Is(res.Err, kerr.OffsetOutOfRange) {
+				break // deleted meanwhile; the next fetch archives it
+			}
+			return Fetched{}, res.Err
+		}
+		batches, raw, err := logBatches(res.Records, res.AbortedTransactions, cfg.ReadCommitted)
+		if err != nil {
+			return Fetched{}, fmt.Errorf("read %s-%d for share group %s: %w", tp.Topic, tp.Partition, group, err)
+		}
+		if len(batches) == 0 {
+			break
+		}
+		got, scanned := next.Acquire(member, now, off, batches, maxRecords-taken, strict)
+		for i, b := range batches {
+			if b.FirstOffset > lastIncluded && overlaps(got, b) {
+				out.Records = append(out.Records, raw[i]...)
+				lastIncluded = b.FirstOffset
+			}
+		}
+		for _, a := range got {
+			taken += a.LastOffset - a.FirstOffset + 1
+		}
+		out.Acquired = appendMerged(out.Acquired, got)
+		budget -= int32(len(res.Records))
+		if scanned < 0 {
+			break
+		}
+		from = scanned + 1
+	}
+	// Acquisition changes no persisted state but the records it archived
+	// (control and aborted batches, offsets with no record), which a new
+	// leader derives again from the log.
+	e.p = next
+	if len(out.Acquired) > 0 {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+	return out, nil
+}
+
+// maxFetchPasses bounds the log reads of one share-partition in one fetch.
+const maxFetchPasses = 8
+
+func overlaps(rs []AcquiredRange, b LogBatch) bool {
+	for _, r := range rs {
+		if r.FirstOffset <= b.LastOffset && r.LastOffset >= b.FirstOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// logBatches reads the batch headers of records read from the log: each
+// batch's offsets and raw bytes, skipped if it is a control batch, or,
+// under read_committed, a batch of an aborted transaction (by the aborted
+// transactions the read listed, as a read_committed consumer filters).
+func logBatches(records []byte, aborted []replica.AbortedTxn, readCommitted bool) ([]LogBatch, [][]byte, error) {
+	aborted = slices.Clone(aborted)
+	slices.SortFunc(aborted, func(a, b replica.AbortedTxn) int { return compare(a.FirstOffset, b.FirstOffset) })
+	abortedProducers := map[int64]bool{}
+	var out []LogBatch
+	var raw [][]byte
+	for len(records) > 0 {
+		h, err := record.ParseHeader(records)
+		if errors.Is(err, record.ErrShortBatch) || (err == nil && h.Size() > len(records)) {
+			break // a partial batch at the end of the read
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
+			abortedProducers[aborted[0].ProducerID] = true
+			aborted = aborted[1:]
+		}
+		b := LogBatch{FirstOffset: h.BaseOffset, LastOffset: h.LastOffset()}
+		switch {
+		case h.IsControl():
+			// The transaction's marker ends its abort.
+			delete(abortedProducers, h.ProducerID)
+			b.Skip = true
+		case readCommitted && h.IsTransactional() && abortedProducers[h.ProducerID]:
+			b.Skip = true
+		}
+		out = append(out, b)
+		raw = append(raw, records[:h.Size()])
+		records = records[h.Size():]
+	}
+	return out, raw, nil
+}
+
+// Acknowledge applies a member's acknowledgements to a share-partition,
+// persisted before it returns. Errors: INVALID_RECORD_STATE for records the
+// member does not hold, NOT_LEADER_OR_FOLLOWER and the like, or the
+// persister's (the acknowledgement then did not happen).
+func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp TopicPartition, batches []AckBatch) error {
+	e := m.entry(group, tp)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := m.load(ctx, e, m.GroupConfig(group)); err != nil {
+		if e.p == nil {
+			m.drop(e)
+		}
+		return err
+	}
+	next := e.p.Clone()
+	next.ExpireLocks(m.o.Now().UnixMilli())
+	if err := next.Acknowledge(member, m.o.Now().UnixMilli(), batches); err != nil {
+		return err
+	}
+	if err := m.commit(ctx, e, next); err != nil {
+		return err
+	}
+	m.notify(group)
+	return nil
+}
+
+// ReleasePartitions releases the records member holds in the given
+// share-partitions (a share session closed), persisted.
+func (m *Manager) ReleasePartitions(ctx context.Context, group, member string, tps []TopicPartition) error {
+	var errs []error
+	for _, tp := range tps {
+		m.mu.Lock()
+		e := m.entries[entryKey{group, tp.TopicID, tp.Partition}]
+		m.mu.Unlock()
+		if e != nil {
+			errs = append(errs, m.release(ctx, e, member))
+		}
+	}
+	m.notify(group)
+	return errors.Join(errs...)
+}
+
+// ReleaseMember releases every record member holds in group's
+// share-partitions on this broker and drops its share session: the hook
+// the share group coordinator calls when a member leaves or is fenced.
+func (m *Manager) ReleaseMember(ctx context.Context, group, member string) error {
+	m.sessions.Remove(SessionKey{Group: group, Member: member})
+	m.mu.Lock()
+	var es []*entry
+	for k, e := range m.entries {
+		if k.group == group {
+			es = append(es, e)
+		}
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, e := range es {
+		errs = append(errs, m.release(ctx, e, member))
+	}
+	m.notify(group)
+	return errors.Join(errs...)
+}
+
+func (m *Manager) release(ctx context.Context, e *entry, member string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return nil
+	}
+	next := e.p.Clone()
+	if !next.ReleaseMember(member) {
+		return nil
+	}
+	return m.commit(ctx, e, next)
+}
+
+// Sweep bounds: locks are checked at least every sweepMax, and at most
+// every sweepMin.
+const (
+	sweepMax = time.Second
+	sweepMin = 5 * time.Millisecond
+)
+
+// Run times out acquisition locks (persisting the records released) and
+// drops the share-partitions of partitions this broker no longer leads,
+// until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	t := time.NewTimer(sweepMax)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.kick:
+			t.Stop()
+		}
+		next := m.sweep(ctx)
+		wait := sweepMax
+		if next >= 0 {
+			wait = min(max(time.Duration(next-m.o.Now().UnixMilli())*time.Millisecond, sweepMin), sweepMax)
+		}
+		t.Reset(wait)
+	}
+}
+
+// sweep expires the locks due and returns the earliest lock deadline left
+// (-1: none).
+func (m *Manager) sweep(ctx context.Context) int64 {
+	m.mu.Lock()
+	es := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		es = append(es, e)
+	}
+	m.mu.Unlock()
+	next := int64(-1)
+	for _, e := range es {
+		e.mu.Lock()
+		if e.p != nil {
+			part, err := m.o.Replica.Leader(e.tp.Topic, e.tp.Partition)
+			if err != nil || part.LeaderEpoch() != e.leaderEpoch {
+				// Leadership moved: the new leader loads the state.
+				m.drop(e)
+				e.mu.Unlock()
+				continue
+			}
+			released, err := m.expire(ctx, e)
+			if err != nil {
+				// Retried at the next sweep, not at once.
+				m.o.Logger.Warn("share-partition lock timeout not persisted; retrying", "group", e.group, "topic", e.tp.Topic, "partition", e.tp.Partition, "err", err)
+			}
+			if released {
+				m.notify(e.group)
+			}
+			if e.p != nil && err == nil {
+				if d := e.p.NextLockDeadline(); d >= 0 && (next < 0 || d < next) {
+					next = d
+				}
+			}
+		}
+		e.mu.Unlock()
+	}
+	return next
+}
