@@ -24,6 +24,7 @@ import (
 	"gregor/internal/quota"
 	"gregor/internal/raft"
 	"gregor/internal/replica"
+	"gregor/internal/share"
 	"gregor/internal/sharestate"
 )
 
@@ -87,6 +88,10 @@ type Deps struct {
 	// group. nil: share groups are disabled (ShareGroupHeartbeat answers
 	// UNSUPPORTED_VERSION).
 	SharePersister sharestate.Persister
+	// Shares is the share-partition leader of share groups (KIP-932) and
+	// its share sessions; nil: ShareFetch and ShareAcknowledge are not
+	// served.
+	Shares *share.Manager
 }
 
 // ControllerAPI is what handlers ask of the active controller.
@@ -108,6 +113,9 @@ type api struct {
 	key      int16
 	min, max int16
 	handle   func(h *Handlers, ctx context.Context, req *network.Request) (kmsg.Response, error)
+	// needs, when set, tells whether Deps has what the API needs; an API
+	// without it is neither served nor advertised.
+	needs func(d *Deps) bool
 }
 
 // Handlers serves one listener's set of APIs; it implements network.Handler.
@@ -135,6 +143,7 @@ var brokerAPIs = []*api{
 	&consumerGroupHeartbeatAPI, &consumerGroupDescribeAPI,
 	// Share groups (KIP-932)
 	&shareGroupHeartbeatAPI, &shareGroupDescribeAPI,
+	&shareFetchAPI, &shareAcknowledgeAPI,
 	&initializeShareGroupStateAPI, &readShareGroupStateAPI, &writeShareGroupStateAPI,
 	&deleteShareGroupStateAPI, &readShareGroupStateSummaryAPI,
 	// Forwarded to the active controller.
@@ -210,7 +219,9 @@ func newHandlers(d Deps, apis []*api) *Handlers {
 	}
 	h := &Handlers{d: d}
 	for _, a := range apis {
-		h.apis[a.key] = a
+		if a.needs == nil || a.needs(&d) {
+			h.apis[a.key] = a
+		}
 	}
 	return h
 }

@@ -1,0 +1,344 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/goleak"
+
+	"gregor/internal/log"
+	"gregor/internal/metadata"
+	"gregor/internal/record"
+	"gregor/internal/replica"
+	"gregor/internal/share/sharetest"
+	"gregor/internal/sharestate"
+)
+
+const testNode = 1
+
+var testTopicID = [16]byte{0xaa, 1}
+
+// testCluster is a replica manager leading topic "t" (one partition) on
+// real logs, and its metadata image.
+type testCluster struct {
+	rm  *replica.Manager
+	img *metadata.Image
+}
+
+func newTestCluster(t *testing.T) *testCluster {
+	t.Helper()
+	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	c := &testCluster{rm: replica.New(replica.Config{NodeID: testNode, Logger: slog.New(slog.DiscardHandler)}, logs), img: metadata.EmptyImage()}
+	c.feed(t, &metadata.TopicRecord{Name: "t", TopicID: testTopicID},
+		&metadata.PartitionRecord{RecordVersion: metadata.PartitionRecordVersion, PartitionID: 0, TopicID: testTopicID,
+			Replicas: []int32{testNode, 2}, ISR: []int32{testNode}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
+			Leader: testNode, Directories: make([][16]byte, 2)})
+	return c
+}
+
+func (c *testCluster) feed(t *testing.T, recs ...metadata.Record) {
+	t.Helper()
+	d := metadata.NewDelta(c.img)
+	if err := d.ReplayBatch(metadata.Batch{BaseOffset: c.img.Offset + 1, LastOffset: c.img.Offset + int64(len(recs)), Epoch: 1, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	c.img = d.Apply()
+	c.rm.Publish(d, c.img)
+}
+
+// produce appends a batch of n records (transactional for pid >= 0) and
+// returns its first offset.
+func (c *testCluster) produce(t *testing.T, n int, pid int64, seq int32) int64 {
+	t.Helper()
+	opts := record.BuilderOptions{ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence}
+	if pid >= 0 {
+		opts = record.BuilderOptions{ProducerID: pid, BaseSequence: seq, Transactional: true}
+	}
+	b := record.NewBuilder(opts)
+	for i := 0; i < n; i++ {
+		b.Append(time.Now().UnixMilli(), nil, []byte("v"), nil)
+	}
+	batch, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := c.rm.Append("t", 0, 1, batch)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	return res.Info.FirstOffset
+}
+
+var testTP = TopicPartition{Topic: "t", TopicID: testTopicID, Partition: 0}
+var testKey = sharestate.Key{GroupID: "g", TopicID: testTopicID, Partition: 0}
+
+// clock is a settable clock for the Manager.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newTestManager(c *testCluster, p sharestate.Persister, cfg Config, clk *clock) *Manager {
+	return New(Options{Replica: c.rm, Persister: p, Defaults: cfg, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
+}
+
+func batchesIn(t *testing.T, records []byte) [][2]int64 {
+	t.Helper()
+	bs, _, err := logBatches(records, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][2]int64
+	for _, b := range bs {
+		out = append(out, [2]int64{b.FirstOffset, b.LastOffset})
+	}
+	return out
+}
+
+// TestManagerFetchAcknowledgePersists: the start offset of a share-partition
+// never consumed comes from share.auto.offset.reset and is persisted;
+// records are acquired by whole batches from the real log; an
+// acknowledgement is persisted before it is answered, and a failed write
+// leaves the state as persisted.
+func TestManagerFetchAcknowledgePersists(t *testing.T) {
+	c := newTestCluster(t)
+	c.produce(t, 3, -1, 0) // 0-2
+	c.produce(t, 2, -1, 0) // 3-4
+	c.produce(t, 5, -1, 0) // 5-9
+	p := sharetest.NewPersister()
+	if err := p.Initialize(context.Background(), testKey, 1, -1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.AutoOffsetReset = "earliest"
+	clk := &clock{now: time.UnixMilli(1_000_000)}
+	m := newTestManager(c, p, cfg, clk)
+	ctx := context.Background()
+
+	f, err := m.Fetch(ctx, "g", "a", testTP, 4, 1<<20, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 4, 1}) {
+		t.Fatalf("acquired %+v, want 0-4 (whole batches)", f.Acquired)
+	}
+	if got := batchesIn(t, f.Records); len(got) != 2 || got[0] != [2]int64{0, 2} || got[1] != [2]int64{3, 4} {
+		t.Fatalf("records hold batches %v", got)
+	}
+	if st, _ := p.State(testKey); st.StartOffset != 0 || st.LeaderEpoch != 0 {
+		t.Fatalf("persisted %+v, want start offset 0 from earliest", st)
+	}
+
+	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{0, 2, []AckType{AckAccept}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.State(testKey); st.StartOffset != 3 {
+		t.Fatalf("persisted %+v after accepting 0-2, want start offset 3", st)
+	}
+
+	// A failed write: the client gets the error, and nothing changed.
+	p.Fail(kerr.CoordinatorNotAvailable)
+	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{3, 4, []AckType{AckAccept}}}); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("acknowledge with a failing persister: %v", err)
+	}
+	p.Fail(nil)
+	if f, err := m.Fetch(ctx, "g", "b", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{5, 9, 1}) {
+		t.Fatalf("b's fetch: %+v, %v; want only 5-9 (3-4 still a's)", f.Acquired, err)
+	}
+	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{3, 4, []AckType{AckAccept}}}); err != nil {
+		t.Fatalf("acknowledge again once the persister works: %v", err)
+	}
+	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{5, 5, []AckType{AckAccept}}}); !errors.Is(err, kerr.InvalidRecordState) {
+		t.Fatalf("acknowledging b's record as a: %v", err)
+	}
+
+	// b leaves: its records are released, persisted with their delivery
+	// count, and redelivered.
+	if err := m.ReleaseMember(ctx, "g", "b"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := p.State(testKey)
+	if st.StartOffset != 5 || len(st.Batches) != 1 || st.Batches[0] != (sharestate.Batch{FirstOffset: 5, LastOffset: 9, DeliveryState: sharestate.Available, DeliveryCount: 1}) {
+		t.Fatalf("persisted %+v after b left", st)
+	}
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{5, 9, 2}) {
+		t.Fatalf("redelivery: %+v, %v", f.Acquired, err)
+	}
+
+	// A share-partition never initialized is refused with the persister's
+	// error, and latest (the default) starts at the log end.
+	other := TopicPartition{Topic: "t", TopicID: testTopicID, Partition: 0}
+	if _, err := m.Fetch(ctx, "h", "a", other, 10, 1<<20, false); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("uninitialized share-partition: %v", err)
+	}
+	hKey := sharestate.Key{GroupID: "h", TopicID: testTopicID, Partition: 0}
+	if err := p.Initialize(ctx, hKey, 1, -1); err != nil {
+		t.Fatal(err)
+	}
+	m2 := newTestManager(c, p, DefaultConfig(), clk)
+	if f, err := m2.Fetch(ctx, "h", "a", other, 10, 1<<20, false); err != nil || len(f.Acquired) != 0 {
+		t.Fatalf("fetch at latest: %+v, %v", f, err)
+	}
+	if st, _ := p.State(hKey); st.StartOffset != 10 {
+		t.Fatalf("latest start offset %d, want 10", st.StartOffset)
+	}
+}
+
+// TestManagerLockTimeout: Run releases timed-out locks, persisted, and
+// wakes the group's waiting fetches; the next delivery counts 2; at the
+// delivery limit the records are archived.
+func TestManagerLockTimeout(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	c := newTestCluster(t)
+	c.produce(t, 3, -1, 0)
+	p := sharetest.NewPersister()
+	if err := p.Initialize(context.Background(), testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.RecordLockDuration = 100 * time.Millisecond
+	cfg.DeliveryCountLimit = 2
+	clk := &clock{now: time.UnixMilli(1_000_000)}
+	m := newTestManager(c, p, cfg, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+
+	for delivery := int16(1); delivery <= 2; delivery++ {
+		changed := m.Changed("g")
+		f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false)
+		if err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 2, delivery}) {
+			t.Fatalf("delivery %d: %+v, %v", delivery, f.Acquired, err)
+		}
+		clk.Add(100 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("delivery %d: no wake-up after the lock timed out", delivery)
+		}
+	}
+	st, _ := p.State(testKey)
+	if st.StartOffset != 3 || len(st.Batches) != 0 {
+		t.Fatalf("persisted %+v after two timeouts at limit 2, want start offset 3", st)
+	}
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 0 {
+		t.Fatalf("fetch after archiving: %+v, %v", f.Acquired, err)
+	}
+}
+
+// TestManagerReadCommitted: under read_committed, an aborted transaction's
+// records and the markers are archived, never delivered, and reads stop at
+// the last stable offset.
+func TestManagerReadCommitted(t *testing.T) {
+	c := newTestCluster(t)
+	c.produce(t, 3, 5, 0) // 0-2, aborted below
+	ctx := context.Background()
+	if err := c.rm.WriteTxnMarker(ctx, "t", 0, replica.TxnMarker{ProducerID: 5, Commit: false}); err != nil { // 3
+		t.Fatal(err)
+	}
+	c.produce(t, 2, -1, 0) // 4-5
+	c.produce(t, 2, 6, 0)  // 6-7, open: above the LSO
+	p := sharetest.NewPersister()
+	if err := p.Initialize(ctx, testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReadCommitted = true
+	m := newTestManager(c, p, cfg, &clock{now: time.UnixMilli(1_000_000)})
+	f, err := m.Fetch(ctx, "g", "a", testTP, 100, 1<<20, false)
+	if err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{4, 5, 1}) {
+		t.Fatalf("read_committed acquired %+v, %v; want 4-5", f.Acquired, err)
+	}
+	if got := batchesIn(t, f.Records); len(got) != 1 || got[0] != [2]int64{4, 5} {
+		t.Fatalf("records hold batches %v, want only 4-5", got)
+	}
+	// read_uncommitted delivers the aborted records but never the marker.
+	if err := p.Initialize(ctx, sharestate.Key{GroupID: "u", TopicID: testTopicID}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	m2 := newTestManager(c, p, DefaultConfig(), &clock{now: time.UnixMilli(1_000_000)})
+	f, err = m2.Fetch(ctx, "u", "a", testTP, 100, 1<<20, false)
+	if err != nil || len(f.Acquired) != 2 || f.Acquired[0] != (AcquiredRange{0, 2, 1}) || f.Acquired[1] != (AcquiredRange{4, 7, 1}) {
+		t.Fatalf("read_uncommitted acquired %+v, %v; want 0-2 and 4-7", f.Acquired, err)
+	}
+}
+
+// TestManagerLeadershipMoved: a share-partition whose partition another
+// broker now leads answers NOT_LEADER_OR_FOLLOWER and is dropped; records
+// it had handed out are the new leader's to redeliver (the state persisted
+// before holds no lock).
+func TestManagerLeadershipMoved(t *testing.T) {
+	c := newTestCluster(t)
+	c.produce(t, 3, -1, 0)
+	p := sharetest.NewPersister()
+	ctx := context.Background()
+	if err := p.Initialize(ctx, testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(c, p, DefaultConfig(), &clock{now: time.UnixMilli(1_000_000)})
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 {
+		t.Fatalf("fetch: %+v, %v", f, err)
+	}
+	ch := metadata.NewPartitionChangeRecord(testTopicID, 0)
+	ch.Leader, ch.ISR = 2, []int32{2}
+	c.feed(t, &metadata.RegisterBrokerRecord{BrokerID: 2}, ch)
+	if _, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("fetch after leadership moved: %v", err)
+	}
+	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{0, 2, []AckType{AckAccept}}}); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("acknowledge after leadership moved: %v", err)
+	}
+	m.mu.Lock()
+	n := len(m.entries)
+	m.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d share-partitions kept after leadership moved", n)
+	}
+}
+
+func TestParseISODuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"PT1H":         time.Hour,
+		"P1DT2H3M4.5S": 26*time.Hour + 3*time.Minute + 4500*time.Millisecond,
+		"PT0S":         0,
+		"P2D":          48 * time.Hour,
+	} {
+		if got, err := ParseISODuration(in); err != nil || got != want {
+			t.Errorf("%s: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "P", "PT", "1H", "PT-1H", "P1H", "PT1D", "PT1.5M", "PTxS"} {
+		if _, err := ParseISODuration(in); err == nil {
+			t.Errorf("%q parsed", in)
+		}
+	}
+}
