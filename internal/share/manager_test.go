@@ -11,72 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 
-	"gregor/internal/log"
 	"gregor/internal/metadata"
-	"gregor/internal/record"
 	"gregor/internal/replica"
 	"gregor/internal/share/sharetest"
 	"gregor/internal/sharestate"
 )
 
-const testNode = 1
-
-var testTopicID = [16]byte{0xaa, 1}
-
-// testCluster is a replica manager leading topic "t" (one partition) on
-// real logs, and its metadata image.
-type testCluster struct {
-	rm  *replica.Manager
-	img *metadata.Image
-}
-
-func newTestCluster(t *testing.T) *testCluster {
-	t.Helper()
-	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
-	c := &testCluster{rm: replica.New(replica.Config{NodeID: testNode, Logger: slog.New(slog.DiscardHandler)}, logs), img: metadata.EmptyImage()}
-	c.feed(t, &metadata.TopicRecord{Name: "t", TopicID: testTopicID},
-		&metadata.PartitionRecord{RecordVersion: metadata.PartitionRecordVersion, PartitionID: 0, TopicID: testTopicID,
-			Replicas: []int32{testNode, 2}, ISR: []int32{testNode}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
-			Leader: testNode, Directories: make([][16]byte, 2)})
-	return c
-}
-
-func (c *testCluster) feed(t *testing.T, recs ...metadata.Record) {
-	t.Helper()
-	d := metadata.NewDelta(c.img)
-	if err := d.ReplayBatch(metadata.Batch{BaseOffset: c.img.Offset + 1, LastOffset: c.img.Offset + int64(len(recs)), Epoch: 1, Records: recs}); err != nil {
-		t.Fatal(err)
-	}
-	c.img = d.Apply()
-	c.rm.Publish(d, c.img)
-}
-
-// produce appends a batch of n records (transactional for pid >= 0) and
-// returns its first offset.
-func (c *testCluster) produce(t *testing.T, n int, pid int64, seq int32) int64 {
-	t.Helper()
-	opts := record.BuilderOptions{ProducerID: record.NoProducerID, ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence}
-	if pid >= 0 {
-		opts = record.BuilderOptions{ProducerID: pid, BaseSequence: seq, Transactional: true}
-	}
-	b := record.NewBuilder(opts)
-	for i := 0; i < n; i++ {
-		b.Append(time.Now().UnixMilli(), nil, []byte("v"), nil)
-	}
-	batch, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := c.rm.Append("t", 0, 1, batch)
-	if res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	return res.Info.FirstOffset
-}
+var testTopicID = sharetest.TopicID
 
 var testTP = TopicPartition{Topic: "t", TopicID: testTopicID, Partition: 0}
 var testKey = sharestate.Key{GroupID: "g", TopicID: testTopicID, Partition: 0}
@@ -99,8 +40,8 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func newTestManager(c *testCluster, p sharestate.Persister, cfg Config, clk *clock) *Manager {
-	return New(Options{Replica: c.rm, Persister: p, Defaults: cfg, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
+func newTestManager(c *sharetest.Cluster, p sharestate.Persister, cfg Config, clk *clock) *Manager {
+	return New(Options{Replica: c.Replica, Persister: p, Defaults: cfg, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
 }
 
 func batchesIn(t *testing.T, records []byte) [][2]int64 {
@@ -122,10 +63,10 @@ func batchesIn(t *testing.T, records []byte) [][2]int64 {
 // acknowledgement is persisted before it is answered, and a failed write
 // leaves the state as persisted.
 func TestManagerFetchAcknowledgePersists(t *testing.T) {
-	c := newTestCluster(t)
-	c.produce(t, 3, -1, 0) // 0-2
-	c.produce(t, 2, -1, 0) // 3-4
-	c.produce(t, 5, -1, 0) // 5-9
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 3, -1, 0) // 0-2
+	c.Produce(t, 2, -1, 0) // 3-4
+	c.Produce(t, 5, -1, 0) // 5-9
 	p := sharetest.NewPersister()
 	if err := p.Initialize(context.Background(), testKey, 1, -1); err != nil {
 		t.Fatal(err)
@@ -210,8 +151,8 @@ func TestManagerFetchAcknowledgePersists(t *testing.T) {
 // delivery limit the records are archived.
 func TestManagerLockTimeout(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	c := newTestCluster(t)
-	c.produce(t, 3, -1, 0)
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 3, -1, 0)
 	p := sharetest.NewPersister()
 	if err := p.Initialize(context.Background(), testKey, 1, 0); err != nil {
 		t.Fatal(err)
@@ -259,14 +200,14 @@ func TestManagerLockTimeout(t *testing.T) {
 // records and the markers are archived, never delivered, and reads stop at
 // the last stable offset.
 func TestManagerReadCommitted(t *testing.T) {
-	c := newTestCluster(t)
-	c.produce(t, 3, 5, 0) // 0-2, aborted below
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 3, 5, 0) // 0-2, aborted below
 	ctx := context.Background()
-	if err := c.rm.WriteTxnMarker(ctx, "t", 0, replica.TxnMarker{ProducerID: 5, Commit: false}); err != nil { // 3
+	if err := c.Replica.WriteTxnMarker(ctx, "t", 0, replica.TxnMarker{ProducerID: 5, Commit: false}); err != nil { // 3
 		t.Fatal(err)
 	}
-	c.produce(t, 2, -1, 0) // 4-5
-	c.produce(t, 2, 6, 0)  // 6-7, open: above the LSO
+	c.Produce(t, 2, -1, 0) // 4-5
+	c.Produce(t, 2, 6, 0)  // 6-7, open: above the LSO
 	p := sharetest.NewPersister()
 	if err := p.Initialize(ctx, testKey, 1, 0); err != nil {
 		t.Fatal(err)
@@ -297,8 +238,8 @@ func TestManagerReadCommitted(t *testing.T) {
 // it had handed out are the new leader's to redeliver (the state persisted
 // before holds no lock).
 func TestManagerLeadershipMoved(t *testing.T) {
-	c := newTestCluster(t)
-	c.produce(t, 3, -1, 0)
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 3, -1, 0)
 	p := sharetest.NewPersister()
 	ctx := context.Background()
 	if err := p.Initialize(ctx, testKey, 1, 0); err != nil {
@@ -310,7 +251,7 @@ func TestManagerLeadershipMoved(t *testing.T) {
 	}
 	ch := metadata.NewPartitionChangeRecord(testTopicID, 0)
 	ch.Leader, ch.ISR = 2, []int32{2}
-	c.feed(t, &metadata.RegisterBrokerRecord{BrokerID: 2}, ch)
+	c.Feed(t, &metadata.RegisterBrokerRecord{BrokerID: 2}, ch)
 	if _, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("fetch after leadership moved: %v", err)
 	}
