@@ -54,6 +54,8 @@ type Broker struct {
 	FetchMaxBytes            int32 // fetch.max.bytes
 	// max.incremental.fetch.session.cache.slots
 	MaxIncrementalFetchSessionCacheSlots int
+	// group.share.max.share.sessions
+	GroupShareMaxShareSessions int
 
 	// Client quota windows.
 	QuotaWindowNum                   int // quota.window.num
@@ -476,6 +478,7 @@ func loadTunables(b *Broker, v values) {
 	b.SocketReceiveBufferBytes = v.int("socket.receive.buffer.bytes")
 	b.FetchMaxBytes = v.i32("fetch.max.bytes")
 	b.MaxIncrementalFetchSessionCacheSlots = v.int("max.incremental.fetch.session.cache.slots")
+	b.GroupShareMaxShareSessions = v.int("group.share.max.share.sessions")
 	b.QuotaWindowNum = v.int("quota.window.num")
 	b.QuotaWindowSizeSeconds = v.int("quota.window.size.seconds")
 	b.ControllerQuotaWindowNum = v.int("controller.quota.window.num")

@@ -158,6 +158,8 @@ var brokerDefList = []Def{
 		"Most bytes returned by one fetch request."),
 	bdef("max.incremental.fetch.session.cache.slots", Int, ptr("1000"), atLeast(0), ReadOnly,
 		"Number of incremental fetch sessions the broker keeps."),
+	bdef("group.share.max.share.sessions", Int, ptr("2000"), atLeast(1), ReadOnly,
+		"Number of share sessions (KIP-932) the broker keeps."),
 	bdef("max.request.partition.size.limit", Int, ptr("2000"), atLeast(1), ReadOnly,
 		"Most partitions one request may name."),
 	bdef("num.partitions", Int, ptr("1"), atLeast(1), ReadOnly,

@@ -174,7 +174,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 	switch r.ShareSessionEpoch {
 	case share.InitialEpoch:
 		session = requested
-		err = h.d.Shares.Sessions().Open(key, requested, now)
+		err = h.d.Shares.Sessions().Open(key, requested, now, req.PeerClosed)
 	case share.FinalEpoch:
 		session, err = h.d.Shares.Sessions().Close(key)
 	default:

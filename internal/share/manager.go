@@ -112,6 +112,9 @@ type entry struct {
 	tp          TopicPartition
 	p           *Partition // nil until loaded
 	leaderEpoch int32
+	// written is p's persisted view as last read or written: a change
+	// whose view equals it needs no write.
+	written sharestate.Update
 }
 
 // Manager is the share-partition leader of every partition this broker
@@ -125,8 +128,11 @@ type Manager struct {
 	// changed has a channel per group, closed when records of the group
 	// became available again (released, timed out, lock room freed).
 	changed map[string]chan struct{}
+	// left are the members that left their group (MemberLeft) whose
+	// records Run has yet to release.
+	left []SessionKey
 	// kick wakes Run when a lock was taken that may end before its next
-	// sweep.
+	// sweep, or a member left.
 	kick chan struct{}
 }
 
@@ -248,6 +254,7 @@ func (m *Manager) load(ctx context.Context, e *entry, cfg Config) (int64, error)
 	}
 	e.p = NewPartition(cfg.partition(), st)
 	e.leaderEpoch = epoch
+	e.written = e.p.Persisted(epoch)
 	return logStart, nil
 }
 
@@ -278,17 +285,19 @@ func (m *Manager) resetOffset(tp TopicPartition, epoch int32, cfg Config) (int64
 const byDurationPrefix = "by_duration:"
 
 // commit makes next e's state once its persisted view is written (no write
-// when that view did not change). A fenced write drops the share-partition:
-// another leader (or a reset of the group's offsets) owns the state now.
+// when the view is the one last written). A fenced write drops the
+// share-partition: another leader (or a reset of the group's offsets) owns
+// the state now.
 func (m *Manager) commit(ctx context.Context, e *entry, next *Partition) error {
-	before, after := e.p.Persisted(e.leaderEpoch), next.Persisted(e.leaderEpoch)
-	if !samePersisted(before, after) {
-		if err := m.o.Persister.Write(ctx, e.key(), after); err != nil {
+	view := next.Persisted(e.leaderEpoch)
+	if !samePersisted(e.written, view) {
+		if err := m.o.Persister.Write(ctx, e.key(), view); err != nil {
 			if errors.Is(err, kerr.FencedStateEpoch) || errors.Is(err, kerr.FencedLeaderEpoch) {
 				e.p = nil
 			}
 			return fmt.Errorf("write state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
 		}
+		e.written = view
 	}
 	e.p = next
 	return nil
@@ -391,10 +400,7 @@ func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicParti
 	// leader derives again from the log.
 	e.p = next
 	if len(out.Acquired) > 0 {
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
+		m.wake()
 	}
 	return out, nil
 }
@@ -512,6 +518,25 @@ func (m *Manager) ReleaseMember(ctx context.Context, group, member string) error
 	return errors.Join(errs...)
 }
 
+// MemberLeft is the hook the share group coordinator calls when a member
+// leaves its group or is fenced: the member's share session goes at once,
+// and Run releases its records (persisted) without holding up the caller.
+func (m *Manager) MemberLeft(groupID, memberID string) {
+	key := SessionKey{Group: groupID, Member: memberID}
+	m.sessions.Remove(key)
+	m.mu.Lock()
+	m.left = append(m.left, key)
+	m.mu.Unlock()
+	m.wake()
+}
+
+func (m *Manager) wake() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
 func (m *Manager) release(ctx context.Context, e *entry, member string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -532,9 +557,10 @@ const (
 	sweepMin = 5 * time.Millisecond
 )
 
-// Run times out acquisition locks (persisting the records released) and
-// drops the share-partitions of partitions this broker no longer leads,
-// until ctx ends.
+// Run times out acquisition locks (persisting the records released),
+// releases the records of members that left (MemberLeft) and drops the
+// share-partitions of partitions this broker no longer leads, until ctx
+// ends.
 func (m *Manager) Run(ctx context.Context) {
 	t := time.NewTimer(sweepMax)
 	defer t.Stop()
@@ -545,6 +571,16 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-t.C:
 		case <-m.kick:
 			t.Stop()
+		}
+		m.mu.Lock()
+		left := m.left
+		m.left = nil
+		m.mu.Unlock()
+		for _, k := range left {
+			if err := m.ReleaseMember(ctx, k.Group, k.Member); err != nil {
+				// Their locks still end and release them.
+				m.o.Logger.Warn("records of a member that left not released", "group", k.Group, "member", k.Member, "err", err)
+			}
 		}
 		next := m.sweep(ctx)
 		wait := sweepMax

@@ -283,3 +283,50 @@ func TestParseISODuration(t *testing.T) {
 		}
 	}
 }
+
+// TestManagerMemberLeft: the coordinator's hook drops the member's share
+// session and, in Run, releases its records (persisted), waking fetches.
+func TestManagerMemberLeft(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 4, -1, 0)
+	p := sharetest.NewPersister()
+	if err := p.Initialize(context.Background(), testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(c, p, DefaultConfig(), &clock{now: time.UnixMilli(1_000_000)})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	if err := m.Sessions().Open(SessionKey{Group: "g", Member: "a"}, nil, time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 {
+		t.Fatalf("fetch: %+v, %v", f.Acquired, err)
+	}
+	changed := m.Changed("g")
+	m.MemberLeft("g", "a")
+	if m.Sessions().Len() != 0 {
+		t.Fatal("the session of a member that left is kept")
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no wake-up after the member left")
+	}
+	st, _ := p.State(testKey)
+	if len(st.Batches) != 1 || st.Batches[0] != (sharestate.Batch{FirstOffset: 0, LastOffset: 3, DeliveryState: sharestate.Available, DeliveryCount: 1}) {
+		t.Fatalf("persisted %+v after the member left", st)
+	}
+	if f, err := m.Fetch(ctx, "g", "b", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 3, 2}) {
+		t.Fatalf("b: %+v, %v", f.Acquired, err)
+	}
+}

@@ -18,11 +18,12 @@ import (
 // session. ShareAcknowledge uses the same session and epochs but cannot
 // open one (epoch 0 gets INVALID_SHARE_SESSION_EPOCH).
 //
-// The cache holds at most its size of sessions; a new session beyond it is
-// refused with SHARE_SESSION_LIMIT_REACHED unless a session has been idle
-// for evictIdleAfter, which it replaces. (Kafka removes a member's session
-// when its connection closes; Gregor's network layer does not report
-// closes to the handlers, so an idle session goes this way instead.)
+// The cache holds at most group.share.max.share.sessions sessions; a new
+// session beyond it is refused with SHARE_SESSION_LIMIT_REACHED unless it
+// can take the place of a session whose client closed its connection (as
+// Kafka drops a session when its connection closes) or, failing that, of
+// one idle for evictIdleAfter (a connection this broker closed, say for
+// connections.max.idle.ms, is not reported as closed by the peer).
 
 // Session epochs with a meaning of their own.
 const (
@@ -50,6 +51,9 @@ type session struct {
 	epoch    int32 // the epoch the next request must carry
 	parts    []SessionPartition
 	lastUsed time.Time
+	// peerClosed is closed when the client closes the connection that
+	// opened the session (nil: not known).
+	peerClosed <-chan struct{}
 }
 
 // Sessions is the broker's share session cache; safe for concurrent use.
@@ -72,24 +76,35 @@ func nextEpoch(e int32) int32 {
 	return e + 1
 }
 
-// Open opens key's session with parts (a session key had is replaced).
-// The next request must carry epoch 1.
-func (s *Sessions) Open(key SessionKey, parts []SessionPartition, now time.Time) error {
+// Open opens key's session with parts (a session key had is replaced),
+// on a connection whose close by the client closes peerClosed (nil: not
+// known). The next request must carry epoch 1.
+func (s *Sessions) Open(key SessionKey, parts []SessionPartition, now time.Time, peerClosed <-chan struct{}) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, key)
-	if len(s.m) >= s.size && !s.evictIdle(now) {
+	if len(s.m) >= s.size && !s.evict(now) {
 		return fmt.Errorf("%d share sessions: %w", len(s.m), kerr.ShareSessionLimitReached)
 	}
-	s.m[key] = &session{epoch: 1, parts: dedupe(nil, parts), lastUsed: now}
+	s.m[key] = &session{epoch: 1, parts: dedupe(nil, parts), lastUsed: now, peerClosed: peerClosed}
 	return nil
 }
 
-func (s *Sessions) evictIdle(now time.Time) bool {
+// evict drops a session whose connection the client closed, else the
+// longest idle one if idle for evictAfter; false when none may go.
+func (s *Sessions) evict(now time.Time) bool {
 	var oldest SessionKey
 	var oldestAt time.Time
 	found := false
 	for k, v := range s.m {
+		if v.peerClosed != nil {
+			select {
+			case <-v.peerClosed:
+				delete(s.m, k)
+				return true
+			default:
+			}
+		}
 		if now.Sub(v.lastUsed) >= s.evictAfter && (!found || v.lastUsed.Before(oldestAt)) {
 			oldest, oldestAt, found = k, v.lastUsed, true
 		}
