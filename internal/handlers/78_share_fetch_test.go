@@ -136,8 +136,8 @@ func TestShareFetchAndAcknowledge(t *testing.T) {
 
 	// Standalone acknowledgements: a record not held, a wrong epoch, a
 	// session never opened, an opening epoch.
-	if a := s.ack("a", 3, 0, 0, 1); a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {
-		t.Fatalf("acknowledging an accepted record: %+v", a)
+	if a := s.ack("a", 3, 4, 4, 1); a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {
+		t.Fatalf("acknowledging a rejected record: %+v", a)
 	}
 	if a := s.ack("a", 9, 3, 3, 1); a.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
 		t.Fatalf("wrong epoch: %d", a.ErrorCode)

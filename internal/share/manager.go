@@ -237,7 +237,7 @@ func (m *Manager) load(ctx context.Context, e *entry, cfg Config) (int64, error)
 	e.p = nil
 	st, err := m.o.Persister.Read(ctx, e.key(), epoch)
 	if err != nil {
-		return -1, fmt.Errorf("read state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
+		return -1, fmt.Errorf("read state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, persisterError(err))
 	}
 	if st.StartOffset < 0 {
 		// Never consumed: share.auto.offset.reset decides, and the
@@ -248,7 +248,7 @@ func (m *Manager) load(ctx context.Context, e *entry, cfg Config) (int64, error)
 		}
 		u := sharestate.Update{StateEpoch: st.StateEpoch, LeaderEpoch: epoch, StartOffset: off, Batches: []sharestate.Batch{}}
 		if err := m.o.Persister.Write(ctx, e.key(), u); err != nil {
-			return -1, fmt.Errorf("write start offset of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
+			return -1, fmt.Errorf("write start offset of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, persisterError(err))
 		}
 		st.StartOffset, st.Batches = off, nil
 	}
@@ -295,7 +295,7 @@ func (m *Manager) commit(ctx context.Context, e *entry, next *Partition) error {
 			if errors.Is(err, kerr.FencedStateEpoch) || errors.Is(err, kerr.FencedLeaderEpoch) {
 				e.p = nil
 			}
-			return fmt.Errorf("write state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, err)
+			return fmt.Errorf("write state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, persisterError(err))
 		}
 		e.written = view
 	}
@@ -303,21 +303,48 @@ func (m *Manager) commit(ctx context.Context, e *entry, next *Partition) error {
 	return nil
 }
 
+// persisterError is the error a client gets for a persister's, as Kafka's
+// SharePartition maps them: the share coordinator unavailable, loading or
+// moved is COORDINATOR_NOT_AVAILABLE (retriable); a fenced state or leader
+// epoch is NOT_LEADER_OR_FOLLOWER (this leader's state is stale);
+// UNKNOWN_TOPIC_OR_PARTITION (no state) and GROUP_ID_NOT_FOUND pass; other
+// Kafka errors are UNKNOWN_SERVER_ERROR.
+func persisterError(err error) error {
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.CoordinatorLoadInProgress):
+		return fmt.Errorf("%v: %w", err, kerr.CoordinatorNotAvailable)
+	case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch):
+		return fmt.Errorf("%v: %w", err, kerr.NotLeaderForPartition)
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.GroupIDNotFound):
+		return err
+	case errors.As(err, &ke):
+		return fmt.Errorf("%v: %w", err, kerr.UnknownServerError)
+	}
+	return err
+}
+
 func samePersisted(a, b sharestate.Update) bool {
 	return a.StartOffset == b.StartOffset && a.DeliveryCompleteCount == b.DeliveryCompleteCount && slices.Equal(a.Batches, b.Batches)
 }
 
-// expire releases e's timed-out locks, persisted, under e.mu. It reports
-// whether records were released.
-func (m *Manager) expire(ctx context.Context, e *entry) (bool, error) {
+// expire releases e's timed-out locks under e.mu, and reports whether
+// records were released. As Kafka, a timeout takes effect even if its
+// write fails (it only moves delivery counts past what is persisted; an
+// acquired record is persisted as available anyway): the next write carries
+// it.
+func (m *Manager) expire(ctx context.Context, e *entry) bool {
 	next := e.p.Clone()
 	if !next.ExpireLocks(m.o.Now().UnixMilli()) {
-		return false, nil
+		return false
 	}
 	if err := m.commit(ctx, e, next); err != nil {
-		return false, err
+		m.o.Logger.Warn("share-partition lock timeout not persisted", "group", e.group, "topic", e.tp.Topic, "partition", e.tp.Partition, "err", err)
+		if e.p != nil {
+			e.p = next
+		}
 	}
-	return true, nil
+	return true
 }
 
 // Fetched is one share-partition's answer to a share fetch: the records
@@ -344,10 +371,12 @@ func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicParti
 		}
 		return Fetched{}, err
 	}
-	if released, err := m.expire(ctx, e); err != nil {
-		return Fetched{}, err
-	} else if released {
+	if m.expire(ctx, e) {
 		defer m.notify(group)
+	}
+	if e.p == nil {
+		// The timeout's write was fenced: another leader owns the state.
+		return Fetched{}, fmt.Errorf("share-partition %s:%s-%d: %w", group, tp.Topic, tp.Partition, kerr.NotLeaderForPartition)
 	}
 	now := m.o.Now().UnixMilli()
 	next := e.p.Clone()
@@ -378,7 +407,7 @@ func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicParti
 		if len(batches) == 0 {
 			break
 		}
-		got, scanned := next.Acquire(member, now, off, batches, maxRecords-taken, strict)
+		got, scanned, stop := next.Acquire(member, now, off, batches, maxRecords, taken, strict)
 		for i, b := range batches {
 			if b.FirstOffset > lastIncluded && overlaps(got, b) {
 				out.Records = append(out.Records, raw[i]...)
@@ -390,7 +419,7 @@ func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicParti
 		}
 		out.Acquired = appendMerged(out.Acquired, got)
 		budget -= int32(len(res.Records))
-		if scanned < 0 {
+		if scanned < 0 || stop {
 			break
 		}
 		from = scanned + 1
@@ -611,15 +640,10 @@ func (m *Manager) sweep(ctx context.Context) int64 {
 				e.mu.Unlock()
 				continue
 			}
-			released, err := m.expire(ctx, e)
-			if err != nil {
-				// Retried at the next sweep, not at once.
-				m.o.Logger.Warn("share-partition lock timeout not persisted; retrying", "group", e.group, "topic", e.tp.Topic, "partition", e.tp.Partition, "err", err)
-			}
-			if released {
+			if m.expire(ctx, e) {
 				m.notify(e.group)
 			}
-			if e.p != nil && err == nil {
+			if e.p != nil {
 				if d := e.p.NextLockDeadline(); d >= 0 && (next < 0 || d < next) {
 					next = d
 				}

@@ -98,10 +98,17 @@ func TestManagerFetchAcknowledgePersists(t *testing.T) {
 		t.Fatalf("persisted %+v after accepting 0-2, want start offset 3", st)
 	}
 
-	// A failed write: the client gets the error, and nothing changed.
-	p.Fail(kerr.CoordinatorNotAvailable)
-	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{3, 4, []AckType{AckAccept}}}); !errors.Is(err, kerr.CoordinatorNotAvailable) {
-		t.Fatalf("acknowledge with a failing persister: %v", err)
+	// A failed write: the client gets the error as Kafka maps it, and
+	// nothing changed.
+	for _, c := range []struct{ fail, want error }{
+		{kerr.NotCoordinator, kerr.CoordinatorNotAvailable},
+		{kerr.InvalidRequest, kerr.UnknownServerError},
+		{kerr.UnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
+	} {
+		p.Fail(c.fail)
+		if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{3, 4, []AckType{AckAccept}}}); !errors.Is(err, c.want) {
+			t.Fatalf("acknowledge with a persister failing with %v: %v, want %v", c.fail, err, c.want)
+		}
 	}
 	p.Fail(nil)
 	if f, err := m.Fetch(ctx, "g", "b", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{5, 9, 1}) {
@@ -125,6 +132,17 @@ func TestManagerFetchAcknowledgePersists(t *testing.T) {
 	}
 	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{5, 9, 2}) {
 		t.Fatalf("redelivery: %+v, %v", f.Acquired, err)
+	}
+
+	// A fenced write (the state was reset, or another leader wrote):
+	// NOT_LEADER_OR_FOLLOWER, and the state is read again when next used.
+	p.Fail(kerr.FencedStateEpoch)
+	if err := m.Acknowledge(ctx, "g", "a", testTP, []AckBatch{{5, 9, []AckType{AckAccept}}}); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("fenced write: %v", err)
+	}
+	p.Fail(nil)
+	if f, err := m.Fetch(ctx, "g", "b", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{5, 9, 2}) {
+		t.Fatalf("after the fenced write, reloaded: %+v, %v", f.Acquired, err)
 	}
 
 	// A share-partition never initialized is refused with the persister's

@@ -73,6 +73,10 @@ type inFlight struct {
 	deliveryCount int16
 	member        string
 	lockDeadline  int64
+	// batch is the size of the in-flight batch the run belongs to (the
+	// records acquired together for the first time, or a persisted
+	// batch), which throttled redelivery halves.
+	batch int64
 }
 
 func (r inFlight) count() int64 { return r.last - r.first + 1 }
@@ -127,9 +131,9 @@ func NewPartition(cfg PartitionConfig, st sharestate.State) *Partition {
 			continue
 		}
 		if first > p.end {
-			p.runs = append(p.runs, inFlight{first: p.end, last: first - 1, state: Available})
+			p.runs = append(p.runs, inFlight{first: p.end, last: first - 1, state: Available, batch: first - p.end})
 		}
-		r := inFlight{first: first, last: b.LastOffset, state: RecordState(b.DeliveryState), deliveryCount: b.DeliveryCount}
+		r := inFlight{first: first, last: b.LastOffset, state: RecordState(b.DeliveryState), deliveryCount: b.DeliveryCount, batch: b.LastOffset - first + 1}
 		if r.state != Acknowledged && r.state != Archived {
 			r.state = Available
 			if r.deliveryCount >= cfg.DeliveryCountLimit {
@@ -206,21 +210,30 @@ func (p *Partition) ArchiveBefore(logStartOffset int64) {
 }
 
 // Acquire hands records of the batches read from the log (in offset order,
-// read from offset from) to member, up to maxRecords: Available in-flight
-// records, and records past the in-flight end as new in-flight records
-// while the in-flight limit allows. With strict false acquisition stops on
-// a batch boundary (a batch is taken whole, as Kafka's batch-optimized
-// mode); with strict it stops at exactly maxRecords (record-limit mode).
-// Records of skipped batches and offsets with no batch between from and the
-// last batch are archived, never delivered. It returns the acquired ranges
-// and the last offset it looked at (-1: none).
-func (p *Partition) Acquire(member string, nowMs int64, from int64, batches []LogBatch, maxRecords int64, strict bool) ([]AcquiredRange, int64) {
-	var out []AcquiredRange
-	taken := int64(0)
-	scanned := int64(-1)
-	next := from // offsets below next are accounted for
+// read from offset from) to member, until the request holds maxRecords
+// (taken of them acquired already, by earlier reads of the same request):
+// Available in-flight records, and records past the in-flight end as new
+// in-flight records while the in-flight limit allows. With strict false
+// acquisition stops on a batch boundary (a batch is taken whole, as Kafka's
+// batch-optimized mode); with strict it stops at exactly maxRecords
+// (record-limit mode). Records of skipped batches and offsets with no batch
+// between from and the last batch are archived, never delivered.
+//
+// Records delivered often are throttled, as Kafka 4.2 does so that one bad
+// record does not use up the deliveries of a whole batch: a record
+// delivered at least ceil(limit/2) times (2 at least) is acquired only by a
+// request that has nothing else, in a chunk of its in-flight batch's size
+// halved for each delivery past that mark, and a record on its last
+// delivery (limit above 2) alone. Acquisition ends after a throttled chunk.
+//
+// It returns the acquired ranges, the last offset it looked at (-1: none)
+// and whether the request must acquire nothing more.
+func (p *Partition) Acquire(member string, nowMs int64, from int64, batches []LogBatch, maxRecords, taken int64, strict bool) ([]AcquiredRange, int64, bool) {
+	a := acquisition{p: p, member: member, nowMs: nowMs, max: maxRecords, taken: taken, strict: strict, scanned: -1}
+	next := max(from, p.start) // offsets below next are accounted for
+	newFirst, newLast := int64(-1), int64(-1)
 	for _, b := range batches {
-		if taken >= maxRecords {
+		if a.stop || a.taken >= a.max {
 			break
 		}
 		if b.LastOffset < next {
@@ -233,25 +246,99 @@ func (p *Partition) Acquire(member string, nowMs int64, from int64, batches []Lo
 		}
 		if b.Skip {
 			p.settle(first, b.LastOffset, Archived)
-			next, scanned = b.LastOffset+1, b.LastOffset
+			next, a.scanned = b.LastOffset+1, b.LastOffset
 			continue
 		}
-		last := b.LastOffset
-		if strict {
-			last = min(last, first+maxRecords-taken-1)
+		if first >= p.end && p.end-p.start >= p.cfg.MaxRecordLocks {
+			break // no room for new records
 		}
-		got := p.acquireRange(member, nowMs, first, last)
-		for _, a := range got {
-			taken += a.LastOffset - a.FirstOffset + 1
+		if b.LastOffset >= p.end {
+			if newFirst < 0 {
+				newFirst = max(first, p.end)
+			}
+			newLast = b.LastOffset
 		}
-		out = appendMerged(out, got)
-		next, scanned = last+1, last
-		if p.end-p.start >= p.cfg.MaxRecordLocks && next >= p.end {
-			break
-		}
+		p.extendTo(b.LastOffset)
+		next = a.acquire(first, b.LastOffset)
+		a.scanned = next - 1
+	}
+	if newFirst >= 0 {
+		// The new records of one request form one in-flight batch, whose
+		// size throttling halves.
+		p.forEach(newFirst, newLast, func(r *inFlight) { r.batch = newLast - newFirst + 1 })
 	}
 	p.advance()
-	return out, scanned
+	return a.out, a.scanned, a.stop
+}
+
+// acquisition is one Acquire's progress.
+type acquisition struct {
+	p          *Partition
+	member     string
+	nowMs      int64
+	max, taken int64
+	strict     bool
+	stop       bool
+	scanned    int64
+	out        []AcquiredRange
+}
+
+// throttleFrom is the delivery count from which acquisition is throttled
+// (Kafka's throttleRecordsDeliveryLimit): half the limit rounded up, 2 at
+// least.
+func (p *Partition) throttleFrom() int16 {
+	return max(2, (p.cfg.DeliveryCountLimit+1)/2)
+}
+
+// acquire acquires the Available offsets of [first, last] (in flight) and
+// returns the offset after the last one it looked at.
+func (a *acquisition) acquire(first, last int64) int64 {
+	p := a.p
+	o := first
+	for o <= last && !a.stop && a.taken < a.max {
+		i := p.runAt(o)
+		r := p.runs[i]
+		end := min(r.last, last)
+		if r.state != Available {
+			o = end + 1
+			continue
+		}
+		n := end - o + 1
+		if r.deliveryCount >= p.throttleFrom() {
+			if a.taken > 0 {
+				a.stop = true // delivered later, in a request of its own
+				break
+			}
+			chunk := max(1, r.batch>>(r.deliveryCount-p.throttleFrom()+1))
+			if p.cfg.DeliveryCountLimit > 2 && r.deliveryCount == p.cfg.DeliveryCountLimit-1 {
+				chunk = 1 // the last delivery: alone
+			}
+			n = min(n, chunk)
+			a.stop = true
+		}
+		if a.strict {
+			n = min(n, a.max-a.taken)
+		}
+		p.forEach(o, o+n-1, func(r *inFlight) {
+			r.state = Acquired
+			r.deliveryCount++
+			r.member = a.member
+			r.lockDeadline = a.nowMs + p.cfg.RecordLockDurationMs
+			a.out = appendMerged(a.out, []AcquiredRange{{FirstOffset: r.first, LastOffset: r.last, DeliveryCount: r.deliveryCount}})
+		})
+		a.taken += n
+		o += n
+	}
+	return o
+}
+
+// runAt is the index of the run holding offset o (in flight).
+func (p *Partition) runAt(o int64) int {
+	i, found := slices.BinarySearchFunc(p.runs, o, func(r inFlight, o int64) int { return compare(r.first, o) })
+	if found {
+		return i
+	}
+	return i - 1
 }
 
 // settle puts the offsets [first, last] that are Available (or past the
@@ -263,27 +350,6 @@ func (p *Partition) settle(first, last int64, s RecordState) {
 			r.state = s
 		}
 	})
-}
-
-// acquireRange acquires the Available offsets of [first, last], creating
-// in-flight records past the end as needed.
-func (p *Partition) acquireRange(member string, nowMs int64, first, last int64) []AcquiredRange {
-	if first >= p.end && p.end-p.start >= p.cfg.MaxRecordLocks {
-		return nil
-	}
-	p.extendTo(last)
-	var out []AcquiredRange
-	p.forEach(first, last, func(r *inFlight) {
-		if r.state != Available {
-			return
-		}
-		r.state = Acquired
-		r.deliveryCount++
-		r.member = member
-		r.lockDeadline = nowMs + p.cfg.RecordLockDurationMs
-		out = appendMerged(out, []AcquiredRange{{FirstOffset: r.first, LastOffset: r.last, DeliveryCount: r.deliveryCount}})
-	})
-	return out
 }
 
 func appendMerged(out, add []AcquiredRange) []AcquiredRange {
@@ -349,7 +415,7 @@ func (p *Partition) merge() {
 	for _, r := range p.runs {
 		if n := len(out); n > 0 {
 			l := &out[n-1]
-			if l.last+1 == r.first && l.state == r.state && l.deliveryCount == r.deliveryCount && l.member == r.member && l.lockDeadline == r.lockDeadline {
+			if l.last+1 == r.first && l.state == r.state && l.deliveryCount == r.deliveryCount && l.member == r.member && l.lockDeadline == r.lockDeadline && l.batch == r.batch {
 				l.last = r.last
 				continue
 			}
@@ -454,15 +520,18 @@ func ValidateAckBatches(batches []AckBatch, renew bool) error {
 	return nil
 }
 
-// Acknowledge applies a member's acknowledgements at nowMs. Every offset
-// acknowledged must be acquired by member, with its lock alive, else
-// nothing changes and the error is INVALID_RECORD_STATE. The batches must
-// have passed ValidateAckBatches.
+// Acknowledge applies a member's acknowledgements at nowMs, as Kafka's
+// SharePartition.acknowledge: offsets below SPSO are skipped (they are
+// acknowledged or archived already), offsets past the in-flight records are
+// INVALID_REQUEST, and every other offset must be acquired by member with
+// its lock alive, else INVALID_RECORD_STATE. On an error nothing changes.
+// The batches must have passed ValidateAckBatches.
 func (p *Partition) Acknowledge(member string, nowMs int64, batches []AckBatch) error {
 	for _, b := range batches {
-		if b.FirstOffset < p.start || b.LastOffset >= p.end {
-			return fmt.Errorf("acknowledgement of %d..%d outside the in-flight records %d..%d: %w", b.FirstOffset, b.LastOffset, p.start, p.end-1, kerr.InvalidRecordState)
+		if b.LastOffset >= p.end {
+			return fmt.Errorf("acknowledgement of %d..%d past the records acquired (to %d): %w", b.FirstOffset, b.LastOffset, p.end-1, kerr.InvalidRequest)
 		}
+		// Offsets below SPSO are done with; Kafka skips them.
 		for _, r := range p.runs {
 			if r.last < b.FirstOffset || r.first > b.LastOffset {
 				continue

@@ -19,8 +19,9 @@ import (
 //
 //	new start=S [lock=MS] [limit=N] [max-locks=N] [batches=(F-L:state:count,...)]
 //	                              a share-partition loaded from persisted state
-//	acquire member=M now=T from=F batches=(F-L[:skip],...) [max=N] [strict]
-//	                              records read from the log at F handed to M
+//	acquire member=M now=T from=F batches=(F-L[:skip],...) [max=N] [taken=N] [strict]
+//	                              records read from the log at F handed to M (taken:
+//	                              acquired already by the same request)
 //	next-fetch from=F             where acquisition reads the log from
 //	ack member=M now=T batches=(F-L:type[/type...],...) [renew]
 //	                              types: gap accept release reject renew
@@ -57,12 +58,17 @@ func TestPartitionScripts(t *testing.T) {
 					first, last := rangeArg(t, f[0])
 					bs = append(bs, LogBatch{FirstOffset: first, LastOffset: last, Skip: len(f) > 1 && f[1] == "skip"})
 				}
-				got, scanned := p.Acquire(strArg(d, "member"), intArg(t, d, "now", 0), intArg(t, d, "from", 0), bs, intArg(t, d, "max", 500), d.HasArg("strict"))
+				got, scanned, stop := p.Acquire(strArg(d, "member"), intArg(t, d, "now", 0), intArg(t, d, "from", 0), bs,
+					intArg(t, d, "max", 500), intArg(t, d, "taken", 0), d.HasArg("strict"))
 				fmt.Fprintf(&out, "acquired:")
 				for _, a := range got {
 					fmt.Fprintf(&out, " %d-%d(count %d)", a.FirstOffset, a.LastOffset, a.DeliveryCount)
 				}
-				fmt.Fprintf(&out, "\nscanned to %d\n", scanned)
+				fmt.Fprintf(&out, "\nscanned to %d", scanned)
+				if stop {
+					out.WriteString(", throttled: no more for this request")
+				}
+				out.WriteString("\n")
 			case "next-fetch":
 				return fmt.Sprintf("%d\n", p.NextFetchOffset(intArg(t, d, "from", 0)))
 			case "ack":
