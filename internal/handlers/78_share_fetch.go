@@ -21,7 +21,8 @@ package handlers
 // (RENEW allowed), and must carry no fetch limits (INVALID_REQUEST).
 // The response's AcquisitionLockTimeoutMillis is the group's
 // share.record.lock.duration.ms. A partition this broker does not lead is
-// answered NOT_LEADER_OR_FOLLOWER with the current leader from the image.
+// answered NOT_LEADER_OR_FOLLOWER with the current leader from the image,
+// and the leader's endpoint in NodeEndpoints.
 //
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED
 // for the whole request), READ on each topic (TOPIC_AUTHORIZATION_FAILED
@@ -90,6 +91,38 @@ func (h *Handlers) currentLeader(tp share.TopicPartition) (int32, int32) {
 		}
 	}
 	return -1, -1
+}
+
+// shareLeaderEndpoint is a leader named by a NOT_LEADER_OR_FOLLOWER
+// answer, with its endpoint for the request's listener.
+type shareLeaderEndpoint struct {
+	id   int32
+	host string
+	port int32
+	rack *string
+}
+
+// shareLeaderEndpoints are the endpoints, on the request's listener, of the
+// brokers named as current leaders: Kafka's NodeEndpoints, so that the
+// client reaches a new leader without a metadata request.
+func (h *Handlers) shareLeaderEndpoints(req *network.Request, leaders []int32) []shareLeaderEndpoint {
+	img := h.image()
+	var out []shareLeaderEndpoint
+	seen := map[int32]bool{}
+	for _, id := range leaders {
+		if id < 0 || seen[id] {
+			continue
+		}
+		seen[id] = true
+		b, ok := img.Brokers[id]
+		if !ok || b.Fenced {
+			continue
+		}
+		if ep, ok := b.Listener(req.Listener); ok {
+			out = append(out, shareLeaderEndpoint{id: id, host: ep.Host, port: int32(ep.Port), rack: b.Rack})
+		}
+	}
+	return out
 }
 
 // shareAckBatches converts a request's acknowledgement batches.
@@ -271,6 +304,19 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 					ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.FirstOffset, a.LastOffset, a.DeliveryCount
 					rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
 				}
+			}
+			var leaders []int32
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+						leaders = append(leaders, p.CurrentLeader.LeaderID)
+					}
+				}
+			}
+			for _, ep := range h.shareLeaderEndpoints(req, leaders) {
+				ne := kmsg.NewShareFetchResponseNodeEndpoint()
+				ne.NodeID, ne.Host, ne.Port, ne.Rack = ep.id, ep.host, ep.port, ep.rack
+				resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
 			}
 			h.countShareFetched(resp)
 			return resp, nil

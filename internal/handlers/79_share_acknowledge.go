@@ -9,10 +9,12 @@ package handlers
 // releases the member's other records of the session's partitions, any
 // other epoch must be the session's next (SHARE_SESSION_NOT_FOUND,
 // INVALID_SHARE_SESSION_EPOCH). Each partition's result is its error code:
-// INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE for records
-// not acquired by the member, NOT_LEADER_OR_FOLLOWER (with the current
-// leader) where this broker does not lead, or the state persister's error.
-// An acknowledgement is answered only once its state is written.
+// INVALID_REQUEST for malformed batches or offsets past the records
+// acquired, INVALID_RECORD_STATE for records not acquired by the member,
+// NOT_LEADER_OR_FOLLOWER (with the current leader, and its endpoint in
+// NodeEndpoints) where this broker does not lead, or the state persister's
+// error as Kafka maps it. An acknowledgement is answered only once its
+// state is written.
 //
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED),
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
@@ -94,6 +96,19 @@ func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Req
 			ti = len(resp.Topics) - 1
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+	}
+	var leaders []int32
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+				leaders = append(leaders, p.CurrentLeader.LeaderID)
+			}
+		}
+	}
+	for _, ep := range h.shareLeaderEndpoints(req, leaders) {
+		ne := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
+		ne.NodeID, ne.Host, ne.Port, ne.Rack = ep.id, ep.host, ep.port, ep.rack
+		resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
 	}
 	if r.ShareSessionEpoch == share.FinalEpoch {
 		var tps []share.TopicPartition

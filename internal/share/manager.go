@@ -511,7 +511,8 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 }
 
 // ReleasePartitions releases the records member holds in the given
-// share-partitions (a share session closed), persisted.
+// share-partitions (named by topic id and partition; a share session
+// closed), persisted.
 func (m *Manager) ReleasePartitions(ctx context.Context, group, member string, tps []TopicPartition) error {
 	var errs []error
 	for _, tp := range tps {
@@ -587,7 +588,8 @@ const (
 )
 
 // Run times out acquisition locks (persisting the records released),
-// releases the records of members that left (MemberLeft) and drops the
+// releases the records of members that left (MemberLeft) and of share
+// sessions whose client closed its connection, and drops the
 // share-partitions of partitions this broker no longer leads, until ctx
 // ends.
 func (m *Manager) Run(ctx context.Context) {
@@ -609,6 +611,15 @@ func (m *Manager) Run(ctx context.Context) {
 			if err := m.ReleaseMember(ctx, k.Group, k.Member); err != nil {
 				// Their locks still end and release them.
 				m.o.Logger.Warn("records of a member that left not released", "group", k.Group, "member", k.Member, "err", err)
+			}
+		}
+		for _, c := range m.sessions.TakeClosed() {
+			tps := make([]TopicPartition, len(c.Parts))
+			for i, p := range c.Parts {
+				tps[i] = TopicPartition{TopicID: p.TopicID, Partition: p.Partition}
+			}
+			if err := m.ReleasePartitions(ctx, c.Key.Group, c.Key.Member, tps); err != nil {
+				m.o.Logger.Warn("records of a closed share session not released", "group", c.Key.Group, "member", c.Key.Member, "err", err)
 			}
 		}
 		next := m.sweep(ctx)

@@ -303,7 +303,8 @@ func TestParseISODuration(t *testing.T) {
 }
 
 // TestManagerMemberLeft: the coordinator's hook drops the member's share
-// session and, in Run, releases its records (persisted), waking fetches.
+// session and, in Run, releases its records (persisted), waking fetches;
+// so does a client closing its share session's connection.
 func TestManagerMemberLeft(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	c := sharetest.NewCluster(t)
@@ -346,5 +347,24 @@ func TestManagerMemberLeft(t *testing.T) {
 	}
 	if f, err := m.Fetch(ctx, "g", "b", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 3, 2}) {
 		t.Fatalf("b: %+v, %v", f.Acquired, err)
+	}
+
+	// b's client closes its connection: its session goes, and its records.
+	peerClosed := make(chan struct{})
+	if err := m.Sessions().Open(SessionKey{Group: "g", Member: "b"}, []SessionPartition{{TopicID: testTopicID}}, time.Now(), peerClosed); err != nil {
+		t.Fatal(err)
+	}
+	changed = m.Changed("g")
+	close(peerClosed)
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no wake-up after b's connection closed")
+	}
+	if m.Sessions().Len() != 0 {
+		t.Fatal("the session of a closed connection is kept")
+	}
+	if f, err := m.Fetch(ctx, "g", "c", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 3, 3}) {
+		t.Fatalf("c after b's connection closed: %+v, %v", f.Acquired, err)
 	}
 }

@@ -18,12 +18,14 @@ import (
 // session. ShareAcknowledge uses the same session and epochs but cannot
 // open one (epoch 0 gets INVALID_SHARE_SESSION_EPOCH).
 //
-// The cache holds at most group.share.max.share.sessions sessions; a new
+// A session whose client closes the connection that opened it is dropped
+// and its records released (Manager.Run, TakeClosed), as Kafka does. The
+// cache holds at most group.share.max.share.sessions sessions; a new
 // session beyond it is refused with SHARE_SESSION_LIMIT_REACHED unless it
-// can take the place of a session whose client closed its connection (as
-// Kafka drops a session when its connection closes) or, failing that, of
-// one idle for evictIdleAfter (a connection this broker closed, say for
-// connections.max.idle.ms, is not reported as closed by the peer).
+// can take the place of a session whose client closed its connection or,
+// failing that, of one idle for evictIdleAfter (a connection this broker
+// closed, say for connections.max.idle.ms, is not reported as closed by
+// the peer).
 
 // Session epochs with a meaning of their own.
 const (
@@ -208,6 +210,33 @@ func (s *Sessions) Close(key SessionKey) ([]SessionPartition, error) {
 	}
 	delete(s.m, key)
 	return ss.parts, nil
+}
+
+// ClosedSession is a session whose client closed its connection.
+type ClosedSession struct {
+	Key   SessionKey
+	Parts []SessionPartition
+}
+
+// TakeClosed removes and returns the sessions whose client closed the
+// connection that opened them (Kafka drops a share session, and releases
+// its records, when its connection closes).
+func (s *Sessions) TakeClosed() []ClosedSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []ClosedSession
+	for k, v := range s.m {
+		if v.peerClosed == nil {
+			continue
+		}
+		select {
+		case <-v.peerClosed:
+			out = append(out, ClosedSession{Key: k, Parts: v.parts})
+			delete(s.m, k)
+		default:
+		}
+	}
+	return out
 }
 
 // Remove drops key's session, if any (its member left the group).
