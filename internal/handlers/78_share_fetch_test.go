@@ -10,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"gregor/internal/auth"
+	"gregor/internal/auth/acl"
+	"gregor/internal/metadata"
 	"gregor/internal/network"
 	"gregor/internal/share"
 	"gregor/internal/share/sharetest"
@@ -24,23 +27,29 @@ type shareHarness struct {
 	h       *Handlers
 	p       *sharetest.Persister
 	version int16
+	// principal is who the requests come from.
+	principal auth.Principal
 }
 
 func newShareHarness(t *testing.T, cfg share.Config) *shareHarness {
+	return newShareHarnessAuthorized(t, cfg, nil)
+}
+
+func newShareHarnessAuthorized(t *testing.T, cfg share.Config, authorizer acl.Authorizer) *shareHarness {
 	c := sharetest.NewCluster(t)
 	p := sharetest.NewPersister()
 	if err := p.Initialize(context.Background(), sharestate.Key{GroupID: "g", TopicID: sharetest.TopicID}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	m := share.New(share.Options{Replica: c.Replica, Persister: p, Defaults: cfg, Logger: slog.New(slog.DiscardHandler)})
-	h := NewBroker(Deps{NodeID: sharetest.Node, Replica: c.Replica, Image: c.Replica.Image, Shares: m, Logger: slog.New(slog.DiscardHandler)})
-	return &shareHarness{t: t, c: c, h: h, p: p, version: 2}
+	h := NewBroker(Deps{NodeID: sharetest.Node, Replica: c.Replica, Image: c.Replica.Image, Shares: m, Logger: slog.New(slog.DiscardHandler), Authorizer: authorizer})
+	return &shareHarness{t: t, c: c, h: h, p: p, version: 2, principal: auth.User("ANONYMOUS")}
 }
 
 func (s *shareHarness) do(ctx context.Context, req kmsg.Request) kmsg.Response {
 	s.t.Helper()
 	req.SetVersion(s.version)
-	resp, err := s.h.Handle(ctx, &network.Request{Header: network.RequestHeader{APIKey: req.Key(), APIVersion: s.version}, Body: req})
+	resp, err := s.h.Handle(ctx, &network.Request{Header: network.RequestHeader{APIKey: req.Key(), APIVersion: s.version}, Body: req, Principal: s.principal})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -243,4 +252,60 @@ func kmsgBatches(t *testing.T, b []byte) []kmsg.RecordBatch {
 		b = b[12+int(rb.Length):]
 	}
 	return out
+}
+
+// TestShareAuthorization: READ on the group for the request, READ on each
+// topic for its partitions, as Kafka's KafkaApis checks them.
+func TestShareAuthorization(t *testing.T) {
+	authorizer := acl.NewStandard(nil, false)
+	allow := func(principal string, rt kmsg.ACLResourceType, name string) acl.Binding {
+		return acl.Binding{ResourceType: rt, ResourceName: name, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: principal, Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}
+	}
+	authorizer.Replace(map[[16]byte]acl.Binding{
+		{1}: allow("User:alice", kmsg.ACLResourceTypeGroup, "g"),
+		{2}: allow("User:alice", kmsg.ACLResourceTypeTopic, "t"),
+		{3}: allow("User:bob", kmsg.ACLResourceTypeGroup, "g"),
+	})
+	s := newShareHarnessAuthorized(t, share.DefaultConfig(), authorizer)
+	s.c.Produce(t, 2, -1, 0)
+	ctx := context.Background()
+
+	s.principal = auth.User("carol")
+	if resp := s.fetch(ctx, "c", 0, 0, 100); resp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("no READ on the group: %d", resp.ErrorCode)
+	}
+	if a := s.ack("c", 1, 0, 0, 1); a.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("acknowledge without READ on the group: %d", a.ErrorCode)
+	}
+	s.principal = auth.User("bob")
+	if p := onlyPartition(t, s.fetch(ctx, "b", 0, 0, 100)); p.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(p.AcquiredRecords) != 0 {
+		t.Fatalf("no READ on the topic: %d, %v", p.ErrorCode, acquired(p))
+	}
+	if a := s.ack("b", 1, 0, 0, 1); a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("acknowledge without READ on the topic: %+v", a)
+	}
+	s.principal = auth.User("alice")
+	if p := onlyPartition(t, s.fetch(ctx, "a", 0, 0, 100)); p.ErrorCode != 0 || len(acquired(p)) != 1 {
+		t.Fatalf("alice: %d, %v", p.ErrorCode, acquired(p))
+	}
+}
+
+// TestShareFetchNotLeader: a partition another broker leads is answered
+// NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint on the
+// request's listener.
+func TestShareFetchNotLeader(t *testing.T) {
+	s := newShareHarness(t, share.DefaultConfig())
+	ch := metadata.NewPartitionChangeRecord(sharetest.TopicID, 0)
+	ch.Leader, ch.ISR = 2, []int32{2}
+	s.c.Feed(t, &metadata.RegisterBrokerRecord{RecordVersion: metadata.RegisterBrokerRecordVersion, BrokerID: 2,
+		EndPoints: []metadata.BrokerEndpoint{{Name: "", Host: "broker2", Port: 9093}}}, ch)
+	resp := s.fetch(context.Background(), "a", 0, 0, 100)
+	p := onlyPartition(t, resp)
+	if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.CurrentLeader.LeaderID != 2 || p.CurrentLeader.LeaderEpoch != 1 {
+		t.Fatalf("partition led by 2: error %d, leader %+v", p.ErrorCode, p.CurrentLeader)
+	}
+	if len(resp.NodeEndpoints) != 1 || resp.NodeEndpoints[0].NodeID != 2 || resp.NodeEndpoints[0].Host != "broker2" || resp.NodeEndpoints[0].Port != 9093 {
+		t.Fatalf("node endpoints %+v", resp.NodeEndpoints)
+	}
 }
