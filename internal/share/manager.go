@@ -115,6 +115,9 @@ type entry struct {
 	// written is p's persisted view as last read or written: a change
 	// whose view equals it needs no write.
 	written sharestate.Update
+	// dropped is set once the entry left the Manager's map: whoever holds
+	// it then takes the key's new entry instead (lockEntry).
+	dropped bool
 }
 
 // Manager is the share-partition leader of every partition this broker
@@ -192,18 +195,28 @@ func (m *Manager) notify(group string) {
 	}
 }
 
-func (m *Manager) entry(group string, tp TopicPartition) *entry {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := entryKey{group, tp.TopicID, tp.Partition}
-	e, ok := m.entries[k]
-	if !ok {
-		e = &entry{group: group, tp: tp}
-		m.entries[k] = e
+// lockEntry returns the share-partition's entry, made if new, with its mu
+// held: never an entry dropped meanwhile, so that one share-partition has
+// one state on this broker.
+func (m *Manager) lockEntry(group string, tp TopicPartition) *entry {
+	for {
+		m.mu.Lock()
+		k := entryKey{group, tp.TopicID, tp.Partition}
+		e, ok := m.entries[k]
+		if !ok {
+			e = &entry{group: group, tp: tp}
+			m.entries[k] = e
+		}
+		m.mu.Unlock()
+		e.mu.Lock()
+		if !e.dropped {
+			return e
+		}
+		e.mu.Unlock()
 	}
-	return e
 }
 
+// drop removes e, whose mu the caller holds, from the Manager.
 func (m *Manager) drop(e *entry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -212,6 +225,7 @@ func (m *Manager) drop(e *entry) {
 		delete(m.entries, k)
 	}
 	e.p = nil
+	e.dropped = true
 }
 
 func (e *entry) key() sharestate.Key {
@@ -361,8 +375,7 @@ type Fetched struct {
 // UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, or the persister's.
 func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicPartition, maxRecords int64, maxBytes int32, strict bool) (Fetched, error) {
 	cfg := m.GroupConfig(group)
-	e := m.entry(group, tp)
-	e.mu.Lock()
+	e := m.lockEntry(group, tp)
 	defer e.mu.Unlock()
 	logStart, err := m.load(ctx, e, cfg)
 	if err != nil {
@@ -489,8 +502,7 @@ func logBatches(records []byte, aborted []replica.AbortedTxn, readCommitted bool
 // member does not hold, NOT_LEADER_OR_FOLLOWER and the like, or the
 // persister's (the acknowledgement then did not happen).
 func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp TopicPartition, batches []AckBatch) error {
-	e := m.entry(group, tp)
-	e.mu.Lock()
+	e := m.lockEntry(group, tp)
 	defer e.mu.Unlock()
 	if _, err := m.load(ctx, e, m.GroupConfig(group)); err != nil {
 		if e.p == nil {
