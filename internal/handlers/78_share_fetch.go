@@ -24,6 +24,11 @@ package handlers
 // answered NOT_LEADER_OR_FOLLOWER with the current leader from the image,
 // and the leader's endpoint in NodeEndpoints.
 //
+// Client quotas (quotas.go): consumer_byte_rate caps MaxBytes and, with
+// request_percentage, throttles the client by the answer's size; the
+// answer keeps the records it acquired (Kafka answers a throttled share
+// fetch empty, which leaves them locked until their lock ends).
+//
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED
 // for the whole request), READ on each topic (TOPIC_AUTHORIZATION_FAILED
 // for its partitions, after UNKNOWN_TOPIC_ID for an unknown id).
@@ -276,6 +281,14 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 		maxRecords = defaultShareMaxRecords
 	}
 	strict := r.Version >= 2 && r.ShareAcquireMode == 1
+	maxBytes := r.MaxBytes
+	rq := requestQuotaOf(ctx)
+	if rq != nil {
+		// The consumer_byte_rate quota caps what one fetch acquires.
+		if limit := rq.fetchMaxBytes(); maxBytes <= 0 || limit < maxBytes {
+			maxBytes = max(limit, 1)
+		}
+	}
 	deadline := now.Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	// The session and acknowledgements are done: later requests of the
 	// connection need not wait for this one's long poll.
@@ -283,7 +296,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 	for {
 		changed := h.d.Shares.Changed(group)
 		seen := h.d.Replica.FetchPositions(watches)
-		fetched, acquired, failed := h.shareAcquire(ctx, group, member, targets, maxRecords, r.MaxBytes, strict)
+		fetched, acquired, failed := h.shareAcquire(ctx, group, member, targets, maxRecords, maxBytes, strict)
 		if acquired || failed || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) || !req.Park() {
 			for i, t := range targets {
 				f := fetched[i]
@@ -319,6 +332,9 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 				resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
 			}
 			h.countShareFetched(resp)
+			if rq != nil {
+				rq.recordShareFetch(resp)
+			}
 			return resp, nil
 		}
 		startWaiting(ctx)
@@ -385,6 +401,20 @@ func (h *Handlers) shareAcquire(ctx context.Context, group, member string, targe
 		}
 	}
 	return out, acquired, failed
+}
+
+// recordShareFetch applies request_percentage and consumer_byte_rate to a
+// share fetch's answer: its size is recorded and the client throttled when
+// over a quota. Unlike a fetch's, the answer is not replaced by an empty
+// one (Kafka's is): its records are acquired, and an empty answer would
+// leave them locked for the member until their lock ends.
+func (rq *requestQuota) recordShareFetch(resp *kmsg.ShareFetchResponse) {
+	rt := rq.requestTime()
+	size := 0
+	if rq.q.Fetch.Enabled() {
+		size = len(resp.AppendTo(nil))
+	}
+	rq.throttleWith(rq.q.Fetch.Record(rq.user, rq.clientID, float64(size)), rq.q.Fetch, rt)
 }
 
 // countShareFetched adds a share fetch answer's record bytes to BytesOut.

@@ -14,6 +14,7 @@ import (
 	"gregor/internal/auth/acl"
 	"gregor/internal/metadata"
 	"gregor/internal/network"
+	"gregor/internal/quota"
 	"gregor/internal/share"
 	"gregor/internal/share/sharetest"
 	"gregor/internal/sharestate"
@@ -307,5 +308,30 @@ func TestShareFetchNotLeader(t *testing.T) {
 	}
 	if len(resp.NodeEndpoints) != 1 || resp.NodeEndpoints[0].NodeID != 2 || resp.NodeEndpoints[0].Host != "broker2" || resp.NodeEndpoints[0].Port != 9093 {
 		t.Fatalf("node endpoints %+v", resp.NodeEndpoints)
+	}
+}
+
+// TestShareFetchQuota: consumer_byte_rate throttles a share fetch by its
+// answer's size, and the answer keeps the records it acquired.
+func TestShareFetchQuota(t *testing.T) {
+	s := newShareHarness(t, share.DefaultConfig())
+	q, err := quota.NewManagers(quota.Config{}, quota.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Fetch.Update(map[metadata.QuotaEntity]map[string]float64{
+		{User: metadata.QuotaName{Present: true, Name: "ANONYMOUS"}}: {"consumer_byte_rate": 10},
+	})
+	d := s.h.d
+	d.Quotas = q
+	s.h = NewBroker(d)
+	s.c.Produce(t, 20, -1, 0)
+	resp := s.fetch(context.Background(), "a", 0, 0, 100)
+	p := onlyPartition(t, resp)
+	if len(acquired(p)) != 1 || len(p.Records) == 0 {
+		t.Fatalf("throttled answer lost its records: %v", acquired(p))
+	}
+	if resp.ThrottleMillis <= 0 {
+		t.Fatalf("throttle %d ms over a 10 B/s quota", resp.ThrottleMillis)
 	}
 }
