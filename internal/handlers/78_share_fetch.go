@@ -36,6 +36,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -268,7 +269,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 	if n := len(targets); n > 1 {
 		// Fairness between partitions: each request starts at another.
 		start := int(r.ShareSessionEpoch) % n
-		targets = append(targets[start:], targets[:start]...)
+		targets = slices.Concat(targets[start:], targets[:start])
 	}
 	var watches []replica.FetchWatch
 	for _, t := range targets {
@@ -369,7 +370,9 @@ type shareFetched struct {
 }
 
 // shareAcquire acquires records of every target, within the request's
-// record and byte limits.
+// record and byte limits. It reports whether any record was acquired and
+// whether a partition failed in a way that ends a wait (not leader, the
+// state persister's errors).
 func (h *Handlers) shareAcquire(ctx context.Context, group, member string, targets []shareTarget, maxRecords int64, maxBytes int32, strict bool) ([]shareFetched, bool, bool) {
 	out := make([]shareFetched, len(targets))
 	if maxBytes <= 0 {
@@ -378,8 +381,9 @@ func (h *Handlers) shareAcquire(ctx context.Context, group, member string, targe
 	acquired, failed := false, false
 	for i, t := range targets {
 		if t.err != nil {
+			// Not an error that ends the wait for the others (an unknown
+			// topic id, a topic not authorized), as in 01_fetch.go.
 			out[i].err = t.err
-			failed = true
 			continue
 		}
 		if maxRecords <= 0 || (maxBytes <= 0 && acquired) {

@@ -572,6 +572,27 @@ func (m *Manager) MemberLeft(groupID, memberID string) {
 	m.wake()
 }
 
+// GroupDeleted is the hook the share group coordinator calls when a share
+// group is deleted (its state deleted from the persister): the group's
+// share-partitions and share sessions on this broker are dropped, so that
+// a group made again under the same id starts from its new state.
+func (m *Manager) GroupDeleted(groupID string) {
+	m.mu.Lock()
+	var es []*entry
+	for k, e := range m.entries {
+		if k.group == groupID {
+			es = append(es, e)
+		}
+	}
+	m.mu.Unlock()
+	for _, e := range es {
+		e.mu.Lock()
+		m.drop(e)
+		e.mu.Unlock()
+	}
+	m.sessions.RemoveGroup(groupID)
+}
+
 func (m *Manager) wake() {
 	select {
 	case m.kick <- struct{}{}:

@@ -284,6 +284,41 @@ func TestManagerLeadershipMoved(t *testing.T) {
 	}
 }
 
+// TestManagerGroupDeleted: a deleted group's share-partitions and sessions
+// go; the group made again reads its new state.
+func TestManagerGroupDeleted(t *testing.T) {
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 3, -1, 0)
+	p := sharetest.NewPersister()
+	ctx := context.Background()
+	if err := p.Initialize(ctx, testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(c, p, DefaultConfig(), &clock{now: time.UnixMilli(1_000_000)})
+	if err := m.Sessions().Open(SessionKey{Group: "g", Member: "a"}, nil, time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 {
+		t.Fatalf("fetch: %+v, %v", f.Acquired, err)
+	}
+	if err := p.Delete(ctx, testKey); err != nil {
+		t.Fatal(err)
+	}
+	m.GroupDeleted("g")
+	if m.Sessions().Len() != 0 {
+		t.Fatal("the deleted group's session is kept")
+	}
+	if _, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("fetch of the deleted group: %v", err)
+	}
+	if err := p.Initialize(ctx, testKey, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{2, 2, 1}) {
+		t.Fatalf("fetch of the group made again from offset 2: %+v, %v", f.Acquired, err)
+	}
+}
+
 func TestParseISODuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"PT1H":         time.Hour,

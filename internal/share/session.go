@@ -246,6 +246,17 @@ func (s *Sessions) Remove(key SessionKey) {
 	delete(s.m, key)
 }
 
+// RemoveGroup drops every session of group (the group was deleted).
+func (s *Sessions) RemoveGroup(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.m {
+		if k.Group == group {
+			delete(s.m, k)
+		}
+	}
+}
+
 // Len is the number of open sessions.
 func (s *Sessions) Len() int {
 	s.mu.Lock()
