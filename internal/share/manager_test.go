@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -401,5 +402,81 @@ func TestManagerMemberLeft(t *testing.T) {
 	}
 	if f, err := m.Fetch(ctx, "g", "c", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 3, 3}) {
 		t.Fatalf("c after b's connection closed: %+v, %v", f.Acquired, err)
+	}
+}
+
+// TestManagerConcurrentMembers: members fetching and accepting at once
+// each get records no other member holds, and every record is accepted
+// exactly once.
+func TestManagerConcurrentMembers(t *testing.T) {
+	c := sharetest.NewCluster(t)
+	for i := 0; i < 40; i++ {
+		c.Produce(t, 5, -1, 0) // 0-199
+	}
+	p := sharetest.NewPersister()
+	ctx := context.Background()
+	if err := p.Initialize(ctx, testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Replica: c.Replica, Persister: p, Logger: slog.New(slog.DiscardHandler)})
+	var mu sync.Mutex
+	accepted := map[int64]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	deadline := time.Now().Add(60 * time.Second)
+	for _, member := range []string{"a", "b", "c", "d"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				changed := m.Changed("g")
+				f, err := m.Fetch(ctx, "g", member, testTP, 7, 1<<20, false)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(f.Acquired) == 0 {
+					mu.Lock()
+					done := len(accepted) == 200
+					mu.Unlock()
+					if done {
+						return
+					}
+					// The others hold the rest: wait for an acknowledgement.
+					select {
+					case <-changed:
+					case <-time.After(time.Second):
+					}
+					continue
+				}
+				var acks []AckBatch
+				mu.Lock()
+				for _, a := range f.Acquired {
+					for o := a.FirstOffset; o <= a.LastOffset; o++ {
+						if other, ok := accepted[o]; ok {
+							mu.Unlock()
+							errs <- fmt.Errorf("offset %d acquired by %s, accepted by %s before", o, member, other)
+							return
+						}
+						accepted[o] = member
+					}
+					acks = append(acks, AckBatch{a.FirstOffset, a.LastOffset, []AckType{AckAccept}})
+				}
+				mu.Unlock()
+				if err := m.Acknowledge(ctx, "g", member, testTP, acks); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- fmt.Errorf("%s: not all records accepted in time", member)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if st, _ := p.State(testKey); st.StartOffset != 200 || len(accepted) != 200 {
+		t.Fatalf("persisted start offset %d, %d records accepted; want 200", st.StartOffset, len(accepted))
 	}
 }
