@@ -28,6 +28,7 @@ import (
 //	expire now=T                  acquisition locks ending at T
 //	release member=M              a member left: its records released
 //	archive-before offset=O       the log start offset moved to O
+//	failover                      a new leader loads the state as Persisted writes it
 //	state                         the runs, then what would be persisted
 //
 // Every command but next-fetch prints the state after it.
@@ -95,6 +96,10 @@ func TestPartitionScripts(t *testing.T) {
 				fmt.Fprintf(&out, "released: %t\n", p.ReleaseMember(strArg(d, "member")))
 			case "archive-before":
 				p.ArchiveBefore(intArg(t, d, "offset", 0))
+			case "failover":
+				// A new leader loads what this one persisted.
+				u := p.Persisted(0)
+				p = NewPartition(p.cfg, sharestate.State{StateEpoch: u.StateEpoch, StartOffset: u.StartOffset, Batches: u.Batches})
 			case "state":
 			default:
 				t.Fatalf("%s: unknown command %s", d.Pos, d.Cmd)
