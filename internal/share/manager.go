@@ -18,6 +18,7 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -465,7 +466,7 @@ func overlaps(rs []AcquiredRange, b LogBatch) bool {
 // transactions the read listed, as a read_committed consumer filters).
 func logBatches(records []byte, aborted []replica.AbortedTxn, readCommitted bool) ([]LogBatch, [][]byte, error) {
 	aborted = slices.Clone(aborted)
-	slices.SortFunc(aborted, func(a, b replica.AbortedTxn) int { return compare(a.FirstOffset, b.FirstOffset) })
+	slices.SortFunc(aborted, func(a, b replica.AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	abortedProducers := map[int64]bool{}
 	var out []LogBatch
 	var raw [][]byte

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -124,7 +125,7 @@ type Partition struct {
 func NewPartition(cfg PartitionConfig, st sharestate.State) *Partition {
 	p := &Partition{cfg: cfg, stateEpoch: st.StateEpoch, start: st.StartOffset, end: st.StartOffset}
 	batches := slices.Clone(st.Batches)
-	slices.SortFunc(batches, func(a, b sharestate.Batch) int { return compare(a.FirstOffset, b.FirstOffset) })
+	slices.SortFunc(batches, func(a, b sharestate.Batch) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	for _, b := range batches {
 		first := max(b.FirstOffset, p.end)
 		if b.LastOffset < first {
@@ -145,16 +146,6 @@ func NewPartition(cfg PartitionConfig, st sharestate.State) *Partition {
 	}
 	p.advance()
 	return p
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Clone returns an independent copy: a change is made on a clone, written to
@@ -334,7 +325,7 @@ func (a *acquisition) acquire(first, last int64) int64 {
 
 // runAt is the index of the run holding offset o (in flight).
 func (p *Partition) runAt(o int64) int {
-	i, found := slices.BinarySearchFunc(p.runs, o, func(r inFlight, o int64) int { return compare(r.first, o) })
+	i, found := slices.BinarySearchFunc(p.runs, o, func(r inFlight, o int64) int { return cmp.Compare(r.first, o) })
 	if found {
 		return i
 	}
@@ -386,7 +377,7 @@ func (p *Partition) forEach(first, last int64, f func(*inFlight)) {
 	}
 	p.split(first)
 	p.split(last + 1)
-	i, _ := slices.BinarySearchFunc(p.runs, first, func(r inFlight, o int64) int { return compare(r.first, o) })
+	i, _ := slices.BinarySearchFunc(p.runs, first, func(r inFlight, o int64) int { return cmp.Compare(r.first, o) })
 	for ; i < len(p.runs) && p.runs[i].first <= last; i++ {
 		f(&p.runs[i])
 	}
@@ -395,7 +386,7 @@ func (p *Partition) forEach(first, last int64, f func(*inFlight)) {
 
 // split makes offset o start a run (if it lies inside one).
 func (p *Partition) split(o int64) {
-	i, found := slices.BinarySearchFunc(p.runs, o, func(r inFlight, o int64) int { return compare(r.first, o) })
+	i, found := slices.BinarySearchFunc(p.runs, o, func(r inFlight, o int64) int { return cmp.Compare(r.first, o) })
 	if found || i == 0 {
 		return
 	}
