@@ -24,11 +24,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/internal/config"
 	"gregor/internal/record"
 	"gregor/internal/replica"
 	"gregor/internal/sharestate"
@@ -45,8 +47,10 @@ type Config struct {
 	// PartitionMaxRecordLocks is share.partition.max.record.locks.
 	PartitionMaxRecordLocks int32
 	// AutoOffsetReset is share.auto.offset.reset: latest, earliest or
-	// by_duration:<ISO 8601 duration>.
-	AutoOffsetReset string
+	// by_duration:<ISO 8601 duration>, that duration parsed in
+	// AutoOffsetResetDuration.
+	AutoOffsetReset         string
+	AutoOffsetResetDuration time.Duration
 	// ReadCommitted is share.isolation.level=read_committed.
 	ReadCommitted bool
 }
@@ -61,6 +65,19 @@ func DefaultConfig() Config {
 		DeliveryCountLimit:      5,
 		PartitionMaxRecordLocks: 2000,
 		AutoOffsetReset:         "latest",
+	}
+}
+
+// ConfigOf is the share-partition leader's part of a share group's
+// effective settings (config.Broker.ShareGroup).
+func ConfigOf(sg config.ShareGroupConfig) Config {
+	return Config{
+		RecordLockDuration:      time.Duration(sg.RecordLockDurationMs) * time.Millisecond,
+		DeliveryCountLimit:      int16(sg.DeliveryCountLimit),
+		PartitionMaxRecordLocks: sg.PartitionMaxRecordLocks,
+		AutoOffsetReset:         sg.AutoOffsetReset,
+		AutoOffsetResetDuration: sg.AutoOffsetResetDuration,
+		ReadCommitted:           sg.ReadCommitted,
 	}
 }
 
@@ -279,12 +296,8 @@ func (m *Manager) resetOffset(tp TopicPartition, epoch int32, cfg Config) (int64
 	switch {
 	case cfg.AutoOffsetReset == "earliest":
 		ts = replica.ListEarliest
-	case len(cfg.AutoOffsetReset) > len(byDurationPrefix) && cfg.AutoOffsetReset[:len(byDurationPrefix)] == byDurationPrefix:
-		d, err := ParseISODuration(cfg.AutoOffsetReset[len(byDurationPrefix):])
-		if err != nil {
-			return -1, fmt.Errorf("share.auto.offset.reset %q: %w", cfg.AutoOffsetReset, kerr.InvalidConfig)
-		}
-		ts = m.o.Now().Add(-d).UnixMilli()
+	case strings.HasPrefix(cfg.AutoOffsetReset, "by_duration:"):
+		ts = m.o.Now().Add(-cfg.AutoOffsetResetDuration).UnixMilli()
 	}
 	off, _, _, found, err := m.o.Replica.ListOffset(tp.Topic, tp.Partition, epoch, ts, cfg.ReadCommitted)
 	if err == nil && !found {
@@ -296,8 +309,6 @@ func (m *Manager) resetOffset(tp TopicPartition, epoch int32, cfg Config) (int64
 	}
 	return off, nil
 }
-
-const byDurationPrefix = "by_duration:"
 
 // commit makes next e's state once its persisted view is written (no write
 // when the view is the one last written). A fenced write drops the

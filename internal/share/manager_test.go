@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 
+	"gregor/internal/config"
 	"gregor/internal/metadata"
 	"gregor/internal/replica"
 	"gregor/internal/share/sharetest"
@@ -320,21 +321,49 @@ func TestManagerGroupDeleted(t *testing.T) {
 	}
 }
 
-func TestParseISODuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"PT1H":         time.Hour,
-		"P1DT2H3M4.5S": 26*time.Hour + 3*time.Minute + 4500*time.Millisecond,
-		"PT0S":         0,
-		"P2D":          48 * time.Hour,
+// TestManagerResetByDuration: share.auto.offset.reset=by_duration starts at
+// the first record no older than the duration, or at the end when none is.
+func TestManagerResetByDuration(t *testing.T) {
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 3, -1, 0) // stamped now
+	p := sharetest.NewPersister()
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.AutoOffsetReset, cfg.AutoOffsetResetDuration = "by_duration:pt1h", time.Hour
+	for i, c2 := range []struct {
+		now  time.Time
+		want int64
+	}{
+		{time.Now(), 0},                    // the records are younger than an hour
+		{time.Now().Add(2 * time.Hour), 3}, // none is: the end
 	} {
-		if got, err := ParseISODuration(in); err != nil || got != want {
-			t.Errorf("%s: %v, %v; want %v", in, got, err, want)
+		group := fmt.Sprintf("d%d", i)
+		key := sharestate.Key{GroupID: group, TopicID: testTopicID}
+		if err := p.Initialize(ctx, key, 1, -1); err != nil {
+			t.Fatal(err)
+		}
+		m := newTestManager(c, p, cfg, &clock{now: c2.now})
+		if _, err := m.Fetch(ctx, group, "a", testTP, 10, 1<<20, false); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := p.State(key); st.StartOffset != c2.want {
+			t.Fatalf("clock at %v: start offset %d, want %d", c2.now, st.StartOffset, c2.want)
 		}
 	}
-	for _, in := range []string{"", "P", "PT", "1H", "PT-1H", "P1H", "PT1D", "PT1.5M", "PTxS"} {
-		if _, err := ParseISODuration(in); err == nil {
-			t.Errorf("%q parsed", in)
-		}
+}
+
+// TestConfigOf: a share group's effective settings, as the group's
+// configs over the broker's group.share.* defaults give them.
+func TestConfigOf(t *testing.T) {
+	b, _, err := config.Load(map[string]string{"group.share.delivery.count.limit": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ConfigOf(b.ShareGroup(map[string]string{"share.record.lock.duration.ms": "20000", "share.auto.offset.reset": "by_duration:PT1H", "share.isolation.level": "read_committed"}))
+	want := Config{RecordLockDuration: 20 * time.Second, DeliveryCountLimit: 3, PartitionMaxRecordLocks: 2000,
+		AutoOffsetReset: "by_duration:pt1h", AutoOffsetResetDuration: time.Hour, ReadCommitted: true}
+	if got != want {
+		t.Fatalf("ConfigOf = %+v, want %+v", got, want)
 	}
 }
 
