@@ -162,6 +162,16 @@ func (h *Handlers) shareAcknowledge(ctx context.Context, group, member string, t
 	return h.d.Shares.Acknowledge(ctx, group, member, t.tp, batches)
 }
 
+// shareErrorMessage is a partition's error message (nil without an error),
+// which says what went wrong as Kafka's messages do ("offsets 5..5 are
+// available, not acquired by this member").
+func shareErrorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	return kmsg.StringPtr(err.Error())
+}
+
 // validShareMember is Kafka's check of a share request's member id: set,
 // and no longer than a UUID's text.
 func validShareMember(member string) bool { return member != "" && len(member) <= 36 }
@@ -245,7 +255,8 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 		}
 		for i, t := range h.shareTargets(ctx, req, ackParts) {
 			rp := out.partition(ackParts[i])
-			rp.AcknowledgeErrorCode = errorCode(h.shareAcknowledge(ctx, group, member, t, ackBatches[i], renew))
+			err := h.shareAcknowledge(ctx, group, member, t, ackBatches[i], renew)
+			rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = errorCode(err), shareErrorMessage(err)
 		}
 	}
 	if r.ShareSessionEpoch == share.FinalEpoch {
@@ -306,7 +317,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 					continue // an incremental answer carries only what changed
 				}
 				rp := out.partition(sp)
-				rp.ErrorCode = errorCode(f.err)
+				rp.ErrorCode, rp.ErrorMessage = errorCode(f.err), shareErrorMessage(f.err)
 				if errors.Is(f.err, kerr.NotLeaderForPartition) {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.currentLeader(t.tp)
 				}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,7 +147,8 @@ func TestShareFetchAndAcknowledge(t *testing.T) {
 
 	// Standalone acknowledgements: a record not held, a wrong epoch, a
 	// session never opened, an opening epoch.
-	if a := s.ack("a", 3, 4, 4, 1); a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {
+	if a := s.ack("a", 3, 4, 4, 1); a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code ||
+		a.Topics[0].Partitions[0].ErrorMessage == nil || !strings.Contains(*a.Topics[0].Partitions[0].ErrorMessage, "archived, not acquired by this member") {
 		t.Fatalf("acknowledging a rejected record: %+v", a)
 	}
 	if a := s.ack("a", 9, 3, 3, 1); a.ErrorCode != kerr.InvalidShareSessionEpoch.Code {

@@ -78,7 +78,7 @@ func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Req
 		err := h.shareAcknowledge(ctx, group, member, t, batches[i], renew)
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition = parts[i].Partition
-		rp.ErrorCode = errorCode(err)
+		rp.ErrorCode, rp.ErrorMessage = errorCode(err), shareErrorMessage(err)
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
 		if errors.Is(err, kerr.NotLeaderForPartition) {
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.currentLeader(t.tp)
