@@ -12,9 +12,16 @@
 // leader epoch, reads the log through internal/replica, and writes every
 // change of the persisted state (acknowledgements, releases, lock expiry)
 // to the persister before it answers the client. A change whose write
-// fails is dropped: the in-memory state stays the persisted one. A
-// share-partition whose partition this broker no longer leads (or leads
-// under a new epoch) is dropped and loaded again when used.
+// fails is dropped: the in-memory state stays the persisted one (a lock
+// timeout, as in Kafka, takes effect anyway). A share-partition whose
+// partition this broker no longer leads (or leads under a new epoch) is
+// dropped and loaded again when used.
+//
+// The server owns the Manager's one goroutine (Run: lock timeouts,
+// releases, leadership checks). The share group coordinator tells it of
+// members that left (MemberLeft) and groups deleted (GroupDeleted); a
+// group's configs come from Options.GroupConfig (ConfigOf over the
+// broker's group.share.* defaults).
 package share
 
 import (
