@@ -44,6 +44,10 @@ func (h *Handlers) deleteGroups(ctx context.Context, req *network.Request) (kmsg
 		if code != 0 {
 			rg.ErrorCode = code
 		}
+		if rg.ErrorCode == 0 && h.d.Shares != nil {
+			// This broker's share-partitions of the group go with it.
+			h.d.Shares.GroupDeleted(id)
+		}
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

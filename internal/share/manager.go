@@ -320,12 +320,13 @@ func (m *Manager) resetOffset(tp TopicPartition, epoch int32, cfg Config) (int64
 // commit makes next e's state once its persisted view is written (no write
 // when the view is the one last written). A fenced write drops the
 // share-partition: another leader (or a reset of the group's offsets) owns
-// the state now.
+// the state now; so does a write to state that is gone (the group was
+// deleted, maybe by another broker).
 func (m *Manager) commit(ctx context.Context, e *entry, next *Partition) error {
 	view := next.Persisted(e.leaderEpoch)
 	if !samePersisted(e.written, view) {
 		if err := m.o.Persister.Write(ctx, e.key(), view); err != nil {
-			if errors.Is(err, kerr.FencedStateEpoch) || errors.Is(err, kerr.FencedLeaderEpoch) {
+			if errors.Is(err, kerr.FencedStateEpoch) || errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.UnknownTopicOrPartition) {
 				e.p = nil
 			}
 			return fmt.Errorf("write state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, persisterError(err))
