@@ -35,7 +35,7 @@ import (
 	"gregor/internal/sharestate"
 )
 
-var shareGroupHeartbeatAPI = api{key: 76, min: 1, max: 1, handle: (*Handlers).shareGroupHeartbeat}
+var shareGroupHeartbeatAPI = api{key: 76, min: 1, max: 1, handle: (*Handlers).shareGroupHeartbeat, needs: hasShares}
 
 func (h *Handlers) shareGroupHeartbeat(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareGroupHeartbeatRequest)

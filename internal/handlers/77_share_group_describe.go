@@ -19,7 +19,7 @@ import (
 	"gregor/internal/network"
 )
 
-var shareGroupDescribeAPI = api{key: 77, min: 1, max: 1, handle: (*Handlers).shareGroupDescribe}
+var shareGroupDescribeAPI = api{key: 77, min: 1, max: 1, handle: (*Handlers).shareGroupDescribe, needs: hasShares}
 
 func (h *Handlers) shareGroupDescribe(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareGroupDescribeRequest)

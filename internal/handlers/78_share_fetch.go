@@ -50,7 +50,10 @@ import (
 
 var shareFetchAPI = api{key: 78, min: 1, max: 2, handle: (*Handlers).shareFetch, needs: hasShares}
 
-func hasShares(d *Deps) bool { return d.Shares != nil }
+// hasShares tells whether share groups are on: the share-partition
+// leader and the state persister both wired (the share APIs are
+// advertised only then).
+func hasShares(d *Deps) bool { return d.Shares != nil && d.SharePersister != nil }
 
 // defaultShareMaxRecords is the acquisition limit of a request that sets
 // none (MaxRecords <= 0): the share consumer's max.poll.records default.

@@ -31,6 +31,7 @@ func (s *Server) newGroupCoordinator() *coordinator.Runtime {
 		ConsumerMaxSize:             b.GroupConsumerMaxSize,
 		ConsumerMigrationPolicy:     group.MigrationBidirectional, // Kafka 4.0's default
 		Meters:                      s.metrics,
+		ShareMemberLeft:             s.shares.MemberLeft,
 		ShareSessionTimeoutMs:       int32(b.GroupShare.SessionTimeoutMs),
 		ShareHeartbeatIntervalMs:    int32(b.GroupShare.HeartbeatIntervalMs),
 		ShareMaxSize:                b.GroupShare.MaxSize,

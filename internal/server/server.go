@@ -38,6 +38,7 @@ import (
 	"gregor/internal/raft"
 	"gregor/internal/replica"
 	"gregor/internal/rpc"
+	"gregor/internal/share"
 	"gregor/internal/sharestate"
 )
 
@@ -90,9 +91,13 @@ type Server struct {
 	// sharePersister stores share-partition state (KIP-932); nil: share
 	// groups are disabled.
 	sharePersister sharestate.Persister
-	txns           *coordinator.Runtime
-	txnMarkers     *txnmarker.Sender
-	peers          *peers
+	// shares is the share-partition leader of share groups; stopShares
+	// ends its Run (lock timeouts, released members) and waits for it.
+	shares     *share.Manager
+	stopShares func()
+	txns       *coordinator.Runtime
+	txnMarkers *txnmarker.Sender
+	peers      *peers
 
 	// shareState runs the share coordinator's shards (__share_group_state);
 	// shareStatePersister is this broker's sharestate.Persister over them
@@ -343,7 +348,6 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	if std, ok := s.authorizer.(*acl.Standard); ok {
 		s.loader.AddPublisher(aclPublisher{std: std})
 	}
-	s.groups = s.newGroupCoordinator()
 	// Transaction shards may load before the broker has started; ids are
 	// handed out once its first block arrives.
 	s.producerIDs = producerid.New(producerid.Config{
@@ -354,6 +358,13 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	s.shareState, s.shareStateService = s.newShareCoordinator()
 	s.peers = newPeers(s.cfg.NodeID, s.cfg.InterBrokerListenerName, s.brokerClient, s.replica.Image)
 	s.shareStatePersister = s.newSharePersister()
+	// Share groups: the share-partition leader, told by the group
+	// coordinator of members that leave.
+	if s.sharePersister == nil { // tests may give their own
+		s.sharePersister = s.shareStatePersister
+	}
+	s.shares = s.newShareManager()
+	s.groups = s.newGroupCoordinator()
 	return nil
 }
 
@@ -599,9 +610,11 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 
 		FetchSessions:  s.fetchSessions,
 		SharePersister: s.sharePersister,
+		Shares:         s.shares,
 	}
 	s.lifecycle = newLifecycle(s)
 	s.txnMarkers.Start()
+	s.startShares(runCtx)
 	s.replica.StartReplication(replica.ReplicationConfig{
 		AlterPartition: func(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
 			resp, err := s.controllerRequest(ctx, req)
@@ -734,6 +747,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.brokerNet != nil {
 		errs = append(errs, s.brokerNet.Shutdown(ctx))
+	}
+	if s.stopShares != nil {
+		// Before the persister's peers and coordinators close.
+		s.stopShares()
 	}
 	if s.ctrlNet != nil {
 		errs = append(errs, s.ctrlNet.Shutdown(ctx))

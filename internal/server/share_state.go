@@ -10,6 +10,8 @@ import (
 	"gregor/internal/coordinator"
 	"gregor/internal/coordinator/sharecoord"
 	"gregor/internal/handlers"
+	"gregor/internal/metadata"
+	"gregor/internal/share"
 )
 
 // newShareCoordinator makes the share coordinator (KIP-932): a shard per
@@ -67,4 +69,40 @@ func (s *Server) newSharePersister() *sharecoord.Persister {
 		},
 		Peers: s.peers,
 	})
+}
+
+// newShareManager makes the share-partition leader of share groups: state
+// through the share coordinator's persister, each group's share.* configs
+// as this broker's metadata has them over the broker's group.share.*.
+func (s *Server) newShareManager() *share.Manager {
+	b := s.cfg
+	return share.New(share.Options{
+		Replica:   s.replica,
+		Persister: s.sharePersister,
+		GroupConfig: func(groupID string) share.Config {
+			var configs map[string]string
+			if img := s.replica.Image(); img != nil {
+				configs = img.Configs(metadata.ConfigResource{Type: metadata.ConfigResourceGroup, Name: groupID})
+			}
+			return share.ConfigOf(b.ShareGroup(configs))
+		},
+		Defaults:    share.ConfigOf(b.ShareGroup(nil)),
+		MaxSessions: b.GroupShareMaxShareSessions,
+		Logger:      s.logger.With("component", "share"),
+	})
+}
+
+// startShares runs the share-partition leader's lock timeouts and member
+// releases until Shutdown stops it (stopShares) or runCtx ends.
+func (s *Server) startShares(runCtx context.Context) {
+	ctx, cancel := context.WithCancel(runCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.shares.Run(ctx)
+	}()
+	s.stopShares = func() {
+		cancel()
+		<-done
+	}
 }
