@@ -320,20 +320,25 @@ func (c *Console) createTopic(ctx context.Context, r *http.Request, cl *kgo.Clie
 
 // ---- Delete a topic ----
 
-type deleteTopicRequest struct {
-	// Confirm must repeat the topic's name: the page makes the visitor
-	// type it, and the API checks it too.
-	Confirm string `json:"confirm"`
+// confirmDeletion reads a deletion's body, {"confirm": name}: the page
+// makes the visitor type the name of what goes, and the API checks it too.
+func confirmDeletion(r *http.Request, name, what string) error {
+	var req struct {
+		Confirm string `json:"confirm"`
+	}
+	if err := decodeAction(r, &req, `{"confirm"}`); err != nil {
+		return err
+	}
+	if req.Confirm != name {
+		return badRequest("type the %s, %q, to confirm its deletion", what, name)
+	}
+	return nil
 }
 
 func (c *Console) deleteTopic(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
 	name := r.PathValue("topic")
-	var req deleteTopicRequest
-	if err := decodeAction(r, &req, `{"confirm"}`); err != nil {
+	if err := confirmDeletion(r, name, "topic's name"); err != nil {
 		return nil, err
-	}
-	if req.Confirm != name {
-		return nil, badRequest("type the topic's name, %q, to confirm its deletion", name)
 	}
 	kreq := kmsg.NewPtrDeleteTopicsRequest()
 	kreq.TimeoutMillis = int32(apiTimeout / time.Millisecond)

@@ -279,19 +279,10 @@ func (c *Console) resetGroupOffsets(ctx context.Context, r *http.Request, cl *kg
 
 // ---- Delete a group ----
 
-type deleteGroupRequest struct {
-	// Confirm repeats the group's id, as for deleting a topic.
-	Confirm string `json:"confirm"`
-}
-
 func (c *Console) deleteGroup(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
 	group := r.PathValue("group")
-	var req deleteGroupRequest
-	if err := decodeAction(r, &req, `{"confirm"}`); err != nil {
+	if err := confirmDeletion(r, group, "group's id"); err != nil {
 		return nil, err
-	}
-	if req.Confirm != group {
-		return nil, badRequest("type the group's id, %q, to confirm its deletion", group)
 	}
 	kreq := kmsg.NewPtrDeleteGroupsRequest()
 	kreq.Groups = []string{group}
