@@ -34,6 +34,21 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *network.Requ
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
 	resp.Version = r.Version
+	if !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.GroupID) {
+		// The whole request fails, every partition with it (as Kafka).
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		for _, rt := range r.Topics {
+			ot := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+			ot.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				op := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+				op.Partition, op.ErrorCode = p.Partition, resp.ErrorCode
+				ot.Partitions = append(ot.Partitions, op)
+			}
+			resp.Topics = append(resp.Topics, ot)
+		}
+		return resp, nil
+	}
 	img := h.image()
 	// Answer every partition asked for; todo are those still valid.
 	type part struct {
