@@ -144,6 +144,7 @@ var brokerAPIs = []*api{
 	// Share groups (KIP-932)
 	&shareGroupHeartbeatAPI, &shareGroupDescribeAPI,
 	&shareFetchAPI, &shareAcknowledgeAPI,
+	&describeShareGroupOffsetsAPI, &alterShareGroupOffsetsAPI, &deleteShareGroupOffsetsAPI,
 	&initializeShareGroupStateAPI, &readShareGroupStateAPI, &writeShareGroupStateAPI,
 	&deleteShareGroupStateAPI, &readShareGroupStateSummaryAPI,
 	// Forwarded to the active controller.

@@ -2,7 +2,9 @@
 // as kafka-consumer-groups --reset-offsets does, for the operator tools (the
 // CLI and the console): to the log start or end, to an offset, to the first
 // offset at or after a time, or shifted from the committed one; always kept
-// within the log's start and end offsets.
+// within the log's start and end offsets. Plan also computes a share
+// group's new start offsets (kafka-share-groups --reset-offsets), which have
+// no committed offset to shift from.
 package offsetreset
 
 import (
