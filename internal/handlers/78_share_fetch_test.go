@@ -44,7 +44,7 @@ func newShareHarnessAuthorized(t *testing.T, cfg share.Config, authorizer acl.Au
 		t.Fatal(err)
 	}
 	m := share.New(share.Options{Replica: c.Replica, Persister: p, Defaults: cfg, Logger: slog.New(slog.DiscardHandler)})
-	h := NewBroker(Deps{NodeID: sharetest.Node, Replica: c.Replica, Image: c.Replica.Image, Shares: m, Logger: slog.New(slog.DiscardHandler), Authorizer: authorizer})
+	h := NewBroker(Deps{NodeID: sharetest.Node, Replica: c.Replica, Image: c.Replica.Image, Shares: m, SharePersister: p, Logger: slog.New(slog.DiscardHandler), Authorizer: authorizer})
 	return &shareHarness{t: t, c: c, h: h, p: p, version: 2, principal: auth.User("ANONYMOUS")}
 }
 
