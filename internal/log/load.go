@@ -38,19 +38,37 @@ const CleanShutdownFileName = ".kafka_cleanshutdown"
 // The log's segment files are opened without a descriptor budget; a
 // Manager's logs share the broker's budget instead.
 func Open(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger) (*Log, error) {
-	return openLog(dir, cfg, recoveryPoint, logStartOffset, logger, newFileCache(0))
+	return openLog(dir, cfg, recoveryPoint, logStartOffset, logger, newFileCache(0), shutdownUnknown)
 }
 
-func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger, files *fileCache) (*Log, error) {
+// shutdownState is what the caller of openLog knows of the log's
+// directory: nothing (openLog makes the directory if missing and looks for
+// the log.dir's clean-shutdown marker), or that it exists and how the
+// log.dir was shut down. A log.dir's load knows it for all its logs, which
+// spares 100,000 partitions two system calls each.
+type shutdownState int
+
+const (
+	shutdownUnknown shutdownState = iota
+	shutdownClean
+	shutdownUnclean
+)
+
+func openLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, logger *slog.Logger, files *fileCache, shutdown shutdownState) (*Log, error) {
 	cfg = cfg.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
+	if shutdown == shutdownUnknown {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		shutdown = shutdownUnclean
+		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), CleanShutdownFileName)); err == nil {
+			shutdown = shutdownClean
+		}
 	}
-	_, err := os.Stat(filepath.Join(filepath.Dir(dir), CleanShutdownFileName))
-	hadCleanShutdown := err == nil
+	hadCleanShutdown := shutdown == shutdownClean
 	l := &Log{dir: dir, logger: logger, files: files, health: newDirHealth(filepath.Dir(dir), logger)}
 	l.cfg.Store(&cfg)
 	logStartOffset = max(logStartOffset, 0)

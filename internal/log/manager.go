@@ -299,7 +299,11 @@ func (m *Manager) loadDir(d *logDir) error {
 		seen[tp] = true
 		loads = append(loads, &logLoad{tp: tp, path: path})
 	}
-	m.openLogs(loads, recoveryPoints, logStarts)
+	shutdown := shutdownUnclean
+	if _, err := os.Stat(filepath.Join(d.path, CleanShutdownFileName)); err == nil {
+		shutdown = shutdownClean
+	}
+	m.openLogs(loads, recoveryPoints, logStarts, shutdown)
 	var firstErr error
 	for _, ld := range loads {
 		if ld.err != nil {
@@ -345,7 +349,7 @@ type logLoad struct {
 // num.recovery.threads.per.data.dir goroutines (Kafka's recovery thread
 // pool): loading is mostly system calls and, after a crash, reading the
 // segments past the recovery points, so threads overlap them.
-func (m *Manager) openLogs(loads []*logLoad, recoveryPoints, logStarts map[TopicPartition]int64) {
+func (m *Manager) openLogs(loads []*logLoad, recoveryPoints, logStarts map[TopicPartition]int64, shutdown shutdownState) {
 	next := make(chan *logLoad)
 	var wg sync.WaitGroup
 	for range min(m.cfg.RecoveryThreadsPerDataDir, max(len(loads), 1)) {
@@ -354,7 +358,7 @@ func (m *Manager) openLogs(loads []*logLoad, recoveryPoints, logStarts map[Topic
 			defer wg.Done()
 			for ld := range next {
 				ld.log, ld.err = openLog(ld.path, m.cfg.Default, recoveryPoints[ld.tp], logStarts[ld.tp],
-					m.logger.With("partition", ld.tp.String()), m.files)
+					m.logger.With("partition", ld.tp.String()), m.files, shutdown)
 				if ld.err == nil {
 					ld.log.decompression = m.decompression
 					ld.topicID, ld.metaErr = readPartitionMetadata(ld.path)
@@ -645,7 +649,7 @@ func (m *Manager) waitCreatingLocked(tp TopicPartition) {
 // fsynced. It runs without mu.
 func (m *Manager) createLog(tp TopicPartition, d *logDir, topicID [16]byte, cfg Config) (*managedLog, error) {
 	path := filepath.Join(d.path, tp.String())
-	l, err := openLog(path, cfg, 0, 0, m.logger.With("partition", tp.String()), m.files)
+	l, err := openLog(path, cfg, 0, 0, m.logger.With("partition", tp.String()), m.files, shutdownUnknown)
 	if err != nil {
 		if isIOError(err) {
 			d.health.fail(err)
