@@ -22,7 +22,15 @@
 #               idle (fds, heap bytes each), start after a clean shutdown and
 #               after a kill, against 1k in the same run;
 #               TestRecoveryBoundedByCheckpointBench: recovery with the
-#               checkpoints at the log end vs without them.
+#               checkpoints at the log end vs without them;
+#               TestBenchLeaderEpochBatch: the leader-epoch checkpoints of 5k
+#               partitions gaining leadership at once, one sync each vs one
+#               batch (concurrent fsyncs, syncfs).
+#   controlled-shutdown  TestControlledShutdownBench: 2 brokers + 1
+#               controller, RF=2, each broker leading half; SIGTERM one and
+#               time until the other leads every partition (Metadata, then
+#               an accepted produce) and until the process exits, at 1k, 10k
+#               and 100k partitions in one run (GREGOR_BENCH_CS_PARTITIONS).
 #   failover    TestFailoverBench: kill -9 of a partition leader -> first
 #               acknowledged produce, fast fence on and off, franz-go and
 #               librdkafka defaults; TestClusterBenchFailover: kill -9 of the
@@ -40,6 +48,7 @@ if [ "$mode" = quick ]; then
 	export GREGOR_BENCH_ROUNDS=${GREGOR_BENCH_ROUNDS:-1}
 	export GREGOR_BENCH_SECONDS=${GREGOR_BENCH_SECONDS:-5}
 	export GREGOR_BENCH_MB=${GREGOR_BENCH_MB:-256}
+	export GREGOR_BENCH_CS_PARTITIONS=${GREGOR_BENCH_CS_PARTITIONS:-1000,10000}
 fi
 
 status=0
@@ -57,7 +66,8 @@ run produce ./test/ 'TestReplicationBenchProduce$' -tags e2e
 run followers ./test/ 'TestFollowerBench' -tags e2e
 TMPDIR=${TMPDIR_FAST:-/dev/shm} run metadata-broker ./internal/replica/ 'TestBenchMetadataApply$'
 run metadata-controller ./internal/controller/ 'TestBenchControlledShutdown$'
-run partitions ./internal/log/ 'TestScaleBench$|TestRecoveryBoundedByCheckpointBench$'
+run partitions ./internal/log/ 'TestScaleBench$|TestRecoveryBoundedByCheckpointBench$|TestBenchLeaderEpochBatch$'
+run controlled-shutdown ./test/ 'TestControlledShutdownBench$' -tags e2e
 run failover-partition ./test/ 'TestFailoverBench$' -tags e2e
 run failover-controller ./test/ 'TestClusterBenchFailover$' -tags e2e
 
