@@ -54,17 +54,20 @@ func TestControlledShutdownBench(t *testing.T) {
 	t.Logf("  %10s %12s %10s %12s %14s %12s", "partitions", "create", "→ idle", "→ image", "→ produce ok", "→ exit")
 	for _, f := range all {
 		t.Logf("  %10d %12v %10v %12v %14v %12v  (%d probes; create %.0f partitions/s)", f.partitions,
-			f.create.Round(time.Millisecond), f.settle.Round(time.Millisecond), f.toImage.Round(time.Millisecond),
-			f.toProduce.Round(time.Millisecond), f.toExit.Round(time.Millisecond), f.probes,
+			f.create.Round(time.Millisecond), f.settle.Round(time.Millisecond), csDur(f.toImage),
+			csDur(f.toProduce), f.toExit.Round(time.Millisecond), f.probes,
 			float64(f.partitions)/f.create.Seconds())
 	}
 	if len(all) > 1 {
 		base := all[0]
 		for _, f := range all[1:] {
-			t.Logf("  %d vs %d partitions (%.0fx): create %.1fx, → produce ok %.1fx, → exit %.1fx", f.partitions,
+			produce := "n/a"
+			if f.toProduce > 0 && base.toProduce > 0 {
+				produce = fmt.Sprintf("%.1fx", f.toProduce.Seconds()/base.toProduce.Seconds())
+			}
+			t.Logf("  %d vs %d partitions (%.0fx): create %.1fx, → produce ok %s, → exit %.1fx", f.partitions,
 				base.partitions, float64(f.partitions)/float64(base.partitions),
-				f.create.Seconds()/base.create.Seconds(), f.toProduce.Seconds()/base.toProduce.Seconds(),
-				f.toExit.Seconds()/base.toExit.Seconds())
+				f.create.Seconds()/base.create.Seconds(), produce, f.toExit.Seconds()/base.toExit.Seconds())
 		}
 	}
 }
@@ -83,30 +86,24 @@ func controlledShutdownRun(t *testing.T, n int) csFigures {
 
 	start := time.Now()
 	csCreate(t, c, topics, per, stopping.id, survivor.id)
+	assigned := func(p int32) int32 { return csLeader(p, stopping.id, survivor.id) }
 	for _, b := range c.brokers {
-		pc := newPinnedClient(t, b.addr())
-		pending := topics
-		deadline := time.Now().Add(30 * time.Minute)
-		for len(pending) > 0 {
-			var err error
-			// Both replicas in every ISR: otherwise the stopping broker's
-			// leaderships could not all move.
-			if pending, err = csNotLedBy(pc, pending, per, 2, func(p int32) int32 {
-				return csLeader(p, stopping.id, survivor.id)
-			}); err != nil && time.Now().After(deadline) {
-				t.Fatalf("broker %d: %v", b.id, err)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("broker %d: %d topics not led as assigned within 30m", b.id, len(pending))
-			}
-			if len(pending) > 0 {
-				time.Sleep(200 * time.Millisecond)
-			}
+		pending := csWaitLed(t, newPinnedClient(t, b.addr()), topics, per, 1, assigned, 30*time.Minute)
+		if len(pending) > 0 {
+			t.Fatalf("broker %d: %d topics not led as assigned within 30m", b.id, len(pending))
 		}
 	}
 	f.create = time.Since(start)
-	idle := waitIdle(t, c, 2*time.Minute)
-	f.settle = idle.Sub(start) - f.create
+	// Both replicas in every ISR, or the stopping broker's leaderships
+	// cannot all move. On a loaded machine the controller may fence a
+	// broker now and then (heartbeats answered late), which shrinks the
+	// ISRs for a while: wait, within reason, and say so.
+	if pending := csWaitLed(t, newPinnedClient(t, survivor.addr()), topics, per, 2, assigned, 5*time.Minute); len(pending) > 0 {
+		t.Logf("%d partitions: %d of %d topics still without both replicas in every ISR after 5m; measuring anyway",
+			n, len(pending), len(topics))
+	}
+	idle := waitIdle(t, c, time.Minute)
+	f.settle = max(idle.Sub(start)-f.create, 0)
 
 	// The probes: two partitions that the stopping broker leads per topic.
 	probes := map[string][]int32{}
@@ -123,10 +120,12 @@ func controlledShutdownRun(t *testing.T, n int) csFigures {
 		t.Fatal(err)
 	}
 	pending := topics
-	deadline := sigterm.Add(10 * time.Minute)
+	deadline := sigterm.Add(3 * time.Minute)
+	f.toImage, f.toProduce = -1, -1 // not reached
 	for len(pending) > 0 || len(probes) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10m: %d topics not led by %d, %d topics' probes refused", len(pending), survivor.id, len(probes))
+			t.Logf("%d partitions: after 3m, %d topics not all led by %d, %d topics' probes refused", n, len(pending), survivor.id, len(probes))
+			break
 		}
 		if len(pending) > 0 {
 			var err error
@@ -154,9 +153,17 @@ func controlledShutdownRun(t *testing.T, n int) csFigures {
 	f.toExit = time.Since(sigterm)
 	stopping.stop() // checks the exit status
 	t.Logf("%d partitions: create %v, idle after %v more; SIGTERM → image %v, → produce ok %v, → exit %v",
-		n, f.create.Round(time.Millisecond), f.settle.Round(time.Millisecond), f.toImage.Round(time.Millisecond),
-		f.toProduce.Round(time.Millisecond), f.toExit.Round(time.Millisecond))
+		n, f.create.Round(time.Millisecond), f.settle.Round(time.Millisecond), csDur(f.toImage),
+		csDur(f.toProduce), f.toExit.Round(time.Millisecond))
 	return f
+}
+
+// csDur prints a measured duration, or "not reached" for -1.
+func csDur(d time.Duration) string {
+	if d < 0 {
+		return "not reached"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // csLeader is the leader the bench assigns to partition p.
@@ -209,6 +216,25 @@ func csCreate(t *testing.T, c *cluster, topics []string, per int, even, odd int3
 			return nil
 		})
 	}
+}
+
+// csWaitLed polls the broker until its Metadata shows every partition of
+// the topics led by leader(p) with at least minISR replicas in sync, or
+// timeout passed; it returns the topics that were not.
+func csWaitLed(t *testing.T, pc *pinnedClient, topics []string, per, minISR int, leader func(int32) int32, timeout time.Duration) []string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	pending := topics
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		var err error
+		if pending, err = csNotLedBy(pc, pending, per, minISR, leader); err != nil {
+			t.Logf("metadata: %v", err)
+		}
+		if len(pending) > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return pending
 }
 
 // csNotLedBy returns the topics whose partitions the broker's Metadata

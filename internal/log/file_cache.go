@@ -361,7 +361,7 @@ func readFile(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, 0, 4096)
+	buf := make([]byte, 0, 512)
 	for {
 		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
 		if errors.Is(err, unix.EINTR) {
