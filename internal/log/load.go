@@ -219,7 +219,7 @@ func (l *Log) loadSegments(cfg Config, hadCleanShutdown bool, recoveryPoint int6
 		idxName := fmt.Sprintf("%020d%s", base, indexFileSuffix)
 		timeIdxName := fmt.Sprintf("%020d%s", base, timeIndexFileSuffix)
 		indexesPresent := present[idxName] && present[timeIdxName]
-		seg, err := openSegment(l.dir, base, cfg, 0, l.files)
+		seg, err := openListedSegment(l.dir, base, cfg, 0, l.files, present[fmt.Sprintf("%020d%s", base, txnIndexFileSuffix)])
 		if err != nil {
 			return segs, err
 		}

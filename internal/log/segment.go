@@ -76,6 +76,14 @@ type segment struct {
 // A new file is preallocated to segment.bytes when preallocate is set; its
 // size is tracked here, not by the file length.
 func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64, files *fileCache) (*segment, error) {
+	return openListedSegment(dir, baseOffset, cfg, rollJitterMs, files, true)
+}
+
+// openListedSegment is openSegment for a caller that listed the directory:
+// txnIndexListed false says the segment has no transaction index, which
+// then is not looked for (most segments have none; a load of 100,000
+// partitions saves a stat each).
+func openListedSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64, files *fileCache, txnIndexListed bool) (*segment, error) {
 	s := &segment{
 		baseOffset:            baseOffset,
 		dir:                   dir,
@@ -117,7 +125,12 @@ func openSegment(dir string, baseOffset int64, cfg Config, rollJitterMs int64, f
 		s.offsetIdx.close()
 		return nil, err
 	}
-	s.txnIdx, err = openTxnIndex(segmentFileName(dir, baseOffset, txnIndexFileSuffix), baseOffset, files)
+	txnIdxPath := segmentFileName(dir, baseOffset, txnIndexFileSuffix)
+	if txnIndexListed {
+		s.txnIdx, err = openTxnIndex(txnIdxPath, baseOffset, files)
+	} else {
+		s.txnIdx = newTxnIndex(txnIdxPath, baseOffset, files)
+	}
 	if err != nil {
 		s.timeIdx.close()
 		s.offsetIdx.close()

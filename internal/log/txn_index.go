@@ -88,10 +88,15 @@ type txnIndex struct {
 	closed     bool
 }
 
+// newTxnIndex describes the transaction index at path, known not to exist.
+func newTxnIndex(path string, baseOffset int64, files *fileCache) *txnIndex {
+	return &txnIndex{baseOffset: baseOffset, path: path, lastOffset: -1, file: files.file(path)}
+}
+
 // openTxnIndex describes the transaction index at path; the file need not
 // exist.
 func openTxnIndex(path string, baseOffset int64, files *fileCache) (*txnIndex, error) {
-	x := &txnIndex{baseOffset: baseOffset, path: path, lastOffset: -1, file: files.file(path)}
+	x := newTxnIndex(path, baseOffset, files)
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
