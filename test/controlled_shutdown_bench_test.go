@@ -119,12 +119,18 @@ func controlledShutdownRun(t *testing.T, n int) csFigures {
 	if err := stopping.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	exitedAt := make(chan time.Time, 1)
+	go func() {
+		<-stopping.exited // closed once Wait returned, a moment after the exit
+		exitedAt <- time.Now()
+	}()
 	pending := topics
 	deadline := sigterm.Add(3 * time.Minute)
 	f.toImage, f.toProduce = -1, -1 // not reached
 	for len(pending) > 0 || len(probes) > 0 {
 		if time.Now().After(deadline) {
-			t.Logf("%d partitions: after 3m, %d topics not all led by %d, %d topics' probes refused", n, len(pending), survivor.id, len(probes))
+			t.Logf("%d partitions: after 3m, %d topics not all led by %d (%d partitions not), %d topics' probes refused",
+				n, len(pending), survivor.id, csCountNotLed(t, pc, pending, survivor.id), len(probes))
 			break
 		}
 		if len(pending) > 0 {
@@ -145,12 +151,11 @@ func controlledShutdownRun(t *testing.T, n int) csFigures {
 		}
 	}
 	select {
-	case <-stopping.exited:
+	case at := <-exitedAt:
+		f.toExit = at.Sub(sigterm)
 	case <-time.After(10 * time.Minute):
 		t.Fatalf("broker %d did not exit within 10m of SIGTERM", stopping.id)
 	}
-	// exited closes once Wait returned, a moment after the exit.
-	f.toExit = time.Since(sigterm)
 	stopping.stop() // checks the exit status
 	t.Logf("%d partitions: create %v, idle after %v more; SIGTERM → image %v, → produce ok %v, → exit %v",
 		n, f.create.Round(time.Millisecond), f.settle.Round(time.Millisecond), csDur(f.toImage),
@@ -216,6 +221,34 @@ func csCreate(t *testing.T, c *cluster, topics []string, per int, even, odd int3
 			return nil
 		})
 	}
+}
+
+// csCountNotLed counts the partitions of the topics that the broker's
+// Metadata does not show led by leader.
+func csCountNotLed(t *testing.T, pc *pinnedClient, topics []string, leader int32) int {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kresp, err := pc.request(ctx, req)
+	if err != nil {
+		t.Logf("metadata: %v", err)
+		return -1
+	}
+	n := 0
+	for _, rt := range kresp.(*kmsg.MetadataResponse).Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Leader != leader {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // csWaitLed polls the broker until its Metadata shows every partition of
