@@ -22,10 +22,7 @@
 #               idle (fds, heap bytes each), start after a clean shutdown and
 #               after a kill, against 1k in the same run;
 #               TestRecoveryBoundedByCheckpointBench: recovery with the
-#               checkpoints at the log end vs without them;
-#               TestBenchLeaderEpochBatch: the leader-epoch checkpoints of 5k
-#               partitions gaining leadership at once, one sync each vs one
-#               batch (concurrent fsyncs, syncfs).
+#               checkpoints at the log end vs without them.
 #   controlled-shutdown  TestControlledShutdownBench: 2 brokers + 1
 #               controller, RF=2, each broker leading half; SIGTERM one and
 #               time until the other leads every partition (Metadata, then
@@ -66,7 +63,7 @@ run produce ./test/ 'TestReplicationBenchProduce$' -tags e2e
 run followers ./test/ 'TestFollowerBench' -tags e2e
 TMPDIR=${TMPDIR_FAST:-/dev/shm} run metadata-broker ./internal/replica/ 'TestBenchMetadataApply$'
 run metadata-controller ./internal/controller/ 'TestBenchControlledShutdown$'
-run partitions ./internal/log/ 'TestScaleBench$|TestRecoveryBoundedByCheckpointBench$|TestBenchLeaderEpochBatch$'
+run partitions ./internal/log/ 'TestScaleBench$|TestRecoveryBoundedByCheckpointBench$'
 run controlled-shutdown ./test/ 'TestControlledShutdownBench$' -tags e2e
 run failover-partition ./test/ 'TestFailoverBench$' -tags e2e
 run failover-controller ./test/ 'TestClusterBenchFailover$' -tags e2e
