@@ -62,6 +62,10 @@ type Registry struct {
 	offsetCommits      prometheus.Counter
 	classicRebalances  prometheus.Counter
 	consumerRebalances prometheus.Counter
+	shareRebalances    prometheus.Counter
+
+	shareAcks        *prometheus.CounterVec
+	shareLockTimeout *prometheus.CounterVec
 }
 
 // requestBuckets are latency buckets in milliseconds, as Kafka reports
@@ -166,6 +170,18 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total",
 		Help: "Consumer group (KIP-848) rebalances: group epoch bumps (consumer-group-rebalance-count).",
 	})
+	r.shareRebalances = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_group_coordinator_metrics_share_group_rebalance_total",
+		Help: "Share group (KIP-932) rebalances: group epoch bumps (group-coordinator-metrics,protocol=share rebalance-count).",
+	})
+	r.shareAcks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_sharegroupmetrics_recordacknowledgements_total",
+		Help: "Records acknowledged by share consumers, by acknowledgement type: Accept, Release, Reject or Renew (kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*).",
+	}, []string{"ackType"})
+	r.shareLockTimeout = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total",
+		Help: "Records whose acquisition lock timed out, by share-partition (kafka.server:type=SharePartitionMetrics,name=AcquisitionLockTimeoutPerSec,group=*,topic=*,partition=*).",
+	}, []string{"group", "topic", "partition"})
 	r.raftCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "kafka_server_raft_metrics_commit_latency_ms",
 		Help:    "Time from the active controller appending a metadata batch to its commit and application, in ms (raft-metrics commit-latency-avg/max).",
@@ -184,6 +200,7 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_raft_metrics_append_records_total",
 		Help: "Metadata records the active controller appended and saw committed (raft-metrics append-records-rate).",
 	})
+	r.reg.MustRegister(r.shareRebalances, r.shareAcks, r.shareLockTimeout)
 	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit,
 		r.raftElection, r.raftFetchRecords, r.raftAppendRecords)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
@@ -393,6 +410,29 @@ func (r *Registry) ClassicRebalanceCompleted() {
 func (r *Registry) ConsumerGroupRebalanced() {
 	if r != nil {
 		r.consumerRebalances.Inc()
+	}
+}
+
+// ShareGroupRebalanced counts a share group epoch bump (group.Meters).
+func (r *Registry) ShareGroupRebalanced() {
+	if r != nil {
+		r.shareRebalances.Inc()
+	}
+}
+
+// RecordsAcknowledged counts records acknowledged by share consumers with
+// one acknowledgement type (share.Meters).
+func (r *Registry) RecordsAcknowledged(ackType string, records int64) {
+	if r != nil {
+		r.shareAcks.WithLabelValues(ackType).Add(float64(records))
+	}
+}
+
+// LocksTimedOut counts records of a share-partition whose acquisition lock
+// timed out (share.Meters).
+func (r *Registry) LocksTimedOut(group, topic string, partition int32, records int64) {
+	if r != nil {
+		r.shareLockTimeout.WithLabelValues(group, topic, strconv.Itoa(int(partition))).Add(float64(records))
 	}
 }
 
