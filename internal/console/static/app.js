@@ -488,16 +488,12 @@ function viewGroups() {
 
 function viewGroup(name) {
   main.append(el("h1", {}, "Consumer group ", el("span", {id: "group-name"}, name)));
-  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => el("div", {},
+  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => g.type === "share" ? shareGroupView(g) : el("div", {},
     el("div", {class: "cards"}, card("State", g.state), card("Members", g.members.length),
       card("Total lag", fmtNum(g.totalLag), g.totalLag > 0 ? "warn" : "ok"),
       card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
     el("h2", {}, "Members"),
-    g.members.length ? table("group-members", ["Member id", "Client id", "Host", "Assigned partitions"],
-      g.members.map(m => el("tr", {}, el("td", {class: "data"}, m.memberId, m.instanceId ? el("span", {class: "tag"}, "static " + m.instanceId) : null),
-        el("td", {}, m.clientId), el("td", {}, m.host),
-        el("td", {}, m.assigned.length ? m.assigned.map(a => el("div", {}, topicLink(a.topic), " " + a.partitions.join(","))) : "-"))))
-      : el("p", {class: "muted"}, "The group has no active members."),
+    membersTable(g),
     el("h2", {}, "Offsets and lag"),
     g.offsets.length ? table("group-offsets", ["Topic", ["Partition", "num"], ["Committed", "num"], ["End offset", "num"], ["Lag", "num"], "Member"],
       g.offsets.map(o => el("tr", {"data-topic": o.topic, "data-partition": o.partition},
@@ -507,6 +503,31 @@ function viewGroup(name) {
       : el("p", {class: "muted"}, "No committed offsets.")), 5000);
   if (sessionInfo.actions) main.append(groupActions(name, refresh));
   else main.append(actionsNote());
+}
+
+// membersTable lists a group's members and the partitions assigned to each.
+function membersTable(g) {
+  return g.members.length ? table("group-members", ["Member id", "Client id", "Host", "Assigned partitions"],
+    g.members.map(m => el("tr", {}, el("td", {class: "data"}, m.memberId, m.instanceId ? el("span", {class: "tag"}, "static " + m.instanceId) : null),
+      el("td", {}, m.clientId), el("td", {}, m.host),
+      el("td", {}, m.assigned.length ? m.assigned.map(a => el("div", {}, topicLink(a.topic), " " + a.partitions.join(","))) : "-"))))
+    : el("p", {class: "muted"}, "The group has no active members.");
+}
+
+// shareGroupView is a share group's page (KIP-932): its members, and the
+// partitions they read together, each with every member assigned it.
+function shareGroupView(g) {
+  return el("div", {},
+    el("div", {class: "cards"}, card("Type", "share"), card("State", g.state), card("Members", g.members.length),
+      card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
+    el("h2", {}, "Members"),
+    membersTable(g),
+    el("h2", {}, "Partitions"),
+    g.sharePartitions && g.sharePartitions.length ? table("share-partitions", ["Topic", ["Partition", "num"], ["End offset", "num"], "Members"],
+      g.sharePartitions.map(p => el("tr", {"data-topic": p.topic, "data-partition": p.partition},
+        el("td", {}, topicLink(p.topic)), num(p.partition), num(fmtOffset(p.endOffset)), el("td", {class: "data"}, p.members.join(", ")))))
+      : el("p", {class: "muted"}, "No partition is assigned."),
+    el("p", {class: "muted"}, "A share group commits no offsets; its share-partitions' start offsets and lag are not shown here yet."));
 }
 
 // groupActions are a group page's forms: reset its committed offsets (the
