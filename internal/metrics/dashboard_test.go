@@ -57,6 +57,8 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r.ShareGroupRebalanced()
 	r.RecordsAcknowledged("Accept", 1)
 	r.LocksTimedOut("sg", "t", 0, 1)
+	r.ShareFetched(map[string]bool{"t": true})
+	r.ShareAcknowledged(map[string]bool{"t": true})
 	r.Replicated(1)
 	r.RaftCommitted(1, time.Millisecond)
 	mfs, err := r.Gatherer().Gather()

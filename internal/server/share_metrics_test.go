@@ -55,6 +55,7 @@ func waitMetrics(t *testing.T, ts *testServer, what string, ok func(text string)
 // TestShareGroupMetrics drives real share consumers (franz-go) and reads
 // Kafka's share group metrics back from /metrics: records acknowledged by
 // type, acquisition lock timeouts, in-flight records and batches, share
+// fetch and acknowledgement requests by topic (and a failed one), share
 // groups by state and their rebalances.
 func TestShareGroupMetrics(t *testing.T) {
 	ts := startServer(t, t.TempDir(), map[string]string{"group.share.min.record.lock.duration.ms": "1000"})
@@ -124,6 +125,52 @@ func TestShareGroupMetrics(t *testing.T) {
 			sample(text, `kafka_server_sharegroupmetrics_recordacknowledgements_total{ackType="Release"}`) == 1 &&
 			sample(text, `kafka_server_sharegroupmetrics_recordacknowledgements_total{ackType="Accept"}`) >= 8
 	})
+	waitMetrics(t, ts, "share fetch and acknowledgement requests", func(text string) bool {
+		return sample(text, `kafka_server_brokertopicmetrics_totalsharefetchrequests_total{topic="sm"}`) >= 2 &&
+			sample(text, `kafka_server_brokertopicmetrics_totalsharefetchrequests_total{topic=""}`) >= 2 &&
+			sample(text, `kafka_server_brokertopicmetrics_totalshareacknowledgementrequests_total{topic="sm"}`) >= 1 &&
+			sample(text, `kafka_server_brokertopicmetrics_totalshareacknowledgementrequests_total{topic=""}`) >= 1
+	})
+
+	// A member acknowledging a record it does not hold: a failed share
+	// acknowledgement of topic sm.
+	topics, err := ts.admin().ListTopics(ctx, "sm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicID := topics["sm"].ID
+	member := "raw-member-0123456789abcdefghijk"
+	fetch := kmsg.NewPtrShareFetchRequest()
+	fetch.GroupID, fetch.MemberID, fetch.ShareSessionEpoch = kmsg.StringPtr("raw-g"), &member, 0
+	ft := kmsg.NewShareFetchRequestTopic()
+	ft.TopicID = topicID
+	fp := kmsg.NewShareFetchRequestTopicPartition()
+	fp.Partition = 0
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	if fresp, err := fetch.RequestWith(ctx, admin); err != nil || fresp.ErrorCode != 0 {
+		t.Fatalf("share fetch: %v %+v", err, fresp)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = kmsg.StringPtr("raw-g"), &member, 1
+	at := kmsg.NewShareAcknowledgeRequestTopic()
+	at.TopicID = topicID
+	ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	ap.Partition = 0
+	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = 0, 0, []int8{1}
+	ap.AcknowledgementBatches = append(ap.AcknowledgementBatches, ab)
+	at.Partitions = append(at.Partitions, ap)
+	ack.Topics = append(ack.Topics, at)
+	aresp, err := ack.RequestWith(ctx, admin)
+	if err != nil || aresp.ErrorCode != 0 || len(aresp.Topics) != 1 || aresp.Topics[0].Partitions[0].ErrorCode == 0 {
+		t.Fatalf("share acknowledge of a record not held: %v %+v", err, aresp)
+	}
+	waitMetrics(t, ts, "a failed share acknowledgement", func(text string) bool {
+		return sample(text, `kafka_server_brokertopicmetrics_failedshareacknowledgementrequests_total{topic="sm"}`) >= 1 &&
+			sample(text, `kafka_server_brokertopicmetrics_failedshareacknowledgementrequests_total{topic=""}`) >= 1
+	})
+
 	waitMetrics(t, ts, "share groups by state", func(text string) bool {
 		return sample(text, `kafka_server_group_coordinator_metrics_group_count{protocol="share"}`) == 2 &&
 			sample(text, `kafka_server_group_coordinator_metrics_share_group_count{state="Stable"}`) == 2 &&

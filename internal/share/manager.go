@@ -559,7 +559,6 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 	now := m.o.Now().UnixMilli()
 	timedOut := next.TimedOutRecords(now)
 	next.ExpireLocks(now)
-	start := next.StartOffset()
 	if err := next.Acknowledge(member, now, batches); err != nil {
 		return err
 	}
@@ -569,7 +568,7 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 	if timedOut > 0 {
 		m.o.Meters.LocksTimedOut(group, tp.Topic, tp.Partition, timedOut)
 	}
-	m.meterAcks(batches, start)
+	m.meterAcks(batches)
 	m.notify(group)
 	return nil
 }
@@ -578,19 +577,18 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 // RecordAcknowledgementsPerSec tags them (gaps are not counted).
 var ackTypeNames = map[AckType]string{AckAccept: "Accept", AckRelease: "Release", AckReject: "Reject", AckRenew: "Renew"}
 
-// meterAcks counts the records of applied acknowledgement batches by type;
-// offsets below start (SPSO before they applied) were skipped, not counted.
-func (m *Manager) meterAcks(batches []AckBatch, start int64) {
+// meterAcks counts the records of applied acknowledgement batches by type,
+// as Kafka counts them: a batch's whole range (offsets below SPSO, skipped,
+// included).
+func (m *Manager) meterAcks(batches []AckBatch) {
 	counts := map[AckType]int64{}
 	for _, b := range batches {
 		if len(b.Types) == 1 {
-			counts[b.Types[0]] += max(b.LastOffset-max(b.FirstOffset, start)+1, 0)
+			counts[b.Types[0]] += b.LastOffset - b.FirstOffset + 1
 			continue
 		}
-		for i, t := range b.Types {
-			if b.FirstOffset+int64(i) >= start {
-				counts[t]++
-			}
+		for _, t := range b.Types {
+			counts[t]++
 		}
 	}
 	for t, n := range counts {
