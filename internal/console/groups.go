@@ -63,18 +63,27 @@ type groupView struct {
 	Members      []memberView `json:"members"`
 	Offsets      []offsetView `json:"offsets"`
 	TotalLag     int64        `json:"totalLag"`
-	// SharePartitions are a share group's assigned partitions (a share
-	// group commits no offsets: Offsets stays empty).
+	// SharePartitions are a share group's partitions: those assigned and
+	// those with share-partition state (a share group commits no offsets:
+	// Offsets stays empty).
 	SharePartitions []sharePartitionView `json:"sharePartitions,omitempty"`
+	// ShareOffsetsError says why the share-partitions' start offsets and
+	// lag are unknown (DescribeShareGroupOffsets failed or is not served).
+	ShareOffsetsError string `json:"shareOffsetsError,omitempty"`
 }
 
 // sharePartitionView is one partition assigned in a share group: every
 // member it is assigned to reads it (Kafka's simple share assignor).
 type sharePartitionView struct {
-	Topic     string   `json:"topic"`
-	Partition int32    `json:"partition"`
-	EndOffset int64    `json:"endOffset"` // -1 when unknown
-	Members   []string `json:"members"`   // client ids of the members assigned it
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// StartOffset is the share-partition start offset (SPSO) and Lag the
+	// records from it to the end not yet acknowledged or archived, as
+	// kafka-share-groups --describe shows them; -1 when unknown.
+	StartOffset int64    `json:"startOffset"`
+	Lag         int64    `json:"lag"`
+	EndOffset   int64    `json:"endOffset"` // -1 when unknown
+	Members     []string `json:"members"`   // client ids of the members assigned it
 }
 
 func (c *Console) groups(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
@@ -269,9 +278,10 @@ func (c *Console) group(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 }
 
 // shareGroup is the page of a share group (ShareGroupDescribe): its
-// members and their assignments, and the assigned partitions with their
-// end offsets. Start offsets and lag of the share-partitions
-// (DescribeShareGroupOffsets) are not shown yet.
+// members and their assignments, and its partitions with their end
+// offsets and, from DescribeShareGroupOffsets, their share-partition start
+// offsets and lag (unknown, with the reason, where the broker does not
+// answer it).
 func (c *Console) shareGroup(ctx context.Context, adm *kadm.Client, name string) (any, error) {
 	described, err := adm.DescribeShareGroups(ctx, name)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
@@ -301,6 +311,28 @@ func (c *Console) shareGroup(ctx context.Context, adm *kadm.Client, name string)
 		}
 		v.Members = append(v.Members, mv)
 	}
+	starts, err := adm.DescribeShareGroupOffsets(ctx, name)
+	var offsets kadm.ShareOffsets
+	if err == nil {
+		err = starts[name].Err
+		offsets = starts[name].Offsets
+	}
+	if err != nil {
+		v.ShareOffsetsError = err.Error()
+	}
+	for t, ps := range offsets {
+		for p, o := range ps {
+			if t == "" || o.Err != nil {
+				continue
+			}
+			if readers[t] == nil {
+				readers[t] = map[int32][]string{}
+			}
+			if _, ok := readers[t][p]; !ok {
+				readers[t][p] = []string{} // state, but no member reads it now
+			}
+		}
+	}
 	if len(readers) == 0 {
 		return v, nil
 	}
@@ -314,9 +346,12 @@ func (c *Console) shareGroup(ctx context.Context, adm *kadm.Client, name string)
 	}
 	for t, ps := range readers {
 		for p, clients := range ps {
-			row := sharePartitionView{Topic: t, Partition: p, EndOffset: -1, Members: clients}
+			row := sharePartitionView{Topic: t, Partition: p, StartOffset: -1, Lag: -1, EndOffset: -1, Members: clients}
 			if e, ok := ends.Lookup(t, p); ok && e.Err == nil {
 				row.EndOffset = e.Offset
+			}
+			if o, ok := offsets.Lookup(t, p); ok && o.Err == nil && o.StartOffset >= 0 {
+				row.StartOffset, row.Lag = o.StartOffset, max(o.Lag, -1)
 			}
 			v.SharePartitions = append(v.SharePartitions, row)
 		}

@@ -23,11 +23,29 @@ type shareGroupJSON struct {
 		} `json:"assigned"`
 	} `json:"members"`
 	SharePartitions []struct {
-		Topic     string   `json:"topic"`
-		Partition int32    `json:"partition"`
-		EndOffset int64    `json:"endOffset"`
-		Members   []string `json:"members"`
+		Topic       string   `json:"topic"`
+		Partition   int32    `json:"partition"`
+		StartOffset int64    `json:"startOffset"`
+		Lag         int64    `json:"lag"`
+		EndOffset   int64    `json:"endOffset"`
+		Members     []string `json:"members"`
 	} `json:"sharePartitions"`
+	ShareOffsetsError string `json:"shareOffsetsError"`
+}
+
+// servesAPI reports whether the node advertises an API key.
+func servesAPI(t *testing.T, n *node, key int16) bool {
+	t.Helper()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctxT(t), n.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == key {
+			return true
+		}
+	}
+	return false
 }
 
 // startShareConsumer seeds topic (10 records on partition 0 of 3, and a
@@ -103,13 +121,27 @@ func TestShareGroups(t *testing.T) {
 	if a := g.Members[0].Assigned; len(a) != 1 || a[0].Topic != "queue" || !slices.Equal(a[0].Partitions, []int32{0, 1, 2}) {
 		t.Errorf("assignment = %+v", a)
 	}
+	// Start offsets and lag come from DescribeShareGroupOffsets: every
+	// share-partition starts at 0 (earliest), nothing acknowledged yet.
+	// A broker without the API leaves them unknown, saying why.
+	describesOffsets := servesAPI(t, n, 90)
+	if !describesOffsets && g.ShareOffsetsError == "" {
+		t.Errorf("no DescribeShareGroupOffsets and no reason given for unknown start offsets")
+	}
 	for i, p := range g.SharePartitions {
-		wantEnd := int64(0)
+		wantEnd, wantStart, wantLag := int64(0), int64(-1), int64(-1)
 		if i == 0 {
 			wantEnd = 10
 		}
-		if p.Topic != "queue" || p.Partition != int32(i) || p.EndOffset != wantEnd || !slices.Equal(p.Members, []string{"share-client"}) {
-			t.Errorf("share partition %d = %+v", i, p)
+		if describesOffsets {
+			wantStart, wantLag = 0, wantEnd
+			if p.Lag == -1 {
+				wantLag = -1 // DescribeShareGroupOffsets v0 has no lag
+			}
+		}
+		if p.Topic != "queue" || p.Partition != int32(i) || p.EndOffset != wantEnd || p.StartOffset != wantStart || p.Lag != wantLag ||
+			!slices.Equal(p.Members, []string{"share-client"}) {
+			t.Errorf("share partition %d = %+v, want start %d, end %d, lag %d", i, p, wantStart, wantEnd, wantLag)
 		}
 	}
 

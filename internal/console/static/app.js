@@ -523,11 +523,13 @@ function shareGroupView(g) {
     el("h2", {}, "Members"),
     membersTable(g),
     el("h2", {}, "Partitions"),
-    g.sharePartitions && g.sharePartitions.length ? table("share-partitions", ["Topic", ["Partition", "num"], ["End offset", "num"], "Members"],
+    g.sharePartitions && g.sharePartitions.length ? table("share-partitions", ["Topic", ["Partition", "num"], ["Start offset", "num"], ["End offset", "num"], ["Lag", "num"], "Members"],
       g.sharePartitions.map(p => el("tr", {"data-topic": p.topic, "data-partition": p.partition},
-        el("td", {}, topicLink(p.topic)), num(p.partition), num(fmtOffset(p.endOffset)), el("td", {class: "data"}, p.members.join(", ")))))
+        el("td", {}, topicLink(p.topic)), num(p.partition), num(fmtOffset(p.startOffset)), num(fmtOffset(p.endOffset)),
+        el("td", {class: "num lag " + (p.lag > 0 ? "warn" : "")}, fmtOffset(p.lag)),
+        el("td", {class: "data"}, p.members.length ? p.members.join(", ") : "-"))))
       : el("p", {class: "muted"}, "No partition is assigned."),
-    el("p", {class: "muted"}, "A share group commits no offsets; its share-partitions' start offsets and lag are not shown here yet."));
+    g.shareOffsetsError ? el("p", {class: "muted", id: "share-offsets-error"}, "Start offsets and lag unknown: " + g.shareOffsetsError) : null);
 }
 
 // groupActions are a group page's forms: reset its committed offsets (the
