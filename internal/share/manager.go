@@ -614,8 +614,8 @@ type PartitionStats struct {
 }
 
 // Stats lists the share-partitions loaded on this leader. A share-partition
-// busy (its lock held across a persister write) is left out rather than
-// waited for.
+// busy now (its lock held by a fetch, an acknowledgement or a state write)
+// is left out rather than waited for.
 func (m *Manager) Stats() []PartitionStats {
 	m.mu.Lock()
 	es := make([]*entry, 0, len(m.entries))
