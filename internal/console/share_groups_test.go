@@ -150,8 +150,8 @@ func TestShareGroups(t *testing.T) {
 }
 
 // TestShareGroupInBrowser opens a share group from the groups list in
-// headless Chromium: its page shows the share type, the member and the
-// partitions it reads.
+// headless Chromium: its page shows the member and the partitions it
+// reads, and no offset reset form.
 func TestShareGroupInBrowser(t *testing.T) {
 	n := startNode(t)
 	startShareConsumer(t, n, "queue", "idle-g", "share-g")
@@ -167,6 +167,11 @@ func TestShareGroupInBrowser(t *testing.T) {
 	}
 	if got := b.text(`#group-members`); !strings.Contains(got, "share-client") {
 		t.Errorf("members = %q", got)
+	}
+	// A share group commits no offsets: its page offers deleting it, not
+	// resetting offsets.
+	if !evalJS[bool](b, `document.getElementById("group-reset").hidden && document.getElementById("delete-group") !== null`) {
+		t.Errorf("share group page: the reset form shown, or no delete form")
 	}
 	b.checkExceptions()
 }

@@ -488,7 +488,11 @@ function viewGroups() {
 
 function viewGroup(name) {
   main.append(el("h1", {}, "Consumer group ", el("span", {id: "group-name"}, name)));
-  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => g.type === "share" ? shareGroupView(g) : el("div", {},
+  let actions = null;
+  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => {
+    // A share group commits no offsets: nothing to reset.
+    if (actions) actions.showReset(g.type !== "share");
+    return g.type === "share" ? shareGroupView(g) : el("div", {},
     el("div", {class: "cards"}, card("State", g.state), card("Members", g.members.length),
       card("Total lag", fmtNum(g.totalLag), g.totalLag > 0 ? "warn" : "ok"),
       card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
@@ -500,8 +504,9 @@ function viewGroup(name) {
         el("td", {}, topicLink(o.topic)), num(o.partition), num(fmtOffset(o.committed)), num(fmtOffset(o.endOffset)),
         el("td", {class: "num lag " + (o.lag > 0 ? "warn" : "")}, fmtOffset(o.lag)),
         el("td", {class: "data"}, o.memberId ? o.clientId + " (" + o.host + ")" : "-"))))
-      : el("p", {class: "muted"}, "No committed offsets.")), 5000);
-  if (sessionInfo.actions) main.append(groupActions(name, refresh));
+      : el("p", {class: "muted"}, "No committed offsets."));
+  }, 5000);
+  if (sessionInfo.actions) main.append(actions = groupActions(name, refresh));
   else main.append(actionsNote());
 }
 
@@ -532,7 +537,8 @@ function shareGroupView(g) {
     g.shareOffsetsError ? el("p", {class: "muted", id: "share-offsets-error"}, "Start offsets and lag unknown: " + g.shareOffsetsError) : null);
 }
 
-// groupActions are a group page's forms: reset its committed offsets (the
+// groupActions are a group page's forms (showReset hides the first, for a
+// share group): reset its committed offsets (the
 // plan first: Preview is a dry run, as kafka-consumer-groups without
 // --execute) and delete the group (its id typed to confirm). The broker
 // and the tool refuse both while the group has members.
@@ -561,7 +567,10 @@ function groupActions(name, refresh) {
     await post(path + "delete", {confirm: confirm.value});
     location.hash = "#/groups";
   });
-  return el("div", {}, el("h2", {}, "Reset offsets"), reset, plan, el("h2", {}, "Delete"), remove);
+  const resetPart = el("div", {id: "group-reset"}, el("h2", {}, "Reset offsets"), reset, plan);
+  const out = el("div", {}, resetPart, el("h2", {}, "Delete"), remove);
+  out.showReset = on => { resetPart.hidden = !on; };
+  return out;
 }
 
 // ---- Security: ACLs and client quotas, as the visitor may see them ----
