@@ -476,6 +476,14 @@ func (r *Registry) LocksTimedOut(group, topic string, partition int32, records i
 	}
 }
 
+// ShareGroupDeleted drops a deleted share group's series of
+// acquisition lock timeouts (share.Meters).
+func (r *Registry) ShareGroupDeleted(group string) {
+	if r != nil {
+		r.shareLockTimeout.DeletePartialMatch(prometheus.Labels{"group": group})
+	}
+}
+
 // RaftCommitted records a metadata append of records that committed after d.
 func (r *Registry) RaftCommitted(records int, d time.Duration) {
 	if r != nil {

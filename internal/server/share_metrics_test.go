@@ -184,4 +184,14 @@ func TestShareGroupMetrics(t *testing.T) {
 		return sample(text, `kafka_server_group_coordinator_metrics_share_group_count{state="Empty"}`) == 2 &&
 			sample(text, `kafka_server_group_coordinator_metrics_share_group_count{state="Stable"}`) == 0
 	})
+
+	// lock-g deleted: its share-partition series go with it.
+	if resp, err := ts.admin().DeleteGroup(ctx, "lock-g"); err != nil || resp.Err != nil {
+		t.Fatalf("delete lock-g: %v %v", err, resp.Err)
+	}
+	waitMetrics(t, ts, "lock-g's series gone", func(text string) bool {
+		return sample(text, "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total"+inFlight) == -1 &&
+			sample(text, "kafka_server_sharepartitionmetrics_inflightmessagecount"+inFlight) == -1 &&
+			sample(text, `kafka_server_group_coordinator_metrics_share_group_count{state="Empty"}`) == 1
+	})
 }

@@ -127,12 +127,16 @@ type Meters interface {
 	// LocksTimedOut counts records of a share-partition whose acquisition
 	// lock ended (AcquisitionLockTimeoutPerSec).
 	LocksTimedOut(group, topic string, partition int32, records int64)
+	// ShareGroupDeleted drops the deleted group's share-partition meters,
+	// as Kafka removes a SharePartition's metrics with it.
+	ShareGroupDeleted(group string)
 }
 
 type noMeters struct{}
 
 func (noMeters) RecordsAcknowledged(string, int64)          {}
 func (noMeters) LocksTimedOut(string, string, int32, int64) {}
+func (noMeters) ShareGroupDeleted(string)                   {}
 
 // TopicPartition names a partition by name and id.
 type TopicPartition struct {
@@ -709,6 +713,7 @@ func (m *Manager) GroupDeleted(groupID string) {
 		e.mu.Unlock()
 	}
 	m.sessions.RemoveGroup(groupID)
+	m.o.Meters.ShareGroupDeleted(groupID)
 }
 
 func (m *Manager) wake() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -523,6 +524,16 @@ func (f *fakeMeters) RecordsAcknowledged(ackType string, n int64) {
 	f.acks[ackType] += n
 }
 
+func (f *fakeMeters) ShareGroupDeleted(group string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.timeouts {
+		if strings.HasPrefix(k, group+"/") {
+			delete(f.timeouts, k)
+		}
+	}
+}
+
 func (f *fakeMeters) LocksTimedOut(group, topic string, partition int32, n int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -580,5 +591,9 @@ func TestManagerMeters(t *testing.T) {
 	}
 	if got := meters.timeouts["g/t/0"]; got != 2 {
 		t.Errorf("lock timeouts = %v, want 2 records of g/t/0", meters.timeouts)
+	}
+	m.GroupDeleted("g")
+	if len(meters.timeouts) != 0 || len(m.Stats()) != 0 {
+		t.Errorf("after the group's deletion: lock timeouts %v, stats %+v", meters.timeouts, m.Stats())
 	}
 }
