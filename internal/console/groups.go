@@ -55,6 +55,7 @@ type offsetView struct {
 
 type groupView struct {
 	Group        string       `json:"group"`
+	Type         string       `json:"type,omitempty"` // share for a share group (KIP-932)
 	State        string       `json:"state"`
 	ProtocolType string       `json:"protocolType"`
 	Assignor     string       `json:"assignor"`
@@ -62,6 +63,27 @@ type groupView struct {
 	Members      []memberView `json:"members"`
 	Offsets      []offsetView `json:"offsets"`
 	TotalLag     int64        `json:"totalLag"`
+	// SharePartitions are a share group's partitions: those assigned and
+	// those with share-partition state (a share group commits no offsets:
+	// Offsets stays empty).
+	SharePartitions []sharePartitionView `json:"sharePartitions,omitempty"`
+	// ShareOffsetsError says why the share-partitions' start offsets and
+	// lag are unknown (DescribeShareGroupOffsets failed or is not served).
+	ShareOffsetsError string `json:"shareOffsetsError,omitempty"`
+}
+
+// sharePartitionView is one partition assigned in a share group: every
+// member it is assigned to reads it (Kafka's simple share assignor).
+type sharePartitionView struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// StartOffset is the share-partition start offset (SPSO) and Lag the
+	// records from it to the end not yet acknowledged or archived, as
+	// kafka-share-groups --describe shows them; -1 when unknown.
+	StartOffset int64    `json:"startOffset"`
+	Lag         int64    `json:"lag"`
+	EndOffset   int64    `json:"endOffset"` // -1 when unknown
+	Members     []string `json:"members"`   // client ids of the members assigned it
 }
 
 func (c *Console) groups(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
@@ -74,12 +96,36 @@ func (c *Console) groups(ctx context.Context, _ *http.Request, cl *kgo.Client) (
 	if len(listed) == 0 {
 		return out, nil
 	}
-	lags, err := adm.Lag(ctx, listed.Groups()...)
-	if err != nil {
-		return nil, fmt.Errorf("group lag: %w", err)
+	// Share groups commit no offsets: they are described, not lagged.
+	var committing, shares []string
+	for _, lg := range listed.Sorted() {
+		if lg.GroupType == "share" {
+			shares = append(shares, lg.Group)
+		} else {
+			committing = append(committing, lg.Group)
+		}
+	}
+	lags := kadm.DescribedGroupLags{}
+	if len(committing) > 0 {
+		if lags, err = adm.Lag(ctx, committing...); err != nil {
+			return nil, fmt.Errorf("group lag: %w", err)
+		}
+	}
+	described := kadm.DescribedShareGroups{}
+	if len(shares) > 0 {
+		if described, err = adm.DescribeShareGroups(ctx, shares...); err != nil {
+			return nil, fmt.Errorf("describe share groups: %w", err)
+		}
 	}
 	for _, lg := range listed.Sorted() {
 		s := groupSummary{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Type: lg.GroupType, Coordinator: lg.Coordinator, Lag: -1}
+		if d, ok := described[lg.Group]; ok && lg.GroupType == "share" {
+			if d.Err != nil {
+				s.Error = d.Err.Error()
+			} else {
+				s.State, s.Members = d.GroupState, len(d.Members)
+			}
+		}
 		if l, ok := lags[lg.Group]; ok {
 			if err := l.Error(); err != nil {
 				s.Error = err.Error()
@@ -115,7 +161,8 @@ func (c *Console) group(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 	}
 	l, ok := lags[name]
 	if !ok || l.State == "Dead" || errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
-		return nil, notFound("group %q does not exist", name)
+		// Not a classic or consumer group: a share group, or none.
+		return c.shareGroup(ctx, adm, name)
 	}
 	if err := l.Error(); err != nil {
 		return nil, fmt.Errorf("describe group %q: %w", name, err)
@@ -230,6 +277,92 @@ func (c *Console) group(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 	return v, nil
 }
 
+// shareGroup is the page of a share group (ShareGroupDescribe): its
+// members and their assignments, and its partitions with their end
+// offsets and, from DescribeShareGroupOffsets, their share-partition start
+// offsets and lag (unknown, with the reason, where the broker does not
+// answer it).
+func (c *Console) shareGroup(ctx context.Context, adm *kadm.Client, name string) (any, error) {
+	described, err := adm.DescribeShareGroups(ctx, name)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, fmt.Errorf("describe share group %q: %w", name, err)
+	}
+	d, ok := described[name]
+	if !ok || d.GroupState == "Dead" || errors.Is(d.Err, kerr.GroupIDNotFound) {
+		return nil, notFound("group %q does not exist", name)
+	}
+	if d.Err != nil {
+		return nil, fmt.Errorf("describe share group %q: %w", name, d.Err)
+	}
+	v := &groupView{Group: name, Type: "share", State: d.GroupState, ProtocolType: "share", Assignor: d.Assignor,
+		Coordinator: d.Coordinator.NodeID, Members: []memberView{}, Offsets: []offsetView{}, SharePartitions: []sharePartitionView{}}
+	readers := map[string]map[int32][]string{} // topic -> partition -> client ids
+	for _, m := range d.Members {
+		mv := memberView{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []assignmentView{}}
+		delete(m.Assignment, "") // assigned by id only: nothing to show
+		for _, t := range m.Assignment.Sorted() {
+			mv.Assigned = append(mv.Assigned, assignmentView{Topic: t.Topic, Partitions: t.Partitions})
+			if readers[t.Topic] == nil {
+				readers[t.Topic] = map[int32][]string{}
+			}
+			for _, p := range t.Partitions {
+				readers[t.Topic][p] = append(readers[t.Topic][p], m.ClientID)
+			}
+		}
+		v.Members = append(v.Members, mv)
+	}
+	starts, err := adm.DescribeShareGroupOffsets(ctx, name)
+	var offsets kadm.ShareOffsets
+	if err == nil {
+		err = starts[name].Err
+		offsets = starts[name].Offsets
+	}
+	if err != nil {
+		v.ShareOffsetsError = err.Error()
+	}
+	for t, ps := range offsets {
+		for p, o := range ps {
+			if t == "" || o.Err != nil {
+				continue
+			}
+			if readers[t] == nil {
+				readers[t] = map[int32][]string{}
+			}
+			if _, ok := readers[t][p]; !ok {
+				readers[t][p] = []string{} // state, but no member reads it now
+			}
+		}
+	}
+	if len(readers) == 0 {
+		return v, nil
+	}
+	topics := make([]string, 0, len(readers))
+	for t := range readers {
+		topics = append(topics, t)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	for t, ps := range readers {
+		for p, clients := range ps {
+			row := sharePartitionView{Topic: t, Partition: p, StartOffset: -1, Lag: -1, EndOffset: -1, Members: clients}
+			if e, ok := ends.Lookup(t, p); ok && e.Err == nil {
+				row.EndOffset = e.Offset
+			}
+			if o, ok := offsets.Lookup(t, p); ok && o.Err == nil && o.StartOffset >= 0 {
+				row.StartOffset, row.Lag = o.StartOffset, max(o.Lag, -1)
+			}
+			v.SharePartitions = append(v.SharePartitions, row)
+		}
+	}
+	sort.Slice(v.SharePartitions, func(i, j int) bool {
+		a, b := v.SharePartitions[i], v.SharePartitions[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return v, nil
+}
+
 // GroupLags lists the committed lag of every group whose coordinator is
 // broker coordinator, for the metrics endpoint. There are none when the
 // broker listener requires SASL: the console has no credentials of its own
@@ -248,7 +381,7 @@ func (c *Console) GroupLags(ctx context.Context, coordinator int32) ([]metrics.G
 	}
 	var mine []string
 	for _, g := range listed.Sorted() {
-		if g.Coordinator == coordinator {
+		if g.Coordinator == coordinator && g.GroupType != "share" { // share groups commit no offsets
 			mine = append(mine, g.Group)
 		}
 	}

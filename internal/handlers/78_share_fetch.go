@@ -256,11 +256,14 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 				}
 			}
 		}
+		ackTopics := map[string]bool{}
 		for i, t := range h.shareTargets(ctx, req, ackParts) {
 			rp := out.partition(ackParts[i])
 			err := h.shareAcknowledge(ctx, group, member, t, ackBatches[i], renew)
 			rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = errorCode(err), shareErrorMessage(err)
+			meterShareTopic(ackTopics, t, err)
 		}
+		h.d.Metrics.ShareAcknowledged(ackTopics)
 	}
 	if r.ShareSessionEpoch == share.FinalEpoch {
 		// The session closed: the member's records are released.
@@ -313,8 +316,10 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 		seen := h.d.Replica.FetchPositions(watches)
 		fetched, acquired, failed := h.shareAcquire(ctx, group, member, targets, maxRecords, maxBytes, strict)
 		if acquired || failed || r.MaxWaitMillis <= 0 || len(watches) == 0 || !time.Now().Before(deadline) || !req.Park() {
+			fetchTopics := map[string]bool{}
 			for i, t := range targets {
 				f := fetched[i]
+				meterShareTopic(fetchTopics, t, f.err)
 				sp := share.SessionPartition{TopicID: t.tp.TopicID, Partition: t.tp.Partition}
 				if f.err == nil && len(f.acquired) == 0 && !added[sp] && r.ShareSessionEpoch != share.InitialEpoch {
 					continue // an incremental answer carries only what changed
@@ -347,6 +352,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 				resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
 			}
 			h.countShareFetched(resp)
+			h.d.Metrics.ShareFetched(fetchTopics)
 			if rq != nil {
 				rq.recordShareFetch(resp)
 			}
@@ -433,6 +439,15 @@ func (rq *requestQuota) recordShareFetch(resp *kmsg.ShareFetchResponse) {
 		size = len(resp.AppendTo(nil))
 	}
 	rq.throttleWith(rq.q.Fetch.Record(rq.user, rq.clientID, float64(size)), rq.q.Fetch, rt)
+}
+
+// meterShareTopic notes a share request's partition in topics (name ->
+// whether a partition failed) for BrokerTopicMetrics; a partition whose
+// topic id is unknown names no topic.
+func meterShareTopic(topics map[string]bool, t shareTarget, err error) {
+	if t.tp.Topic != "" {
+		topics[t.tp.Topic] = topics[t.tp.Topic] || err != nil
+	}
 }
 
 // countShareFetched adds a share fetch answer's record bytes to BytesOut.

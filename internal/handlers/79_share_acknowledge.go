@@ -74,8 +74,10 @@ func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Req
 			batches = append(batches, shareAckBatches(p.AcknowledgementBatches))
 		}
 	}
+	ackTopics := map[string]bool{}
 	for i, t := range h.shareTargets(ctx, req, parts) {
 		err := h.shareAcknowledge(ctx, group, member, t, batches[i], renew)
+		meterShareTopic(ackTopics, t, err)
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition = parts[i].Partition
 		rp.ErrorCode, rp.ErrorMessage = errorCode(err), shareErrorMessage(err)
@@ -97,6 +99,7 @@ func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Req
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 	}
+	h.d.Metrics.ShareAcknowledged(ackTopics)
 	var leaders []int32
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {

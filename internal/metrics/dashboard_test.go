@@ -21,12 +21,13 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r := New(func() State {
 		return State{
 			Broker: true, Controller: true, ActiveController: true,
-			Partitions:   []PartitionState{{Topic: "t", Partition: 0, Leader: true}},
-			Purgatories:  map[string]int{"Produce": 0},
-			ClientQuotas: []ClientQuotaSensor{{Type: "Produce"}, {Type: "Fetch"}, {Type: "Request"}, {Type: "ControllerMutation"}},
-			Groups:       GroupCoordinator{Consumer: map[string]int{"Stable": 1}},
-			FollowerLags: []FollowerLag{{Topic: "t", Partition: 0, Lag: 1}},
-			Raft:         RaftState{Known: true, Leader: 1, Epoch: 1, State: "leader"},
+			Partitions:      []PartitionState{{Topic: "t", Partition: 0, Leader: true}},
+			Purgatories:     map[string]int{"Produce": 0},
+			ClientQuotas:    []ClientQuotaSensor{{Type: "Produce"}, {Type: "Fetch"}, {Type: "Request"}, {Type: "ControllerMutation"}},
+			Groups:          GroupCoordinator{Consumer: map[string]int{"Stable": 1}, Share: map[string]int{"Stable": 1}},
+			SharePartitions: []SharePartition{{Group: "sg", Topic: "t", Partition: 0, InFlightRecords: 1, InFlightBatches: 1}},
+			FollowerLags:    []FollowerLag{{Topic: "t", Partition: 0, Lag: 1}},
+			Raft:            RaftState{Known: true, Leader: 1, Epoch: 1, State: "leader"},
 		}
 	})
 	r.SetGroupLag(func(context.Context) ([]GroupLag, error) {
@@ -53,6 +54,11 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r.OffsetsCommitted(1)
 	r.ClassicRebalanceCompleted()
 	r.ConsumerGroupRebalanced()
+	r.ShareGroupRebalanced()
+	r.RecordsAcknowledged("Accept", 1)
+	r.LocksTimedOut("sg", "t", 0, 1)
+	r.ShareFetched(map[string]bool{"t": true})
+	r.ShareAcknowledged(map[string]bool{"t": true})
 	r.Replicated(1)
 	r.RaftCommitted(1, time.Millisecond)
 	mfs, err := r.Gatherer().Gather()

@@ -62,6 +62,12 @@ type Registry struct {
 	offsetCommits      prometheus.Counter
 	classicRebalances  prometheus.Counter
 	consumerRebalances prometheus.Counter
+	shareRebalances    prometheus.Counter
+
+	shareFetches, shareFetchesFailed *prometheus.CounterVec
+	shareAckReqs, shareAckReqsFailed *prometheus.CounterVec
+	shareAcks                        *prometheus.CounterVec
+	shareLockTimeout                 *prometheus.CounterVec
 }
 
 // requestBuckets are latency buckets in milliseconds, as Kafka reports
@@ -166,6 +172,25 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_group_coordinator_metrics_consumer_group_rebalance_total",
 		Help: "Consumer group (KIP-848) rebalances: group epoch bumps (consumer-group-rebalance-count).",
 	})
+	r.shareRebalances = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_group_coordinator_metrics_share_group_rebalance_total",
+		Help: "Share group (KIP-932) rebalances: group epoch bumps (group-coordinator-metrics,protocol=share rebalance-count).",
+	})
+	topicCounter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_server_brokertopicmetrics_" + name, Help: help}, []string{"topic"})
+	}
+	r.shareFetches = topicCounter("totalsharefetchrequests_total", "Share fetches, counted once per topic they fetch; topic=\"\" counts every topic's (TotalShareFetchRequestsPerSec).")
+	r.shareFetchesFailed = topicCounter("failedsharefetchrequests_total", "Share fetches with a partition of the topic answered with an error; topic=\"\" counts every topic's (FailedShareFetchRequestsPerSec).")
+	r.shareAckReqs = topicCounter("totalshareacknowledgementrequests_total", "Share acknowledgements (ShareAcknowledge, or piggy-backed on ShareFetch), counted once per topic they acknowledge; topic=\"\" counts every topic's (TotalShareAcknowledgementRequestsPerSec).")
+	r.shareAckReqsFailed = topicCounter("failedshareacknowledgementrequests_total", "Share acknowledgements with a partition of the topic that failed; topic=\"\" counts every topic's (FailedShareAcknowledgementRequestsPerSec).")
+	r.shareAcks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_sharegroupmetrics_recordacknowledgements_total",
+		Help: "Records acknowledged by share consumers, by acknowledgement type: Accept, Release, Reject or Renew (kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*).",
+	}, []string{"ackType"})
+	r.shareLockTimeout = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total",
+		Help: "Records whose acquisition lock timed out, by share-partition (kafka.server:type=SharePartitionMetrics,name=AcquisitionLockTimeoutPerSec,group=*,topic=*,partition=*).",
+	}, []string{"group", "topic", "partition"})
 	r.raftCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "kafka_server_raft_metrics_commit_latency_ms",
 		Help:    "Time from the active controller appending a metadata batch to its commit and application, in ms (raft-metrics commit-latency-avg/max).",
@@ -184,6 +209,8 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_raft_metrics_append_records_total",
 		Help: "Metadata records the active controller appended and saw committed (raft-metrics append-records-rate).",
 	})
+	r.reg.MustRegister(r.shareRebalances, r.shareAcks, r.shareLockTimeout,
+		r.shareFetches, r.shareFetchesFailed, r.shareAckReqs, r.shareAckReqsFailed)
 	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit,
 		r.raftElection, r.raftFetchRecords, r.raftAppendRecords)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
@@ -393,6 +420,67 @@ func (r *Registry) ClassicRebalanceCompleted() {
 func (r *Registry) ConsumerGroupRebalanced() {
 	if r != nil {
 		r.consumerRebalances.Inc()
+	}
+}
+
+// ShareGroupRebalanced counts a share group epoch bump (group.Meters).
+func (r *Registry) ShareGroupRebalanced() {
+	if r != nil {
+		r.shareRebalances.Inc()
+	}
+}
+
+// ShareFetched counts a share fetch's topics: topic name -> whether a
+// partition of it failed.
+func (r *Registry) ShareFetched(topics map[string]bool) {
+	if r != nil {
+		countTopics(r.shareFetches, r.shareFetchesFailed, topics)
+	}
+}
+
+// ShareAcknowledged counts a share acknowledgement's topics (a
+// ShareAcknowledge, or acknowledgements piggy-backed on a ShareFetch): topic
+// name -> whether a partition of it failed.
+func (r *Registry) ShareAcknowledged(topics map[string]bool) {
+	if r != nil {
+		countTopics(r.shareAckReqs, r.shareAckReqsFailed, topics)
+	}
+}
+
+// countTopics marks a request's topics, each once on its series and once
+// on the all-topics one, as Kafka marks its BrokerTopicStats.
+func countTopics(total, failed *prometheus.CounterVec, topics map[string]bool) {
+	for t, bad := range topics {
+		total.WithLabelValues(t).Inc()
+		total.WithLabelValues(AllTopics).Inc()
+		if bad {
+			failed.WithLabelValues(t).Inc()
+			failed.WithLabelValues(AllTopics).Inc()
+		}
+	}
+}
+
+// RecordsAcknowledged counts records acknowledged by share consumers with
+// one acknowledgement type (share.Meters).
+func (r *Registry) RecordsAcknowledged(ackType string, records int64) {
+	if r != nil {
+		r.shareAcks.WithLabelValues(ackType).Add(float64(records))
+	}
+}
+
+// LocksTimedOut counts records of a share-partition whose acquisition lock
+// timed out (share.Meters).
+func (r *Registry) LocksTimedOut(group, topic string, partition int32, records int64) {
+	if r != nil {
+		r.shareLockTimeout.WithLabelValues(group, topic, strconv.Itoa(int(partition))).Add(float64(records))
+	}
+}
+
+// ShareGroupDeleted drops a deleted share group's series of
+// acquisition lock timeouts (share.Meters).
+func (r *Registry) ShareGroupDeleted(group string) {
+	if r != nil {
+		r.shareLockTimeout.DeletePartialMatch(prometheus.Labels{"group": group})
 	}
 }
 

@@ -40,6 +40,9 @@ type State struct {
 	ReplicationBytesIn int64
 	// Raft is the metadata quorum as this node sees it.
 	Raft RaftState
+	// SharePartitions are the share-partitions this broker leads (broker
+	// role).
+	SharePartitions []SharePartition
 }
 
 // RaftState is the metadata quorum as one node sees it
@@ -72,6 +75,22 @@ type GroupCoordinator struct {
 	// Assigning, Reconciling, Stable.
 	Consumer map[string]int
 	Offsets  int // committed offsets (NumOffsets)
+	// Share counts the share groups (KIP-932) by state: Empty, Stable,
+	// Dead.
+	Share map[string]int
+}
+
+// SharePartition is one share-partition this broker leads
+// (kafka.server:type=SharePartitionMetrics).
+type SharePartition struct {
+	Group     string
+	Topic     string
+	Partition int32
+	// InFlightRecords counts the records from the share-partition start
+	// offset to its end (InFlightMessageCount); InFlightBatches the
+	// batches holding them (InFlightBatchCount).
+	InFlightRecords int64
+	InFlightBatches int
 }
 
 // FetchSessionCache is the broker's cache of incremental fetch sessions
@@ -146,7 +165,21 @@ var (
 		"Groups by protocol: classic or consumer (kafka.server:type=group-coordinator-metrics,protocol=* group-count).", []string{"protocol"}, nil)
 	descConsumerGroups = prometheus.NewDesc("kafka_server_group_coordinator_metrics_consumer_group_count",
 		"Consumer groups (KIP-848) by state (kafka.server:type=group-coordinator-metrics,state=* consumer-group-count).", []string{"state"}, nil)
+	descShareGroups = prometheus.NewDesc("kafka_server_group_coordinator_metrics_share_group_count",
+		"Share groups (KIP-932) by state: Empty, Stable or Dead (kafka.server:type=group-coordinator-metrics,protocol=share,state=* group-count).", []string{"state"}, nil)
 )
+
+// The share-partitions this broker leads (kafka.server:type=SharePartitionMetrics).
+var (
+	sharePartitionLabels     = []string{"group", "topic", "partition"}
+	descShareInFlightRecords = prometheus.NewDesc("kafka_server_sharepartitionmetrics_inflightmessagecount",
+		"Records of the share-partition from its start offset to its end: acquired, available for delivery, or done but not yet passed by the start offset (kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount,group=*,topic=*,partition=*).", sharePartitionLabels, nil)
+	descShareInFlightBatches = prometheus.NewDesc("kafka_server_sharepartitionmetrics_inflightbatchcount",
+		"In-flight batches of the share-partition: runs of its in-flight records in one state and delivery count (InFlightBatchCount).", sharePartitionLabels, nil)
+)
+
+// shareStates are Kafka's share group states, each reported (0 when none).
+var shareStates = []string{"Empty", "Stable", "Dead"}
 
 // classicStates are the classic group states, each with its
 // GroupMetadataManager gauge (NumGroupsPreparingRebalance, ...).
@@ -212,7 +245,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions, descFencedBrokers, descActiveBrokers,
 		descMetadataOffset, descLogSize, descLogStart, descLogEnd, descPurgatorySize,
 		descFetchSessions, descFetchSessionParts, descFetchSessionEvictions,
-		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups,
+		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups, descShareGroups,
+		descShareInFlightRecords, descShareInFlightBatches,
 		descMaxLag, descConsumerLag, descReplicationBytesIn,
 		descRaftLeader, descRaftEpoch, descRaftHW, descRaftState} {
 		ch <- d
@@ -279,9 +313,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descConsumerGroups, float64(n), st)
 			consumer += n
 		}
-		gauge(descNumGroups, float64(classic+consumer))
+		shares := 0
+		for _, st := range shareStates {
+			gauge(descShareGroups, float64(g.Share[st]), st)
+			shares += g.Share[st]
+		}
+		gauge(descNumGroups, float64(classic+consumer+shares))
 		gauge(descGroupCount, float64(classic), "classic")
 		gauge(descGroupCount, float64(consumer), "consumer")
+		gauge(descGroupCount, float64(shares), "share")
+		for _, sp := range s.SharePartitions {
+			part := strconv.Itoa(int(sp.Partition))
+			gauge(descShareInFlightRecords, float64(sp.InFlightRecords), sp.Group, sp.Topic, part)
+			gauge(descShareInFlightBatches, float64(sp.InFlightBatches), sp.Group, sp.Topic, part)
+		}
 		gauge(descNumOffsets, float64(g.Offsets))
 		var maxLag int64
 		for _, l := range s.FollowerLags {

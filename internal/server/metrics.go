@@ -47,6 +47,12 @@ func (s *Server) metricsState() metrics.State {
 	if s.groups != nil {
 		st.Groups = s.groupStats()
 	}
+	if s.shares != nil {
+		for _, sp := range s.shares.Stats() {
+			st.SharePartitions = append(st.SharePartitions, metrics.SharePartition{Group: sp.Group, Topic: sp.Topic,
+				Partition: sp.Partition, InFlightRecords: sp.InFlightRecords, InFlightBatches: sp.InFlightBatches})
+		}
+	}
 	if s.quorum != nil {
 		st.Raft = s.raftState()
 	}
@@ -84,7 +90,7 @@ func (s *Server) metricsState() metrics.State {
 // loaded on this broker; a shard busy past a second is left out of this
 // scrape.
 func (s *Server) groupStats() metrics.GroupCoordinator {
-	out := metrics.GroupCoordinator{Classic: map[string]int{}, Consumer: map[string]int{}}
+	out := metrics.GroupCoordinator{Classic: map[string]int{}, Consumer: map[string]int{}, Share: map[string]int{}}
 	partitions, _ := s.groups.Partitions()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -100,6 +106,9 @@ func (s *Server) groupStats() metrics.GroupCoordinator {
 			}
 			for state, n := range st.Consumer {
 				out.Consumer[state] += n
+			}
+			for state, n := range st.Share {
+				out.Share[state] += n
 			}
 			out.Offsets += st.Offsets
 		})

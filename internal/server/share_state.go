@@ -89,6 +89,7 @@ func (s *Server) newShareManager() *share.Manager {
 		Defaults:    share.ConfigOf(b.ShareGroup(nil)),
 		MaxSessions: b.GroupShareMaxShareSessions,
 		Logger:      s.logger.With("component", "share"),
+		Meters:      s.metrics,
 	})
 }
 

@@ -113,7 +113,30 @@ type Options struct {
 	MaxSessions int
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// Meters is told what Kafka's ShareGroupMetrics and
+	// SharePartitionMetrics meter; nil counts nothing.
+	Meters Meters
 }
+
+// Meters counts the share-partition leader's events (Kafka's
+// kafka.server:type=ShareGroupMetrics and SharePartitionMetrics meters).
+type Meters interface {
+	// RecordsAcknowledged counts records acknowledged with one type:
+	// Accept, Release, Reject or Renew (RecordAcknowledgementsPerSec).
+	RecordsAcknowledged(ackType string, records int64)
+	// LocksTimedOut counts records of a share-partition whose acquisition
+	// lock ended (AcquisitionLockTimeoutPerSec).
+	LocksTimedOut(group, topic string, partition int32, records int64)
+	// ShareGroupDeleted drops the deleted group's share-partition meters,
+	// as Kafka removes a SharePartition's metrics with it.
+	ShareGroupDeleted(group string)
+}
+
+type noMeters struct{}
+
+func (noMeters) RecordsAcknowledged(string, int64)          {}
+func (noMeters) LocksTimedOut(string, string, int32, int64) {}
+func (noMeters) ShareGroupDeleted(string)                   {}
 
 // TopicPartition names a partition by name and id.
 type TopicPartition struct {
@@ -177,6 +200,9 @@ func New(o Options) *Manager {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Meters == nil {
+		o.Meters = noMeters{}
 	}
 	return &Manager{
 		o:        o,
@@ -369,9 +395,12 @@ func samePersisted(a, b sharestate.Update) bool {
 // it.
 func (m *Manager) expire(ctx context.Context, e *entry) bool {
 	next := e.p.Clone()
-	if !next.ExpireLocks(m.o.Now().UnixMilli()) {
+	now := m.o.Now().UnixMilli()
+	timedOut := next.TimedOutRecords(now)
+	if !next.ExpireLocks(now) {
 		return false
 	}
+	m.o.Meters.LocksTimedOut(e.group, e.tp.Topic, e.tp.Partition, timedOut)
 	if err := m.commit(ctx, e, next); err != nil {
 		m.o.Logger.Warn("share-partition lock timeout not persisted", "group", e.group, "topic", e.tp.Topic, "partition", e.tp.Partition, "err", err)
 		if e.p != nil {
@@ -531,15 +560,88 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 		return err
 	}
 	next := e.p.Clone()
-	next.ExpireLocks(m.o.Now().UnixMilli())
-	if err := next.Acknowledge(member, m.o.Now().UnixMilli(), batches); err != nil {
+	now := m.o.Now().UnixMilli()
+	timedOut := next.TimedOutRecords(now)
+	next.ExpireLocks(now)
+	if err := next.Acknowledge(member, now, batches); err != nil {
 		return err
 	}
 	if err := m.commit(ctx, e, next); err != nil {
 		return err
 	}
+	if timedOut > 0 {
+		m.o.Meters.LocksTimedOut(group, tp.Topic, tp.Partition, timedOut)
+	}
+	m.meterAcks(batches)
 	m.notify(group)
 	return nil
+}
+
+// ackTypeNames are Kafka's names of the acknowledgement types, as its
+// RecordAcknowledgementsPerSec tags them (gaps are not counted).
+var ackTypeNames = map[AckType]string{AckAccept: "Accept", AckRelease: "Release", AckReject: "Reject", AckRenew: "Renew"}
+
+// meterAcks counts the records of applied acknowledgement batches by type,
+// as Kafka counts them: a batch's whole range (offsets below SPSO, skipped,
+// included).
+func (m *Manager) meterAcks(batches []AckBatch) {
+	counts := map[AckType]int64{}
+	for _, b := range batches {
+		if len(b.Types) == 1 {
+			counts[b.Types[0]] += b.LastOffset - b.FirstOffset + 1
+			continue
+		}
+		for _, t := range b.Types {
+			counts[t]++
+		}
+	}
+	for t, n := range counts {
+		if name, ok := ackTypeNames[t]; ok && n > 0 {
+			m.o.Meters.RecordsAcknowledged(name, n)
+		}
+	}
+}
+
+// PartitionStats is one share-partition as its leader holds it now
+// (Kafka's SharePartitionMetrics gauges).
+type PartitionStats struct {
+	Group     string
+	Topic     string
+	Partition int32
+	// StartOffset is the share-partition start offset (SPSO).
+	StartOffset int64
+	// InFlightRecords counts the records from SPSO to SPEO
+	// (InFlightMessageCount); InFlightBatches the batches holding them
+	// (InFlightBatchCount).
+	InFlightRecords int64
+	InFlightBatches int
+}
+
+// Stats lists the share-partitions loaded on this leader. A share-partition
+// busy now (its lock held by a fetch, an acknowledgement or a state write)
+// is left out rather than waited for.
+func (m *Manager) Stats() []PartitionStats {
+	m.mu.Lock()
+	es := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		es = append(es, e)
+	}
+	m.mu.Unlock()
+	out := make([]PartitionStats, 0, len(es))
+	for _, e := range es {
+		if !e.mu.TryLock() {
+			continue
+		}
+		if e.p != nil && !e.dropped {
+			out = append(out, PartitionStats{Group: e.group, Topic: e.tp.Topic, Partition: e.tp.Partition,
+				StartOffset: e.p.StartOffset(), InFlightRecords: e.p.InFlightRecords(), InFlightBatches: e.p.InFlightBatches()})
+		}
+		e.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b PartitionStats) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }
 
 // ReleasePartitions releases the records member holds in the given
@@ -611,6 +713,7 @@ func (m *Manager) GroupDeleted(groupID string) {
 		e.mu.Unlock()
 	}
 	m.sessions.RemoveGroup(groupID)
+	m.o.Meters.ShareGroupDeleted(groupID)
 }
 
 func (m *Manager) wake() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -507,5 +508,92 @@ func TestManagerConcurrentMembers(t *testing.T) {
 	}
 	if st, _ := p.State(testKey); st.StartOffset != 200 || len(accepted) != 200 {
 		t.Fatalf("persisted start offset %d, %d records accepted; want 200", st.StartOffset, len(accepted))
+	}
+}
+
+// fakeMeters records what the Manager meters.
+type fakeMeters struct {
+	mu       sync.Mutex
+	acks     map[string]int64
+	timeouts map[string]int64 // "group/topic/partition"
+}
+
+func (f *fakeMeters) RecordsAcknowledged(ackType string, n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acks[ackType] += n
+}
+
+func (f *fakeMeters) ShareGroupDeleted(group string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.timeouts {
+		if strings.HasPrefix(k, group+"/") {
+			delete(f.timeouts, k)
+		}
+	}
+}
+
+func (f *fakeMeters) LocksTimedOut(group, topic string, partition int32, n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timeouts[fmt.Sprintf("%s/%s/%d", group, topic, partition)] += n
+}
+
+// TestManagerMeters: acknowledgements are metered by type and record
+// count, lock timeouts by share-partition, and Stats reports SPSO and the
+// in-flight records and batches.
+func TestManagerMeters(t *testing.T) {
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 6, -1, 0)
+	p := sharetest.NewPersister()
+	if err := p.Initialize(context.Background(), testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.RecordLockDuration = 100 * time.Millisecond
+	clk := &clock{now: time.UnixMilli(1_000_000)}
+	meters := &fakeMeters{acks: map[string]int64{}, timeouts: map[string]int64{}}
+	m := New(Options{Replica: c.Replica, Persister: p, Defaults: cfg, Now: clk.Now, Logger: slog.New(slog.DiscardHandler), Meters: meters})
+	ctx := context.Background()
+
+	if f, err := m.Fetch(ctx, "g", "a", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) != 1 || f.Acquired[0] != (AcquiredRange{0, 5, 1}) {
+		t.Fatalf("fetch: %+v, %v", f.Acquired, err)
+	}
+	want := PartitionStats{Group: "g", Topic: "t", Partition: 0, StartOffset: 0, InFlightRecords: 6, InFlightBatches: 1}
+	if st := m.Stats(); len(st) != 1 || st[0] != want {
+		t.Fatalf("stats after acquiring = %+v, want %+v", st, want)
+	}
+	acks := []AckBatch{{0, 1, []AckType{AckAccept}}, {2, 3, []AckType{AckReject, AckRelease}}}
+	if err := m.Acknowledge(ctx, "g", "a", testTP, acks); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"Accept": 2, "Reject": 1, "Release": 1}; fmt.Sprint(meters.acks) != fmt.Sprint(want) {
+		t.Errorf("acknowledged = %v, want %v", meters.acks, want)
+	}
+	// SPSO moved past 0..2; 3 is available again, 4..5 still acquired.
+	want = PartitionStats{Group: "g", Topic: "t", Partition: 0, StartOffset: 3, InFlightRecords: 3, InFlightBatches: 2}
+	if st := m.Stats(); len(st) != 1 || st[0] != want {
+		t.Fatalf("stats after acknowledging = %+v, want %+v", st, want)
+	}
+	// A failed acknowledgement (records a does not hold) meters nothing.
+	if err := m.Acknowledge(ctx, "g", "b", testTP, []AckBatch{{4, 4, []AckType{AckAccept}}}); !errors.Is(err, kerr.InvalidRecordState) {
+		t.Fatalf("acknowledge by another member: %v", err)
+	}
+	if meters.acks["Accept"] != 2 {
+		t.Errorf("a failed acknowledgement was metered: %v", meters.acks)
+	}
+
+	// The locks of 4..5 end; the next fetch times them out and takes all three.
+	clk.Add(100 * time.Millisecond)
+	if f, err := m.Fetch(ctx, "g", "b", testTP, 10, 1<<20, false); err != nil || len(f.Acquired) == 0 {
+		t.Fatalf("fetch after the timeout: %+v, %v", f.Acquired, err)
+	}
+	if got := meters.timeouts["g/t/0"]; got != 2 {
+		t.Errorf("lock timeouts = %v, want 2 records of g/t/0", meters.timeouts)
+	}
+	m.GroupDeleted("g")
+	if len(meters.timeouts) != 0 || len(m.Stats()) != 0 {
+		t.Errorf("after the group's deletion: lock timeouts %v, stats %+v", meters.timeouts, m.Stats())
 	}
 }

@@ -406,7 +406,7 @@ func (p *Partition) merge() {
 	for _, r := range p.runs {
 		if n := len(out); n > 0 {
 			l := &out[n-1]
-			if l.last+1 == r.first && l.state == r.state && l.deliveryCount == r.deliveryCount && l.member == r.member && l.lockDeadline == r.lockDeadline && l.batch == r.batch {
+			if alike(*l, r) {
 				l.last = r.last
 				continue
 			}
@@ -414,6 +414,13 @@ func (p *Partition) merge() {
 		out = append(out, r)
 	}
 	p.runs = out
+}
+
+// alike reports whether run r follows run l and is alike in every field,
+// so that the two are one run.
+func alike(l, r inFlight) bool {
+	return l.last+1 == r.first && l.state == r.state && l.deliveryCount == r.deliveryCount &&
+		l.member == r.member && l.lockDeadline == r.lockDeadline && l.batch == r.batch
 }
 
 // advance moves SPSO past the prefix of Acknowledged and Archived records.
@@ -454,6 +461,18 @@ func (p *Partition) ExpireLocks(nowMs int64) bool {
 		p.advance()
 	}
 	return changed
+}
+
+// TimedOutRecords counts the records whose acquisition lock ended at nowMs:
+// those ExpireLocks(nowMs) releases.
+func (p *Partition) TimedOutRecords(nowMs int64) int64 {
+	var n int64
+	for _, r := range p.runs {
+		if r.state == Acquired && r.lockDeadline <= nowMs {
+			n += r.count()
+		}
+	}
+	return n
 }
 
 // NextLockDeadline is the earliest acquisition lock deadline, -1 with none.
@@ -583,3 +602,16 @@ func (p *Partition) Persisted(leaderEpoch int32) sharestate.Update {
 
 // InFlightRecords counts the records from SPSO to SPEO.
 func (p *Partition) InFlightRecords() int64 { return p.end - p.start }
+
+// InFlightBatches counts the in-flight batches from SPSO to SPEO: the runs
+// of offsets that share a state, delivery count and, when acquired, member
+// and lock (Kafka's in-flight batches of its cached state).
+func (p *Partition) InFlightBatches() int {
+	n := 0
+	for i, r := range p.runs {
+		if i == 0 || !alike(p.runs[i-1], r) {
+			n++
+		}
+	}
+	return n
+}

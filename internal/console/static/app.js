@@ -488,28 +488,57 @@ function viewGroups() {
 
 function viewGroup(name) {
   main.append(el("h1", {}, "Consumer group ", el("span", {id: "group-name"}, name)));
-  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => el("div", {},
+  let actions = null;
+  const refresh = section(main, () => api("groups/" + encodeURIComponent(name)), g => {
+    // A share group commits no offsets: nothing to reset.
+    if (actions) actions.showReset(g.type !== "share");
+    return g.type === "share" ? shareGroupView(g) : el("div", {},
     el("div", {class: "cards"}, card("State", g.state), card("Members", g.members.length),
       card("Total lag", fmtNum(g.totalLag), g.totalLag > 0 ? "warn" : "ok"),
       card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
     el("h2", {}, "Members"),
-    g.members.length ? table("group-members", ["Member id", "Client id", "Host", "Assigned partitions"],
-      g.members.map(m => el("tr", {}, el("td", {class: "data"}, m.memberId, m.instanceId ? el("span", {class: "tag"}, "static " + m.instanceId) : null),
-        el("td", {}, m.clientId), el("td", {}, m.host),
-        el("td", {}, m.assigned.length ? m.assigned.map(a => el("div", {}, topicLink(a.topic), " " + a.partitions.join(","))) : "-"))))
-      : el("p", {class: "muted"}, "The group has no active members."),
+    membersTable(g),
     el("h2", {}, "Offsets and lag"),
     g.offsets.length ? table("group-offsets", ["Topic", ["Partition", "num"], ["Committed", "num"], ["End offset", "num"], ["Lag", "num"], "Member"],
       g.offsets.map(o => el("tr", {"data-topic": o.topic, "data-partition": o.partition},
         el("td", {}, topicLink(o.topic)), num(o.partition), num(fmtOffset(o.committed)), num(fmtOffset(o.endOffset)),
         el("td", {class: "num lag " + (o.lag > 0 ? "warn" : "")}, fmtOffset(o.lag)),
         el("td", {class: "data"}, o.memberId ? o.clientId + " (" + o.host + ")" : "-"))))
-      : el("p", {class: "muted"}, "No committed offsets.")), 5000);
-  if (sessionInfo.actions) main.append(groupActions(name, refresh));
+      : el("p", {class: "muted"}, "No committed offsets."));
+  }, 5000);
+  if (sessionInfo.actions) main.append(actions = groupActions(name, refresh));
   else main.append(actionsNote());
 }
 
-// groupActions are a group page's forms: reset its committed offsets (the
+// membersTable lists a group's members and the partitions assigned to each.
+function membersTable(g) {
+  return g.members.length ? table("group-members", ["Member id", "Client id", "Host", "Assigned partitions"],
+    g.members.map(m => el("tr", {}, el("td", {class: "data"}, m.memberId, m.instanceId ? el("span", {class: "tag"}, "static " + m.instanceId) : null),
+      el("td", {}, m.clientId), el("td", {}, m.host),
+      el("td", {}, m.assigned.length ? m.assigned.map(a => el("div", {}, topicLink(a.topic), " " + a.partitions.join(","))) : "-"))))
+    : el("p", {class: "muted"}, "The group has no active members.");
+}
+
+// shareGroupView is a share group's page (KIP-932): its members, and the
+// partitions they read together, each with every member assigned it.
+function shareGroupView(g) {
+  return el("div", {},
+    el("div", {class: "cards"}, card("Type", "share"), card("State", g.state), card("Members", g.members.length),
+      card("Assignor", g.assignor || "-"), card("Coordinator", g.coordinator)),
+    el("h2", {}, "Members"),
+    membersTable(g),
+    el("h2", {}, "Partitions"),
+    g.sharePartitions && g.sharePartitions.length ? table("share-partitions", ["Topic", ["Partition", "num"], ["Start offset", "num"], ["End offset", "num"], ["Lag", "num"], "Members"],
+      g.sharePartitions.map(p => el("tr", {"data-topic": p.topic, "data-partition": p.partition},
+        el("td", {}, topicLink(p.topic)), num(p.partition), num(fmtOffset(p.startOffset)), num(fmtOffset(p.endOffset)),
+        el("td", {class: "num lag " + (p.lag > 0 ? "warn" : "")}, fmtOffset(p.lag)),
+        el("td", {class: "data"}, p.members.length ? p.members.join(", ") : "-"))))
+      : el("p", {class: "muted"}, "No partition is assigned."),
+    g.shareOffsetsError ? el("p", {class: "muted", id: "share-offsets-error"}, "Start offsets and lag unknown: " + g.shareOffsetsError) : null);
+}
+
+// groupActions are a group page's forms (showReset hides the first, for a
+// share group): reset its committed offsets (the
 // plan first: Preview is a dry run, as kafka-consumer-groups without
 // --execute) and delete the group (its id typed to confirm). The broker
 // and the tool refuse both while the group has members.
@@ -538,7 +567,10 @@ function groupActions(name, refresh) {
     await post(path + "delete", {confirm: confirm.value});
     location.hash = "#/groups";
   });
-  return el("div", {}, el("h2", {}, "Reset offsets"), reset, plan, el("h2", {}, "Delete"), remove);
+  const resetPart = el("div", {id: "group-reset"}, el("h2", {}, "Reset offsets"), reset, plan);
+  const out = el("div", {}, resetPart, el("h2", {}, "Delete"), remove);
+  out.showReset = on => { resetPart.hidden = !on; };
+  return out;
 }
 
 // ---- Security: ACLs and client quotas, as the visitor may see them ----

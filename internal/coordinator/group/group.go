@@ -107,6 +107,9 @@ type Meters interface {
 	// ConsumerGroupRebalanced counts a consumer group's epoch bump
 	// (consumer-group-rebalance-count).
 	ConsumerGroupRebalanced()
+	// ShareGroupRebalanced counts a share group's epoch bump
+	// (rebalance-count of protocol share).
+	ShareGroupRebalanced()
 }
 
 // noMeters counts nothing.
@@ -115,6 +118,7 @@ type noMeters struct{}
 func (noMeters) OffsetsCommitted(int)       {}
 func (noMeters) ClassicRebalanceCompleted() {}
 func (noMeters) ConsumerGroupRebalanced()   {}
+func (noMeters) ShareGroupRebalanced()      {}
 
 // Stats is what a shard holds now (Kafka's GroupMetadataManager gauges).
 type Stats struct {

@@ -326,6 +326,7 @@ func (s *Shard) updateShareTarget(now int64, sg *shareGroup, topics Topics, bump
 	}
 	if bump {
 		sg.epoch++
+		s.cfg.Meters.ShareGroupRebalanced()
 	}
 	s.askShareInit(now, sg, r)
 	if sg.epoch > sg.assignmentEpoch {
