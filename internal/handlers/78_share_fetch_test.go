@@ -337,3 +337,31 @@ func TestShareFetchQuota(t *testing.T) {
 		t.Fatalf("throttle %d ms over a 10 B/s quota", resp.ThrottleMillis)
 	}
 }
+
+// The share group APIs are served (and so advertised in ApiVersions) only
+// when both the share-partition leader and the state persister are wired:
+// a half-wired broker would advertise share groups it cannot run.
+func TestShareAPIsNeedBothParts(t *testing.T) {
+	c := sharetest.NewCluster(t)
+	p := sharetest.NewPersister()
+	m := share.New(share.Options{Replica: c.Replica, Persister: p, Logger: slog.New(slog.DiscardHandler)})
+	keys := []int16{76, 77, 78, 79, 90, 91, 92}
+	for _, tc := range []struct {
+		name  string
+		deps  Deps
+		serve bool
+	}{
+		{"neither", Deps{}, false},
+		{"leader only", Deps{Shares: m}, false},
+		{"persister only", Deps{SharePersister: p}, false},
+		{"both", Deps{Shares: m, SharePersister: p}, true},
+	} {
+		tc.deps.NodeID, tc.deps.Replica, tc.deps.Image, tc.deps.Logger = sharetest.Node, c.Replica, c.Replica.Image, slog.New(slog.DiscardHandler)
+		h := NewBroker(tc.deps)
+		for _, k := range keys {
+			if _, _, ok := h.VersionRange(k); ok != tc.serve {
+				t.Errorf("%s: %s served %v, want %v", tc.name, kmsg.NameForKey(k), ok, tc.serve)
+			}
+		}
+	}
+}
