@@ -37,6 +37,36 @@ func groupErr(group string, err error) error {
 	return fmt.Errorf("consumer group %q: %w", group, err)
 }
 
+// stateFilter is --state's value as ListGroups' state filter: none for
+// every state ("all", or the flag given without a value).
+func stateFilter(states string) []string {
+	var filter []string
+	for _, s := range strings.Split(states, ",") {
+		if s = strings.TrimSpace(s); s != "" && s != "all" {
+			filter = append(filter, s)
+		}
+	}
+	return filter
+}
+
+// printGroups prints listed groups' ids, with their states when --state
+// was given.
+func printGroups(cmd *cobra.Command, groups kadm.ListedGroups) error {
+	out := cmd.OutOrStdout()
+	if !cmd.Flags().Changed("state") {
+		for _, g := range groups.Sorted() {
+			fmt.Fprintln(out, g.Group)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSTATE")
+	for _, g := range groups.Sorted() {
+		fmt.Fprintf(tw, "%s\t%s\n", g.Group, g.State)
+	}
+	return tw.Flush()
+}
+
 func newGroupList(conn *connFlags) *cobra.Command {
 	var states string
 	cmd := &cobra.Command{
@@ -45,29 +75,11 @@ func newGroupList(conn *connFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
-				var filter []string
-				for _, s := range strings.Split(states, ",") {
-					if s = strings.TrimSpace(s); s != "" && s != "all" {
-						filter = append(filter, s)
-					}
-				}
-				groups, err := adm.ListGroups(ctx, filter...)
+				groups, err := adm.ListGroups(ctx, stateFilter(states)...)
 				if err != nil {
 					return fmt.Errorf("list groups: %w", err)
 				}
-				out := cmd.OutOrStdout()
-				if !cmd.Flags().Changed("state") {
-					for _, g := range groups.Sorted() {
-						fmt.Fprintln(out, g.Group)
-					}
-					return nil
-				}
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GROUP\tSTATE")
-				for _, g := range groups.Sorted() {
-					fmt.Fprintf(tw, "%s\t%s\n", g.Group, g.State)
-				}
-				return tw.Flush()
+				return printGroups(cmd, groups)
 			})
 		},
 	}

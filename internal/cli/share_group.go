@@ -51,29 +51,11 @@ func newShareGroupList(conn *connFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return conn.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
-				var filter []string
-				for _, s := range strings.Split(states, ",") {
-					if s = strings.TrimSpace(s); s != "" && s != "all" {
-						filter = append(filter, s)
-					}
-				}
-				groups, err := adm.ListGroupsByType(ctx, []string{"share"}, filter...)
+				groups, err := adm.ListGroupsByType(ctx, []string{"share"}, stateFilter(states)...)
 				if err != nil {
 					return fmt.Errorf("list share groups: %w", err)
 				}
-				out := cmd.OutOrStdout()
-				if !cmd.Flags().Changed("state") {
-					for _, g := range groups.Sorted() {
-						fmt.Fprintln(out, g.Group)
-					}
-					return nil
-				}
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GROUP\tSTATE")
-				for _, g := range groups.Sorted() {
-					fmt.Fprintf(tw, "%s\t%s\n", g.Group, g.State)
-				}
-				return tw.Flush()
+				return printGroups(cmd, groups)
 			})
 		},
 	}
