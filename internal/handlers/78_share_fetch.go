@@ -66,6 +66,21 @@ type shareTarget struct {
 	err error
 }
 
+// releaseClosedSession releases the records a member acquired in the
+// partitions of the share session it closed (epoch -1, in ShareFetch or
+// ShareAcknowledge): another member may have them at once.
+func (h *Handlers) releaseClosedSession(ctx context.Context, req *network.Request, group, member string, session []share.SessionPartition) {
+	var tps []share.TopicPartition
+	for _, t := range h.shareTargets(ctx, req, session) {
+		if t.err == nil {
+			tps = append(tps, t.tp)
+		}
+	}
+	if err := h.d.Shares.ReleasePartitions(ctx, group, member, tps); err != nil {
+		h.d.Logger.Warn("share session closed; records not released until their locks end", "group", group, "err", err)
+	}
+}
+
 // shareTargets resolves topic ids to names and checks READ on each topic.
 func (h *Handlers) shareTargets(ctx context.Context, req *network.Request, parts []share.SessionPartition) []shareTarget {
 	img := h.image()
@@ -266,16 +281,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.R
 		h.d.Metrics.ShareAcknowledged(ackTopics)
 	}
 	if r.ShareSessionEpoch == share.FinalEpoch {
-		// The session closed: the member's records are released.
-		var tps []share.TopicPartition
-		for _, t := range h.shareTargets(ctx, req, session) {
-			if t.err == nil {
-				tps = append(tps, t.tp)
-			}
-		}
-		if err := h.d.Shares.ReleasePartitions(ctx, group, member, tps); err != nil {
-			h.d.Logger.Warn("share session closed; records not released until their locks end", "group", group, "err", err)
-		}
+		h.releaseClosedSession(ctx, req, group, member, session)
 		return resp, nil
 	}
 	if renew {

@@ -114,15 +114,7 @@ func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Req
 		resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
 	}
 	if r.ShareSessionEpoch == share.FinalEpoch {
-		var tps []share.TopicPartition
-		for _, t := range h.shareTargets(ctx, req, session) {
-			if t.err == nil {
-				tps = append(tps, t.tp)
-			}
-		}
-		if err := h.d.Shares.ReleasePartitions(ctx, group, member, tps); err != nil {
-			h.d.Logger.Warn("share session closed; records not released until their locks end", "group", group, "err", err)
-		}
+		h.releaseClosedSession(ctx, req, group, member, session)
 	}
 	return resp, nil
 }
