@@ -96,7 +96,15 @@ func (l *Log) loadLeaderEpochsLocked(hadCleanShutdown bool, recoveryPoint int64)
 	}
 	l.epochs.truncateFromEnd(leo)
 	l.epochs.truncateFromStart(l.logStartOffset.Load())
-	if entries := l.epochs.epochEntries(); readErr != nil || !slices.Equal(stored, entries) {
+	entries := l.epochs.epochEntries()
+	if errors.Is(readErr, os.ErrNotExist) && len(entries) == 0 && leo == l.logStartOffset.Load() {
+		// A new (or emptied) log: a missing file already means an empty
+		// cache, and the first epoch assigned writes it. Not writing an
+		// empty one spares a new partition two fsyncs, which is most of
+		// what creating thousands of partitions at once waits for.
+		return nil
+	}
+	if readErr != nil || !slices.Equal(stored, entries) {
 		if err := writeLeaderEpochCheckpoint(l.dir, entries); err != nil {
 			return fmt.Errorf("write leader epoch checkpoint: %w", err)
 		}

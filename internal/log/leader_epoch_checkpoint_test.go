@@ -101,7 +101,18 @@ func TestLeaderEpochCheckpointFormatRoundTrip(t *testing.T) {
 func TestLeaderEpochsFromLeaderAppends(t *testing.T) {
 	l, _ := openTestLog(t, testConfig())
 	defer l.Close()
-	wantLogEpochs(t, l) // a new log has an empty checkpoint file
+	// A new log writes no checkpoint until its first epoch: a missing file
+	// is an empty cache, and it stays so across a reopen.
+	if got := l.EpochEntries(); len(got) != 0 {
+		t.Fatalf("new log has epoch entries %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir(), LeaderEpochCheckpointFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("new log's %s: %v, want none", LeaderEpochCheckpointFile, err)
+	}
+	l = reopen(t, l, l.Dir(), true, 0, 0)
+	if got := l.EpochEntries(); len(got) != 0 {
+		t.Fatalf("reopened new log has epoch entries %v", got)
+	}
 	if _, ok := l.LatestEpoch(); ok {
 		t.Fatal("new log has a latest epoch")
 	}
