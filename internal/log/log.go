@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,10 @@ type Log struct {
 	// the directory because a segment file was created.
 	flushMu      sync.Mutex
 	dirNeedsSync atomic.Bool
+	// epochsNeedSync asks the next flush to fsync leader-epoch-checkpoint
+	// (and the directory, for its rename) before it moves the recovery
+	// point: see persistEpochsLocked.
+	epochsNeedSync atomic.Bool
 	// filesClosed is set, under flushMu, once Close has released the files.
 	filesClosed bool
 	// unsyncedSnapshots are producer snapshots written at roll, fsynced by
@@ -298,6 +303,20 @@ func (l *Log) flushUpTo(offset int64) error {
 		}
 	}
 	l.unsyncedSnapshots = l.unsyncedSnapshots[:0]
+	// Before any record of a new epoch goes below the recovery point, the
+	// checkpoint naming that epoch is durable (persistEpochsLocked). Also
+	// when the recovery point does not move: Close flushes, and a clean
+	// shutdown trusts the checkpoint without a rescan.
+	if l.epochsNeedSync.Swap(false) {
+		err := syncFile(filepath.Join(l.dir, LeaderEpochCheckpointFile))
+		if err == nil {
+			err = syncDir(l.dir)
+		}
+		if err != nil {
+			l.epochsNeedSync.Store(true)
+			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
+		}
+	}
 	// A truncation may have moved the end below a flush asked for earlier.
 	segs, leo := l.snapshot()
 	offset = min(offset, leo)
