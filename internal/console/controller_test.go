@@ -118,11 +118,36 @@ func TestStoppedBrokerShownFenced(t *testing.T) {
 	if len(topic.PartitionList) != 1 || topic.PartitionList[0].Leader != -1 || topic.PartitionList[0].EndOffset != -1 {
 		t.Errorf("offline topic: %+v", topic.PartitionList)
 	}
-	var topics []topicJSON
-	getJSON(t, b.url("/api/topics"), http.StatusOK, &topics)
+	var listed pageJSON[topicJSON]
+	getJSON(t, b.url("/api/topics"), http.StatusOK, &listed)
+	topics := listed.Items
 	if len(topics) < 2 {
 		t.Errorf("topic list with a topic offline: %+v", topics)
 	}
+
+	// The stopped broker's page: fenced, its replicas listed from the
+	// metadata, its log dirs missing with the reason; the live one's with
+	// its copies' sizes. The controller is node 1, on a node of its own.
+	var down, up brokerJSON
+	getJSON(t, b.url("/api/brokers/3"), http.StatusOK, &down)
+	if !down.Fenced || down.Controller || down.ControllerID != 1 || down.Partitions.Total != 5 || down.LogDirsError == "" || len(down.LogDirs) != 0 {
+		t.Errorf("stopped broker 3's page: %+v", down)
+	}
+	getJSON(t, b.url("/api/brokers/2?q=sized&sort=size&order=desc&limit=2"), http.StatusOK, &up)
+	if up.Fenced || up.Partitions.Total != 4 || len(up.Partitions.Items) != 2 || len(up.LogDirs) != 1 || up.LogDirs[0].Size <= 0 || up.LogDirs[0].Error != "" {
+		t.Errorf("broker 2's page: %+v", up)
+	}
+	for _, p := range up.Partitions.Items {
+		if p.Topic != "sized" || p.Size <= 0 || !p.InSync && p.Role == "leader" {
+			t.Errorf("broker 2's partition %+v", p)
+		}
+	}
+	if len(up.Configs) == 0 || up.ConfigsError != "" {
+		t.Errorf("broker 2's configs: %d, error %q", len(up.Configs), up.ConfigsError)
+	}
+	var e struct{ Error string }
+	getJSON(t, b.url("/api/brokers/9"), http.StatusNotFound, &e)
+	getJSON(t, b.url("/api/brokers/x"), http.StatusBadRequest, &e)
 }
 
 // startSeparateRoles starts controller 1 on a node of its own and a broker

@@ -1,10 +1,12 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -123,21 +125,48 @@ func summarize(td kadm.TopicDetail, o offsetsAndSizes) topicSummary {
 	return s
 }
 
-func (c *Console) topics(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
+// topicSorts are the keys /api/topics sorts by: what Metadata tells of
+// every topic. Records and size need ListOffsets and DescribeLogDirs, asked
+// for the page's topics only.
+var topicSorts = sorter[topicSummary]{
+	"name":              func(a, b topicSummary) int { return 0 },
+	"partitions":        func(a, b topicSummary) int { return cmp.Compare(a.Partitions, b.Partitions) },
+	"replicationFactor": func(a, b topicSummary) int { return cmp.Compare(a.ReplicationFactor, b.ReplicationFactor) },
+	"underReplicated":   func(a, b topicSummary) int { return cmp.Compare(a.UnderReplicated, b.UnderReplicated) },
+	"offline":           func(a, b topicSummary) int { return cmp.Compare(a.Offline, b.Offline) },
+}
+
+// topics is /api/topics: a page of the topics (lists.go), internal ones
+// only with ?internal=true. One Metadata request names and describes
+// every topic; offsets and sizes are asked for the page's topics only.
+func (c *Console) topics(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
+	lq, err := parseListQuery(r, slices.Sorted(maps.Keys(topicSorts)), "name")
+	if err != nil {
+		return nil, err
+	}
+	internal := r.URL.Query().Get("internal") == "true"
 	adm := kadm.NewClient(cl)
 	tds, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
-	o := c.loadOffsetsAndSizes(ctx, adm, tds)
-	out := []topicSummary{}
-	for _, name := range tds.Names() {
-		if tds[name].Err != nil {
+	rows := []topicSummary{}
+	for name, td := range tds {
+		if td.Err != nil || td.IsInternal && !internal || !lq.matches(name) {
 			continue
 		}
-		out = append(out, summarize(tds[name], o))
+		rows = append(rows, summarize(td, offsetsAndSizes{}))
 	}
-	return out, nil
+	pg := paginate(rows, lq, topicSorts, func(t topicSummary) string { return t.Name })
+	shown := kadm.TopicDetails{}
+	for _, t := range pg.Items {
+		shown[t.Name] = tds[t.Name]
+	}
+	o := c.loadOffsetsAndSizes(ctx, adm, shown)
+	for i, t := range pg.Items {
+		pg.Items[i] = summarize(tds[t.Name], o)
+	}
+	return pg, nil
 }
 
 func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
