@@ -653,13 +653,18 @@ function recordSearch(topic) {
   function draw() {
     if (!state || !state.last) return;
     const s = state.last.search;
-    const download = "/api/" + path + "?" + new URLSearchParams(Object.assign({}, state.params, {format: "jsonl"}));
+    // The download runs the search again from its start, on the largest
+    // budget: up to 10,000 matches in up to 100,000 records read.
+    const dl = Object.assign({}, state.params, {format: "jsonl", maxScan: 100000});
+    delete dl.limit;
+    const download = "/api/" + path + "?" + new URLSearchParams(dl);
     out.replaceChildren(
       el("p", {id: "search-progress"}, "Scanned " + fmtNum(state.scanned) + " of " + fmtNum(state.total) + " records (" + fmtBytes(state.bytes) +
         "); found " + fmtNum(state.records.length) + ". ",
         s.done ? "The whole range is read." : "Stopped at " + (why[s.stopped] || s.stopped) + "; " + fmtNum(s.remaining) + " left. ",
         s.done ? null : el("button", {id: "search-continue", onclick: () => run(true)}, "Continue"), " ",
-        el("a", {id: "search-download", href: download, download: topic + ".jsonl"}, "Download matches as JSON lines")),
+        el("a", {id: "search-download", href: download, download: topic + ".jsonl",
+          title: "the search from its start: up to 10,000 matches in up to 100,000 records read"}, "Download matches as JSON lines")),
       state.records.length ? recordsTable("search-results", state.records, true) : el("p", {class: "muted", id: "search-none"}, "No record matched yet."));
   }
   const form = el("form", {class: "search", id: "search-form", onsubmit: e => { e.preventDefault(); run(false); }},
