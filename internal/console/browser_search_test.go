@@ -195,5 +195,19 @@ func TestConsoleTenThousandTopics(t *testing.T) {
 	b.poll("ten topics", `document.querySelectorAll("#topics tbody tr").length === 10`)
 	filter := time.Since(filterStart)
 	t.Logf("10,000 topics: /api/topics %v; topics page loaded in %v, next page %v, filter (250 ms typing pause included) %v", apiTime, load, next, filter)
+
+	// The other pages that list every topic's partitions.
+	timed := func(what, hash, sel string) time.Duration {
+		start := time.Now()
+		do(what, chromedp.Navigate(n.url(hash)), chromedp.WaitVisible(css(sel)))
+		return time.Since(start)
+	}
+	overview := timed("the cluster page", "/#/", `#brokers tr[data-broker="1"]`)
+	broker := timed("broker 1's page", "/#/brokers/1", `#broker-partitions tr[data-topic="t-00049"]`)
+	if c := text("#broker-partitions-count"); c != "1–50 of 10,000" {
+		t.Errorf("broker partitions count %q", c)
+	}
+	topic := timed("a topic's page", "/#/topics/t-05000", `#topic-partitions tr[data-partition="0"]`)
+	t.Logf("10,000 topics: cluster page %v, broker page %v, topic page %v", overview, broker, topic)
 	b.checkExceptions()
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -148,6 +150,24 @@ func TestStoppedBrokerShownFenced(t *testing.T) {
 	var e struct{ Error string }
 	getJSON(t, b.url("/api/brokers/9"), http.StatusNotFound, &e)
 	getJSON(t, b.url("/api/brokers/x"), http.StatusBadRequest, &e)
+
+	// The same in the browser: the stopped broker's page says it is down,
+	// names the controller, and why its log dirs are missing.
+	if chromium() == "" {
+		return
+	}
+	br := newBrowser(t)
+	br.do("open the stopped broker's page",
+		chromedp.Navigate(b.url("/#/brokers/3")),
+		chromedp.WaitVisible(br.css("#broker-logdirs-error")),
+		chromedp.WaitVisible(br.css(`#broker-partitions tr[data-topic="lonely"]`)))
+	if cards := br.text("main .cards"); !strings.Contains(cards, "fenced (down)") || !strings.Contains(cards, "node 1") {
+		t.Errorf("stopped broker's cards %q: want fenced and controller node 1", cards)
+	}
+	if row := br.text(`#broker-partitions tr[data-topic="lonely"]`); !strings.Contains(row, "leader") && !strings.Contains(row, "follower") {
+		t.Errorf("lonely's row on broker 3 %q", row)
+	}
+	br.checkExceptions()
 }
 
 // startSeparateRoles starts controller 1 on a node of its own and a broker
