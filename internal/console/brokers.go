@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -151,14 +150,9 @@ func (c *Console) brokerDetail(ctx context.Context, r *http.Request, cl *kgo.Cli
 		if rc, err = rcs.On(strconv.Itoa(int(id)), nil); err == nil {
 			err = rc.Err
 		}
-		for _, cfg := range rc.Configs {
-			cv := configView{Name: cfg.Key, Value: cfg.MaybeValue(), Source: cfg.Source.String(), Sensitive: cfg.Sensitive}
-			if cfg.Sensitive {
-				cv.Value = "(sensitive)"
-			}
-			v.Configs = append(v.Configs, cv)
+		if err == nil {
+			v.Configs = configViews(rc)
 		}
-		sort.Slice(v.Configs, func(i, j int) bool { return v.Configs[i].Name < v.Configs[j].Name })
 	}
 	if err != nil {
 		v.ConfigsError = err.Error()

@@ -204,20 +204,27 @@ func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 		return nil, fmt.Errorf("describe configs of %q: %w", name, err)
 	}
 	if rc, err := rcs.On(name, nil); err == nil && rc.Err == nil {
-		for _, cfg := range rc.Configs {
-			cv := configView{Name: cfg.Key, Value: cfg.MaybeValue(), Source: cfg.Source.String(), Sensitive: cfg.Sensitive}
-			if cfg.Sensitive {
-				cv.Value = "(sensitive)"
-			}
-			v.Configs = append(v.Configs, cv)
-		}
-		sort.Slice(v.Configs, func(i, j int) bool { return v.Configs[i].Name < v.Configs[j].Name })
+		v.Configs = configViews(rc)
 	}
 	v.Groups, err = groupsOfTopic(ctx, adm, name)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// configViews are a resource's configs by name, sensitive values hidden.
+func configViews(rc kadm.ResourceConfig) []configView {
+	out := []configView{}
+	for _, cfg := range rc.Configs {
+		cv := configView{Name: cfg.Key, Value: cfg.MaybeValue(), Source: cfg.Source.String(), Sensitive: cfg.Sensitive}
+		if cfg.Sensitive {
+			cv.Value = "(sensitive)"
+		}
+		out = append(out, cv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // describeTopic is one topic's metadata, or 404.
