@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +48,25 @@ func TestActiveControllerIsTheQuorumLeader(t *testing.T) {
 		len(cluster.Brokers) != 1 || cluster.Brokers[0].ID != 2 {
 		t.Fatalf("active controller %d, quorum %+v, brokers %+v: want controller 1 (the quorum leader), broker 2",
 			cluster.ControllerID, cluster.Quorum, cluster.Brokers)
+	}
+
+	// The broker follows the quorum as an observer: its raft-metrics say
+	// so, and its poll idle ratio counts the time it applied records.
+	mresp, err := http.Get(b.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	text, _ := io.ReadAll(mresp.Body)
+	if !strings.Contains(string(text), "\nkafka_server_raft_metrics_current_state{state=\"observer\"} 1\n") {
+		t.Errorf("broker 2's /metrics has no observer state")
+	}
+	m := regexp.MustCompile(`(?m)^kafka_server_raft_metrics_poll_idle_ratio_avg ([0-9.e+-]+)$`).FindSubmatch(text)
+	if m == nil {
+		t.Fatal("broker 2's /metrics has no poll idle ratio")
+	}
+	if r, err := strconv.ParseFloat(string(m[1]), 64); err != nil || !(r > 0 && r < 1) {
+		t.Errorf("broker 2's poll idle ratio %s, want in (0, 1)", m[1])
 	}
 }
 
