@@ -40,7 +40,7 @@ const (
 // search: ?partition=all&offset=&endOffset=&fromTime=&toTime=&key=&value=
 // &header=&regex=&limit=&maxScan=&maxScanBytes=&cursor=&format=.
 var searchParams = []string{"endOffset", "fromTime", "toTime", "key", "value", "header", "regex",
-	"maxScan", "maxScanBytes", "cursor", "format", "search"}
+	"maxScan", "maxScanBytes", "cursor", "format"}
 
 func isSearch(q url.Values) bool {
 	if q.Get("partition") == "all" {

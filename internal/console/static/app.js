@@ -245,8 +245,10 @@ const brokerPartitionsState = listState("topic");
 function viewBroker(id) {
   main.append(el("h1", {}, "Broker ", el("span", {id: "broker-id"}, id)));
   const path = "brokers/" + encodeURIComponent(id);
-  // The broker's facts, log dirs and configs; the partitions below are a
-  // paged list of their own (the same endpoint, asked for one page).
+  // The broker's facts, log dirs and configs (drawn below the partitions:
+  // a long table); the partitions are a paged list of their own (the same
+  // endpoint, asked for one page).
+  const configsBox = el("div");
   section(main, () => api(path + "?limit=1"), b => {
     const dirs = b.logDirsError ? el("p", {class: "error", id: "broker-logdirs-error"}, "Log dirs unknown: " + b.logDirsError)
       : table("broker-logdirs", ["Path", ["Partitions", "num"], ["Size", "num"], ["Volume usable", "num"], ["Volume total", "num"], "Error"],
@@ -256,16 +258,16 @@ function viewBroker(id) {
     // its properties file), then defaults.
     const rank = c => ({DYNAMIC_BROKER_CONFIG: 0, DYNAMIC_DEFAULT_BROKER_CONFIG: 1, STATIC_BROKER_CONFIG: 2, DEFAULT_CONFIG: 4})[c.source] ?? 3;
     const configs = b.configs.slice().sort((x, y) => rank(x) - rank(y) || x.name.localeCompare(y.name));
+    configsBox.replaceChildren(el("h2", {}, "Configs"),
+      b.configsError ? el("p", {class: "error", id: "broker-configs-error"}, "Configs unknown: " + b.configsError)
+        : table("broker-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {"data-config": c.name},
+          el("td", {}, c.name), el("td", {class: "data"}, c.value), el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source)))));
     return el("div", {},
       el("div", {class: "cards"}, card("Address", b.host + ":" + b.port), card("Rack", b.rack || "-"),
         card("State", b.fenced ? "fenced (down)" : "up", b.fenced ? "bad" : "ok"),
         card("Active controller", b.controller ? "this broker" : b.controllerId >= 0 ? "node " + b.controllerId : "unknown"),
         card("Replicas", fmtNum(b.partitions.total))),
-      el("h2", {}, "Log directories"), dirs,
-      el("h2", {}, "Configs"),
-      b.configsError ? el("p", {class: "error", id: "broker-configs-error"}, "Configs unknown: " + b.configsError)
-        : table("broker-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {"data-config": c.name},
-          el("td", {}, c.name), el("td", {class: "data"}, c.value), el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source)))));
+      el("h2", {}, "Log directories"), dirs);
   }, 10000);
   main.append(el("h2", {}, "Partitions"));
   const list = pagedList({id: "broker-partitions", path, state: brokerPartitionsState, everyMs: 10000, placeholder: "filter by topic",
@@ -275,7 +277,7 @@ function viewBroker(id) {
       el("td", {}, topicLink(p.topic)), num(p.partition), el("td", {class: p.role === "leader" ? "ok" : ""}, p.role),
       num(p.leader < 0 ? "none" : p.leader), el("td", {class: p.inSync ? "" : "warn"}, p.offline ? "offline" : p.inSync ? "yes" : "no"),
       num(fmtBytes(p.size)))});
-  main.append(el("div", {class: "toolbar"}, list.filter), list.box);
+  main.append(el("div", {class: "toolbar"}, list.filter), list.box, configsBox);
 }
 
 // chartBox is a line chart on a canvas: series of samples over time, the
