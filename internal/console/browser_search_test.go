@@ -20,7 +20,7 @@ import (
 // its log dirs, configs and partitions; the groups list filters by name.
 func TestConsoleSearchInBrowser(t *testing.T) {
 	n := startNode(t)
-	seedSearch(t, n)
+	base := seedSearch(t, n)
 	adm := kadm.NewClient(n.client())
 	for _, name := range []string{"orders-archive", "payments"} {
 		if _, err := adm.CreateTopic(ctxT(t), 2, 1, nil, name); err != nil {
@@ -108,6 +108,20 @@ func TestConsoleSearchInBrowser(t *testing.T) {
 	}
 	if p := text("#search-progress"); !strings.Contains(p, "found 15.") || !strings.Contains(p, "The whole range is read.") {
 		t.Errorf("after continuing to the end: %q", p)
+	}
+
+	// A time range, typed as local date and time: ids 12 to 14.
+	evalJS[bool](b, fmt.Sprintf(`(() => {
+		const local = ms => new Date(ms - new Date(ms).getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+		document.getElementById("search-header").value = "";
+		document.getElementById("search-max-scan").value = "10000";
+		document.getElementById("search-from-time").value = local(%d);
+		document.getElementById("search-to-time").value = local(%d);
+		return true; })()`, base.Add(12*time.Second).UnixMilli(), base.Add(14*time.Second).UnixMilli()))
+	do("search a time range", chromedp.Click(css("#search-submit")))
+	b.poll("the time range's three records", `(document.getElementById("search-progress") || {textContent: ""}).textContent.includes("found 3.")`)
+	if got := evalJS[string](b, `Array.from(document.querySelectorAll("#search-results tbody tr"), tr => tr.dataset.partition + "/" + tr.dataset.offset).join(" ")`); got != "1/2 1/3 1/4" {
+		t.Errorf("time range found %q, want 1/2 1/3 1/4", got)
 	}
 
 	do("open broker 1 from the cluster page",

@@ -1,8 +1,10 @@
 // Package console is Gregor's web console, served on the gregor.http.listen
 // listener next to /metrics. It shows the brokers and the controller
-// quorum, topics and their partitions and configs, consumer groups with
-// their members and lag, a live throughput chart, and a few records of a
-// partition; and it acts: creates and deletes topics, produces test
+// quorum, a page per broker (brokers.go), topics and their partitions and
+// configs, consumer groups with their members and lag, a live throughput
+// chart, a few records of a partition and a search of a topic's records
+// on a scan budget (search.go), its lists paged, sorted and filtered on
+// the server (lists.go); and it acts: creates and deletes topics, produces test
 // records, sets and deletes topic configs (actions.go, which says who may
 // act and how cross-site requests are refused), adds partitions, elects
 // leaders, resets a group's offsets and deletes a group (actions_admin.go).
