@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,6 +54,10 @@ type logDirView struct {
 	UsableBytes int64  `json:"usableBytes"` // the volume's, -1 unreported
 }
 
+// brokerAskTimeout bounds each request the broker page sends to the
+// broker itself (DescribeLogDirs, DescribeConfigs).
+const brokerAskTimeout = 3 * time.Second
+
 // brokerPartitionSorts are the keys a broker's partitions sort by; the
 // tiebreak is topic then partition.
 var brokerPartitionSorts = sorter[brokerPartitionView]{
@@ -95,7 +100,12 @@ func (c *Console) brokerDetail(ctx context.Context, r *http.Request, cl *kgo.Cli
 
 	adm := kadm.NewClient(cl)
 	sizes := map[string]map[int32]int64{}
-	dirs, err := adm.DescribeBrokerLogDirs(ctx, id, nil)
+	// Log dirs and configs are asked of the broker itself: a broker that
+	// is down (killed, not yet fenced) would hold the page for the
+	// client's retries, so each ask is bounded on its own.
+	askCtx, cancel := context.WithTimeout(ctx, brokerAskTimeout)
+	dirs, err := adm.DescribeBrokerLogDirs(askCtx, id, nil)
+	cancel()
 	if err != nil {
 		v.LogDirsError = err.Error()
 	}
@@ -144,7 +154,9 @@ func (c *Console) brokerDetail(ctx context.Context, r *http.Request, cl *kgo.Cli
 		return fmt.Sprintf("%s\x00%010d", p.Topic, p.Partition)
 	})
 
-	rcs, err := adm.DescribeBrokerConfigs(ctx, id)
+	askCtx, cancel = context.WithTimeout(ctx, brokerAskTimeout)
+	rcs, err := adm.DescribeBrokerConfigs(askCtx, id)
+	cancel()
 	if err == nil {
 		var rc kadm.ResourceConfig
 		if rc, err = rcs.On(strconv.Itoa(int(id)), nil); err == nil {
