@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,10 @@ type RaftState struct {
 	// State is current-state: leader, follower, unattached (a voter that
 	// knows no leader) or observer (a broker following the log).
 	State string
+	// PollIdleRatio is poll-idle-ratio-avg, the share of the last 30 to
+	// 60 s the quorum's work loop waited for work, in [0, 1]; NaN when the
+	// quorum does not measure it.
+	PollIdleRatio float64
 }
 
 // FollowerLag is one followed partition's lag (FetcherLagMetrics).
@@ -208,6 +213,7 @@ var (
 	descRaftLeader = desc("kafka_server_raft_metrics_current_leader", "The metadata quorum's leader as this node knows it, -1 unknown (raft-metrics current-leader).")
 	descRaftEpoch  = desc("kafka_server_raft_metrics_current_epoch", "The metadata quorum's epoch; it grows by one per election (raft-metrics current-epoch).")
 	descRaftHW     = desc("kafka_server_raft_metrics_high_watermark", "The metadata log's high watermark as this node knows it (raft-metrics high-watermark).")
+	descRaftIdle   = desc("kafka_server_raft_metrics_poll_idle_ratio_avg", "Share of the last 30 to 60 s the metadata quorum's work loop waited for work rather than handled it, 0 to 1 (raft-metrics poll-idle-ratio-avg).")
 	descRaftState  = prometheus.NewDesc("kafka_server_raft_metrics_current_state",
 		"1 for this node's role in the metadata quorum: leader, follower, unattached or observer (raft-metrics current-state).", []string{"state"}, nil)
 )
@@ -248,7 +254,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups, descShareGroups,
 		descShareInFlightRecords, descShareInFlightBatches,
 		descMaxLag, descConsumerLag, descReplicationBytesIn,
-		descRaftLeader, descRaftEpoch, descRaftHW, descRaftState} {
+		descRaftLeader, descRaftEpoch, descRaftHW, descRaftState, descRaftIdle} {
 		ch <- d
 	}
 	for _, d := range descClassicByState {
@@ -271,6 +277,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRaftEpoch, float64(r.Epoch))
 		gauge(descRaftHW, float64(r.HighWatermark))
 		gauge(descRaftState, 1, r.State)
+		if !math.IsNaN(r.PollIdleRatio) {
+			gauge(descRaftIdle, r.PollIdleRatio)
+		}
 	}
 	for name, n := range s.Purgatories {
 		gauge(descPurgatorySize, float64(n), name)

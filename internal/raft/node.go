@@ -120,6 +120,8 @@ type Node struct {
 	// leaderlessSince is when this node last came to know no leader; zero
 	// while it knows one (timeElection).
 	leaderlessSince time.Time
+	// idle is raft-metrics poll-idle-ratio: run's time waiting in select.
+	idle *pollIdle
 
 	// mu guards listeners and the lifecycle flags.
 	mu        sync.Mutex
@@ -238,6 +240,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		stopc:           make(chan struct{}),
 		donec:           make(chan struct{}),
 		highWatermark:   newWatermark(),
+		idle:            newPollIdle(time.Now()),
 	}
 	n.bgCtx, n.bgCancel = context.WithCancel(context.Background())
 	n.leaderID.Store(-1)
@@ -417,20 +420,26 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
+		var busyFrom time.Time
 		select {
 		case <-ticker.C:
+			busyFrom = time.Now()
 			if n.failed == nil {
 				n.rn.Tick()
 			}
 		case m := <-n.recvc:
+			busyFrom = time.Now()
 			if n.failed == nil {
 				n.step(m)
 			}
 		case p := <-n.propc:
+			busyFrom = time.Now()
 			n.propose(p)
 		case f := <-n.funcc:
+			busyFrom = time.Now()
 			f()
 		case f := <-n.reportc:
+			busyFrom = time.Now()
 			if n.failed == nil {
 				f()
 			}
@@ -443,6 +452,7 @@ func (n *Node) run() {
 				n.fail(err)
 			}
 		}
+		n.idle.busy(busyFrom, time.Now())
 	}
 }
 
@@ -598,6 +608,10 @@ func (n *Node) Leader() (int32, int32) { return n.leaderID.Load(), n.leaderEpoch
 // HighWatermark is the offset after the last committed batch the listeners
 // have handled.
 func (n *Node) HighWatermark() int64 { return n.highWatermark.Load() }
+
+// PollIdleRatio is raft-metrics poll-idle-ratio-avg: the share of the last
+// 30 to 60 s the node's goroutine waited for work (pollIdle).
+func (n *Node) PollIdleRatio() float64 { return n.idle.ratio(time.Now()) }
 
 // WaitHighWatermark waits until the high watermark passes offset: a
 // metadata long poll. It returns ctx's error at its end, and

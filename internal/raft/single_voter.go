@@ -61,6 +61,9 @@ type SingleVoter struct {
 	leader        atomic.Int32
 	leaderEpoch   atomic.Int32
 	highWatermark watermark
+	// idle is raft-metrics poll-idle-ratio: a single voter has no loop of
+	// its own, it is busy while it appends.
+	idle *pollIdle
 }
 
 // NewSingleVoter opens (or creates) the metadata log in cfg.Dir. Nothing is
@@ -91,7 +94,7 @@ func NewSingleVoter(cfg SingleVoterConfig) (*SingleVoter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("single voter: %w", err)
 	}
-	v := &SingleVoter{cfg: cfg, logger: logger, log: l, epoch: st.LeaderEpoch, highWatermark: newWatermark()}
+	v := &SingleVoter{cfg: cfg, logger: logger, log: l, epoch: st.LeaderEpoch, highWatermark: newWatermark(), idle: newPollIdle(time.Now())}
 	v.leader.Store(-1)
 	v.leaderEpoch.Store(st.LeaderEpoch)
 	return v, nil
@@ -221,6 +224,8 @@ func (v *SingleVoter) Append(ctx context.Context, records []metadata.Record) (in
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	start := time.Now()
+	defer func() { v.idle.busy(start, time.Now()) }()
 	if !v.started || v.closed {
 		return 0, ErrNotLeader
 	}
@@ -307,6 +312,10 @@ func (v *SingleVoter) writeLocked(raw []byte) error {
 func (v *SingleVoter) Leader() (int32, int32) {
 	return v.leader.Load(), v.leaderEpoch.Load()
 }
+
+// PollIdleRatio is raft-metrics poll-idle-ratio-avg: the share of the
+// last 30 to 60 s the voter was not appending (pollIdle).
+func (v *SingleVoter) PollIdleRatio() float64 { return v.idle.ratio(time.Now()) }
 
 // HighWatermark returns the offset after the last committed batch.
 func (v *SingleVoter) HighWatermark() int64 { return v.highWatermark.Load() }

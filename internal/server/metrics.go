@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"gregor/internal/coordinator"
@@ -120,7 +121,10 @@ func (s *Server) groupStats() metrics.GroupCoordinator {
 // raft-metrics).
 func (s *Server) raftState() metrics.RaftState {
 	leader, epoch := s.quorum.Leader()
-	st := metrics.RaftState{Known: true, Leader: leader, Epoch: epoch, HighWatermark: s.quorum.HighWatermark()}
+	st := metrics.RaftState{Known: true, Leader: leader, Epoch: epoch, HighWatermark: s.quorum.HighWatermark(), PollIdleRatio: math.NaN()}
+	if q, ok := s.quorum.(interface{ PollIdleRatio() float64 }); ok {
+		st.PollIdleRatio = q.PollIdleRatio()
+	}
 	_, voter := s.voterAddrs[s.cfg.NodeID]
 	switch {
 	case leader == s.cfg.NodeID:
