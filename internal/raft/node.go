@@ -103,20 +103,21 @@ type Node struct {
 	log    *log.Log
 
 	// Owned by the run goroutine once started (before: by Start).
-	rn          *etcdraft.RawNode
-	storage     *raftStorage
-	offsets     entryOffsets
-	hardState   raftpb.HardState
-	lead        uint64
-	raftState   etcdraft.StateType
-	applied     uint64
-	announced   leaderAndEpoch // last HandleLeaderChange
-	pending     []*proposal
-	newBytes    int64 // data bytes applied since the last snapshot
-	lastSnap    time.Time
-	prevSnap    snapshotPoint // the latest snapshot; compaction goes up to the one before
-	peerContact map[uint64]peerTimes
-	failed      error
+	rn           *etcdraft.RawNode
+	storage      *raftStorage
+	offsets      entryOffsets
+	hardState    raftpb.HardState
+	storedLeader int32 // the leader quorum-state names
+	lead         uint64
+	raftState    etcdraft.StateType
+	applied      uint64
+	announced    leaderAndEpoch // last HandleLeaderChange
+	pending      []*proposal
+	newBytes     int64 // data bytes applied since the last snapshot
+	lastSnap     time.Time
+	prevSnap     snapshotPoint // the latest snapshot; compaction goes up to the one before
+	peerContact  map[uint64]peerTimes
+	failed       error
 	// leaderlessSince is when this node last came to know no leader; zero
 	// while it knows one (timeElection).
 	leaderlessSince time.Time
@@ -131,6 +132,7 @@ type Node struct {
 	loaded loadedState // from open until Start
 
 	propc   chan *proposal
+	ledc    chan struct{} // closed when this node's listeners first learn it leads
 	recvc   chan raftpb.Message
 	funcc   chan func()
 	reportc chan func()
@@ -182,7 +184,10 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("raft node: node %d is not one of the voters %v", cfg.NodeID, cfg.Voters)
 	}
 	if cfg.Transport == nil {
-		return nil, errors.New("raft node: no transport")
+		if len(cfg.Voters) > 1 {
+			return nil, errors.New("raft node: no transport")
+		}
+		cfg.Transport = noTransport{} // the only voter has no one to talk to
 	}
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = defaultTickInterval
@@ -223,15 +228,27 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		l.Close()
 		return nil, fmt.Errorf("raft node: %w", err)
 	}
+	if len(cfg.Voters) == 1 {
+		// The only voter's log is the quorum's: every entry in it is
+		// committed, or will be by the voter's next term, and no other
+		// voter can replace it. So the whole log is replayed at Start, and
+		// the commit index need not be written on every commit
+		// (soleVoterCommitOnly). A log of the former one-voter
+		// implementation, whose quorum-state never held an applied
+		// offset, loads the same way.
+		st.hardState.Commit = st.offsets.last()
+	}
 	n := &Node{
 		cfg: cfg, logger: logger, log: l, loaded: st,
-		offsets:     st.offsets,
-		hardState:   st.hardState,
-		peerContact: make(map[uint64]peerTimes),
-		announced:   leaderAndEpoch{-1, -1},
+		offsets:      st.offsets,
+		hardState:    st.hardState,
+		peerContact:  make(map[uint64]peerTimes),
+		announced:    leaderAndEpoch{-1, -1},
+		storedLeader: qs.LeaderID,
 		// A node starts knowing no leader: its first election counts.
 		leaderlessSince: cfg.Now(),
 		propc:           make(chan *proposal),
+		ledc:            make(chan struct{}),
 		recvc:           make(chan raftpb.Message, 256),
 		funcc:           make(chan func()),
 		reportc:         make(chan func(), 64),
@@ -360,6 +377,20 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.logger.Info("metadata quorum node started", "voters", n.cfg.Voters, "term", st.hardState.Term,
 		"commit_index", st.hardState.Commit, "high_watermark", n.highWatermark.Load())
 	go n.run()
+	if len(n.cfg.Voters) == 1 {
+		// The only voter leads as soon as its term's first entry is
+		// written: Start returns a leader, ready to append.
+		select {
+		case <-n.ledc:
+		case <-n.donec:
+			if err := n.Err(); err != nil {
+				return fmt.Errorf("raft node: %w", err)
+			}
+			return fmt.Errorf("raft node: %w", ErrNotLeader)
+		case <-ctx.Done():
+			return fmt.Errorf("raft node: waiting to lead: %w", ctx.Err())
+		}
+	}
 	return nil
 }
 
@@ -638,6 +669,11 @@ func (n *Node) Close() error {
 	}
 	return nil
 }
+
+// noTransport is the transport of a one-voter quorum: there is no peer.
+type noTransport struct{}
+
+func (noTransport) Send([]raftpb.Message) {}
 
 // checkStoredVoters refuses a voter set that differs from the one the
 // quorum-state file recorded: a static quorum cannot change its voters by
