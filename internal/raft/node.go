@@ -42,10 +42,13 @@ type NodeConfig struct {
 	// SegmentBytes is metadata.log.segment.bytes (1 GiB when zero); only
 	// whole segments below a snapshot are deleted.
 	SegmentBytes int32
-	// Image returns the state as of the last batch handed to listeners. It
-	// is called on the node's goroutine right after the listeners handled a
-	// batch, to take a snapshot. Nil: no snapshots are taken.
-	Image func() *metadata.Image
+	// Snapshot is the state machine's side of a snapshot: the encoded
+	// records (opaque to the quorum) that rebuild its state as of
+	// endOffset, the offset after the last batch the listeners handled; ok
+	// is false when its state is not exactly there. It is called on the
+	// node's goroutine right after the listeners handled a batch, when a
+	// snapshot is due. Nil: no snapshots are taken.
+	Snapshot SnapshotSource
 	// LeaderProbe, when set, turns on elections on the leader's exit
 	// (gregor.controller.quorum.election.on.leader.exit, see
 	// leader_exit.go): it reports whether a voter's process is gone.
@@ -62,6 +65,10 @@ type NodeConfig struct {
 	Logger           *slog.Logger
 	Now              func() time.Time
 }
+
+// SnapshotSource hands the quorum a snapshot's records, encoded, as of an
+// end offset (NodeConfig.Snapshot).
+type SnapshotSource func(endOffset int64) (values [][]byte, ok bool)
 
 // Transport sends Raft messages to other voters. Send must not block; it may
 // drop messages (Raft retries). After a failed MsgSnap it should call the

@@ -193,7 +193,7 @@ func (c *testCluster) start(id int32) *Node {
 	loader := metadata.NewLoader("c1", quietLogger())
 	cfg := NodeConfig{Dir: c.dir(id), NodeID: id, ClusterID: "c1", Voters: c.voters,
 		Transport: testTransport{net: c.net, from: id}, TickInterval: 5 * time.Millisecond,
-		ElectionTimeout: 60 * time.Millisecond, Image: loader.Image, Logger: quietLogger()}
+		ElectionTimeout: 60 * time.Millisecond, Snapshot: loaderSnapshot(loader), Logger: quietLogger()}
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
@@ -307,4 +307,16 @@ func (c *testCluster) waitConverged(lastOffset int64, ids ...int32) {
 
 func featureRecords() []metadata.Record {
 	return []metadata.Record{&metadata.FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 25}}
+}
+
+// loaderSnapshot is a node's snapshot source as the controller's is: the
+// image's records, when the image is exactly at the end offset.
+func loaderSnapshot(l *metadata.Loader) SnapshotSource {
+	return func(end int64) ([][]byte, bool) {
+		img := l.Image()
+		if img.Offset+1 != end {
+			return nil, false
+		}
+		return metadata.EncodeAll(img.Records()), true
+	}
 }

@@ -405,7 +405,7 @@ func (s *Server) openQuorum(clusterID string) error {
 			SnapshotMaxNewRecordBytes: s.cfg.MetadataSnapshotMaxNewRecordBytes,
 			SegmentBytes:              s.cfg.MetadataLogSegmentBytes,
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
-			Image:                     func() *metadata.Image { return s.controller.Image() },
+			Snapshot:                  func(end int64) ([][]byte, bool) { return s.controller.SnapshotRecords(end) },
 			LeaderProbe:               probe,
 			OnElection:                s.metrics.RaftElected,
 			OnFetchedRecords:          s.metrics.RaftFetched,
