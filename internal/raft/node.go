@@ -140,6 +140,7 @@ type Node struct {
 
 	propc   chan *proposal
 	ledc    chan struct{} // closed when this node's listeners first learn it leads
+	failc   chan struct{} // closed when a storage failure stops the node
 	recvc   chan raftpb.Message
 	funcc   chan func()
 	reportc chan func()
@@ -256,6 +257,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		leaderlessSince: cfg.Now(),
 		propc:           make(chan *proposal),
 		ledc:            make(chan struct{}),
+		failc:           make(chan struct{}),
 		recvc:           make(chan raftpb.Message, 256),
 		funcc:           make(chan func()),
 		reportc:         make(chan func(), 64),
@@ -318,15 +320,23 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.started = true
 	n.mu.Unlock()
+	running := false // the node's goroutine was started
 	defer func() {
 		if err != nil {
-			// No goroutine runs: Close must not wait for one.
+			// No goroutine runs (a started one is stopped): Close must
+			// not wait for one.
 			n.mu.Lock()
 			n.started = false
 			n.closed = true
 			n.mu.Unlock()
 			n.stopped.Store(true)
-			close(n.donec)
+			n.leaderID.Store(-1)
+			if running {
+				close(n.stopc)
+			} else {
+				close(n.donec)
+			}
+			<-n.donec
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -384,15 +394,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.logger.Info("metadata quorum node started", "voters", n.cfg.Voters, "term", st.hardState.Term,
 		"commit_index", st.hardState.Commit, "high_watermark", n.highWatermark.Load())
 	go n.run()
+	running = true
 	if len(n.cfg.Voters) == 1 {
 		// The only voter leads as soon as its term's first entry is
 		// written: Start returns a leader, ready to append.
 		select {
 		case <-n.ledc:
+		case <-n.failc:
+			return fmt.Errorf("raft node: %w", n.Err())
 		case <-n.donec:
-			if err := n.Err(); err != nil {
-				return fmt.Errorf("raft node: %w", err)
-			}
 			return fmt.Errorf("raft node: %w", ErrNotLeader)
 		case <-ctx.Done():
 			return fmt.Errorf("raft node: waiting to lead: %w", ctx.Err())
@@ -534,6 +544,7 @@ func (n *Node) fail(err error) {
 	n.failed = err
 	e := fmt.Errorf("%w: %w", errNodeFailed, err)
 	n.errv.Store(&e)
+	close(n.failc)
 	n.logger.Error("metadata quorum node failed; it stops taking part", "err", err)
 	n.failPending(ErrNotLeader)
 	n.leaderID.Store(-1)

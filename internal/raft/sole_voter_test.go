@@ -320,3 +320,26 @@ func TestSoleVoterRefusals(t *testing.T) {
 	var _ Quorum = v
 	var _ Listener = (*metadata.Loader)(nil)
 }
+
+// TestSoleVoterStartFailsOnStorageError: a one-voter node whose first hard
+// state write fails does not hang in Start waiting to lead; Start says why.
+func TestSoleVoterStartFailsOnStorageError(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
+	n, err := NewNode(NodeConfig{Dir: dir, NodeID: 1, Voters: []int32{1}, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	// The campaign's hard state write (a new term) fails.
+	if err := os.Mkdir(filepath.Join(dir, QuorumStateFileName+".tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start(context.Background())
+	if !errors.Is(err, errNodeFailed) {
+		t.Fatalf("start with a failing hard state write: %v", err)
+	}
+	if _, err := n.Append(context.Background(), []metadata.Record{&metadata.NoOpRecord{}}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append on the failed node: %v", err)
+	}
+}
