@@ -232,7 +232,7 @@ func (c *testCluster) shutdown() {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -267,7 +267,7 @@ func (c *testCluster) waitLeader(candidates ...int32) int32 {
 // leadership moves.
 func (c *testCluster) append(recs []metadata.Record, candidates ...int32) int64 {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		leader := c.waitLeader(candidates...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
