@@ -68,9 +68,9 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 
 // soleVoterCommitOnly reports a hard state that differs from the stored one
 // only in its commit index (same term, vote and leader), on a one-voter
-// quorum. Its write is skipped:
-// such a node reloads its whole log as committed (NewNode), so the write
-// would add two fsyncs to every append and protect nothing.
+// quorum. Its write is skipped: such a node reloads its whole log as
+// committed (NewNode), so the write would add two fsyncs to every append
+// and protect nothing.
 func (n *Node) soleVoterCommitOnly(hs raftpb.HardState) bool {
 	return len(n.cfg.Voters) == 1 && hs.Term == n.hardState.Term && hs.Vote == n.hardState.Vote &&
 		n.leaderNodeID() == n.storedLeader
