@@ -22,7 +22,7 @@ import (
 )
 
 // TestLifecycle runs the golden scripts in testdata/lifecycle against a
-// controller on a real single-voter quorum with a fake clock. Rewrite the
+// controller on a real one-voter quorum (a raft.Node whose only voter is itself) with a fake clock. Rewrite the
 // expected output with `go test ./internal/controller -run TestLifecycle -rewrite`.
 //
 // Commands:
@@ -105,7 +105,7 @@ func (r *recorder) drain(img *metadata.Image) string {
 type harness struct {
 	t     *testing.T
 	clock *fakeClock
-	q     *raft.SingleVoter
+	q     *raft.Node
 	c     *Controller
 	rec   *recorder
 	// conns are the named connections heartbeats came on: closed when the
@@ -160,7 +160,7 @@ func newHarness(t *testing.T) *harness {
 	cfg.FenceOnConnectionClose = true
 	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}, release: make(chan struct{})}
 	cfg.ProbeGone = probes.probe
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Logger: cfg.Logger, Now: clock.Now})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Voters: []int32{cfg.NodeID}, Logger: cfg.Logger, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,8 @@ type Deps struct {
 	Peers Peers
 
 	// Quorum is this node's metadata quorum voter (controller listeners;
-	// nil on a one-voter node, which has no peers or observers).
+	// the zero-config node's too: brokers may follow its log). Nil: the
+	// quorum APIs answer UNKNOWN_SERVER_ERROR.
 	Quorum Quorum
 	// QuorumStatus describes the metadata quorum (controller listeners).
 	QuorumStatus func() raft.QuorumStatus

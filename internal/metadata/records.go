@@ -69,6 +69,16 @@ func Encode(r Record) []byte {
 	return r.AppendTo(dst)
 }
 
+// EncodeAll encodes records, in order: a snapshot's contents as the metadata
+// quorum stores them without knowing what they are.
+func EncodeAll(records []Record) [][]byte {
+	out := make([][]byte, len(records))
+	for i, r := range records {
+		out[i] = Encode(r)
+	}
+	return out
+}
+
 // decodable is implemented by every record type of this package.
 type decodable interface {
 	Record

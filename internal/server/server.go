@@ -368,18 +368,12 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	return nil
 }
 
-// openQuorum opens this node's side of the metadata quorum: the one-voter
-// quorum of the single node, a voter of a larger one, or an observer for a
-// broker-only node.
+// openQuorum opens this node's side of the metadata quorum: a voter (the
+// zero-config single node is the only voter of its quorum), or an observer
+// for a broker-only node.
 func (s *Server) openQuorum(clusterID string) error {
 	dir := filepath.Join(s.cfg.MetadataLogDir, MetadataTopicDir)
 	switch {
-	case s.singleNode():
-		q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: dir, NodeID: s.cfg.NodeID, Logger: s.logger})
-		if err != nil {
-			return fmt.Errorf("open metadata log: %w", err)
-		}
-		s.quorum = q
 	case s.cfg.HasRole("controller"):
 		peers := map[int32]string{}
 		voters := make([]int32, 0, len(s.cfg.ControllerQuorumVoters))
@@ -411,7 +405,7 @@ func (s *Server) openQuorum(clusterID string) error {
 			SnapshotMaxNewRecordBytes: s.cfg.MetadataSnapshotMaxNewRecordBytes,
 			SegmentBytes:              s.cfg.MetadataLogSegmentBytes,
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
-			Image:                     func() *metadata.Image { return s.controller.Image() },
+			Snapshot:                  func(end int64) ([][]byte, bool) { return s.controller.SnapshotRecords(end) },
 			LeaderProbe:               probe,
 			OnElection:                s.metrics.RaftElected,
 			OnFetchedRecords:          s.metrics.RaftFetched,
@@ -531,11 +525,8 @@ func (s *Server) startControllerListener() error {
 		Logger:      s.logger.With("component", "handlers"),
 		Authorizer:  s.ctrlAuthorizer,
 	}
-	switch q := s.quorum.(type) {
-	case *raft.Node:
-		deps.Quorum, deps.QuorumStatus = q, q.Status
-	case *raft.SingleVoter:
-		deps.QuorumStatus = q.Status
+	if s.node != nil {
+		deps.Quorum, deps.QuorumStatus = s.node, s.node.Status
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
