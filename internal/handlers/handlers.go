@@ -150,6 +150,7 @@ var brokerAPIs = []*api{
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	// Replication.
 	&offsetForLeaderEpochAPI,
 	&describeTopicPartitionsAPI,
@@ -184,6 +185,7 @@ var controllerAPIs = []*api{
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 	&alterPartitionAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
 
