@@ -1,0 +1,71 @@
+package server
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// TestReplicationQuotasFollowConfigs: the throttles take their rates from
+// server.properties, then the cluster default, then this broker's dynamic
+// config, and their throttled partitions from the topics' entries for this
+// broker; deleting the configs lifts them.
+func TestReplicationQuotasFollowConfigs(t *testing.T) {
+	ts := startServer(t, t.TempDir(), map[string]string{"follower.replication.throttled.rate": "5000"})
+	q := ts.srv.replicationQuotas
+	if got := q.follower.Bound(); got != 5000 {
+		t.Fatalf("static follower bound %v", got)
+	}
+	if got := q.leader.Bound(); !math.IsInf(got, 1) {
+		t.Fatalf("leader bound %v, want none", got)
+	}
+	adm := ts.admin()
+	ctx := ctxT(t)
+	if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{
+		"leader.replication.throttled.replicas":   kadm.StringPtr("0:1,1:2"),
+		"follower.replication.throttled.replicas": kadm.StringPtr("*"),
+	}, "moving"); err != nil {
+		t.Fatal(err)
+	}
+	alter := func(broker int32, op kadm.IncrementalOp, key, value string) {
+		t.Helper()
+		c := kadm.AlterConfig{Op: op, Name: key}
+		if op == kadm.SetConfig {
+			c.Value = &value
+		}
+		var err error
+		var resps kadm.AlterConfigsResponses
+		if broker < 0 {
+			resps, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{c})
+		} else {
+			resps, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{c}, broker)
+		}
+		if err == nil {
+			for _, r := range resps {
+				err = r.Err
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", key, value, err)
+		}
+	}
+	alter(-1, kadm.SetConfig, "leader.replication.throttled.rate", "7000")
+	waitFor(t, "cluster default leader rate", 10*time.Second, func() bool { return q.leader.Bound() == 7000 })
+	alter(1, kadm.SetConfig, "leader.replication.throttled.rate", "9000")
+	waitFor(t, "broker leader rate", 10*time.Second, func() bool { return q.leader.Bound() == 9000 })
+	if !q.leader.IsThrottled("moving", 0) || q.leader.IsThrottled("moving", 1) || !q.follower.IsThrottled("moving", 2) {
+		t.Fatal("throttled partitions do not follow the topic configs")
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.replicas"},
+		{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"},
+	}, "moving"); err != nil {
+		t.Fatal(err)
+	}
+	alter(1, kadm.DeleteConfig, "leader.replication.throttled.rate", "")
+	waitFor(t, "throttles lifted", 10*time.Second, func() bool {
+		return !q.leader.IsThrottled("moving", 0) && !q.follower.IsThrottled("moving", 2) && q.leader.Bound() == 7000
+	})
+}
