@@ -4,6 +4,9 @@ package handlers
 // of single topic or broker configs through the controller, validated and
 // persisted as ConfigRecords.
 //
+// On a broker listener a broker resource names the cluster default or this
+// broker (INVALID_REQUEST otherwise, config_node.go).
+//
 // Each resource needs ALTER_CONFIGS: on the topic for a topic
 // (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker
 // logger (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
@@ -11,6 +14,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/network"
@@ -20,12 +24,34 @@ var incrementalAlterConfigsAPI = api{key: 44, min: 0, max: 1, handle: (*Handlers
 
 func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	var foreign []kmsg.IncrementalAlterConfigsResponseResource
+	if !h.controllerListener {
+		own := *r
+		own.Resources = nil
+		for _, res := range r.Resources {
+			if msg := h.foreignBrokerResource(res.ResourceType, res.ResourceName); msg != nil {
+				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
+				foreign = append(foreign, rr)
+				continue
+			}
+			own.Resources = append(own.Resources, res)
+		}
+		if len(foreign) > 0 && len(own.Resources) == 0 {
+			resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+			resp.Resources = foreign
+			return resp, nil
+		}
+		r = &own
+	}
 	if h.trustedAdmin(ctx, req) {
-		return h.d.Controller.IncrementalAlterConfigs(ctx, r), nil
+		resp := h.d.Controller.IncrementalAlterConfigs(ctx, r)
+		resp.Resources = append(resp.Resources, foreign...)
+		return resp, nil
 	}
 	allowed := *r
 	allowed.Resources = nil
-	var denied []kmsg.IncrementalAlterConfigsResponseResource
+	denied := foreign
 	for _, res := range r.Resources {
 		code := h.configResourceDenied(ctx, req, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
 		if code == 0 {

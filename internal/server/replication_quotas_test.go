@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestReplicationQuotasFollowConfigs: the throttles take their rates from
@@ -50,6 +52,23 @@ func TestReplicationQuotasFollowConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s: %v", key, value, err)
 		}
+	}
+	// A broker listener alters its own broker's configs only (sent to
+	// broker 1 directly: a client routes a broker's resource to it).
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "7"
+	op := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	op.Name, op.Value = "leader.replication.throttled.rate", kmsg.StringPtr("1")
+	res.Configs = append(res.Configs, op)
+	req.Resources = append(req.Resources, res)
+	kresp, err := ts.client().Broker(1).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr := kresp.(*kmsg.IncrementalAlterConfigsResponse).Resources; len(rr) != 1 || rr[0].ErrorCode != kerr.InvalidRequest.Code ||
+		rr[0].ErrorMessage == nil || *rr[0].ErrorMessage != "Unexpected broker id, expected 1, but received 7" {
+		t.Fatalf("altering broker 7 on broker 1: %+v", rr)
 	}
 	alter(-1, kadm.SetConfig, "leader.replication.throttled.rate", "7000")
 	waitFor(t, "cluster default leader rate", 10*time.Second, func() bool { return q.leader.Bound() == 7000 })
