@@ -321,8 +321,9 @@ func (d *decommission) run(ctx context.Context) error {
 	return nil
 }
 
-// wait polls until no partition of plan is being reassigned, printing
-// progress when it changes.
+// wait polls until no partition of plan is being reassigned and the
+// metadata (of the broker the client asks, which may lag the controller)
+// shows none of them on the broker, printing progress when it changes.
 func (d *decommission) wait(ctx context.Context, plan assignment) error {
 	parts := plan.sortedPartitions()
 	last := -1
@@ -337,7 +338,13 @@ func (d *decommission) wait(ctx context.Context, plan assignment) error {
 			last = done
 		}
 		if len(ongoing) == 0 {
-			return nil
+			current, err := currentAssignmentOf(ctx, d.adm, parts)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(parts, func(tp topicPartition) bool { return slices.Contains(current[tp], d.broker) }) {
+				return nil
+			}
 		}
 		if !sleepCtx(ctx, backoff) {
 			return ctx.Err()

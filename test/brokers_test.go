@@ -1,0 +1,226 @@
+//go:build e2e
+
+package test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Issue #17 part 3, "brokers come and go", through the gregor binary's
+// commands as an operator runs them.
+
+// gregorCLI runs `gregor args... --bootstrap-server addr` and fails the test
+// if it fails.
+func gregorCLI(t *testing.T, timeout time.Duration, addr string, args ...string) string {
+	t.Helper()
+	out, err := run(t, timeout, "", gregorBin, append(args, "--bootstrap-server", addr)...)
+	if err != nil {
+		t.Fatalf("gregor %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// TestDecommissionBrokerUnderLoad: a controller and three brokers, an RF=2
+// topic and an idempotent acks=all producer writing continuously. `gregor
+// cluster decommission --broker 103` moves every replica off broker 103 and
+// returns once it holds none; the broker is stopped and `gregor cluster
+// unregister` removes it; the producer goes on through it all, and every
+// acknowledged record is read back, in order, once.
+func TestDecommissionBrokerUnderLoad(t *testing.T) {
+	const topic, partitions = "shrinking", 4
+	c := startCluster(t, 1, 3)
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, partitions, 2, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	replicasOn := func(broker int32) ([]string, error) {
+		md, err := adm.Metadata(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var on []string
+		for name, td := range md.Topics {
+			for p, pd := range td.Partitions {
+				if slices.Contains(pd.Replicas, broker) || slices.Contains(pd.ISR, broker) {
+					on = append(on, fmt.Sprintf("%s-%d", name, p))
+				}
+			}
+		}
+		return on, nil
+	}
+	c.eventually("every replica in sync", 30*time.Second, func() error {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for p, pd := range md.Topics[topic].Partitions {
+			if len(pd.ISR) != 2 || pd.Leader < 0 {
+				return fmt.Errorf("partition %d: leader %d isr %v", p, pd.Leader, pd.ISR)
+			}
+		}
+		return nil
+	})
+	if on, err := replicasOn(103); err != nil || len(on) == 0 {
+		t.Fatalf("broker 103 holds %v (%v): the test needs it to hold replicas", on, err)
+	}
+
+	load := startSeqLoad(ctx, c, topic, partitions)
+	waitAcks := func(what string, more int) {
+		before := load.count(-1)
+		c.eventually(what, 60*time.Second, func() error {
+			if n := load.count(-1); n < before+more {
+				return fmt.Errorf("%d acknowledged, %d before", n, before)
+			}
+			return nil
+		})
+	}
+	waitAcks("acknowledgements flowing", 2000)
+
+	out := gregorCLI(t, 4*time.Minute, c.brokers[0].addr(), "cluster", "decommission", "--broker", "103", "--wait-timeout", "3m")
+	t.Logf("decommission:\n%s", out)
+	if !strings.Contains(out, "Broker 103 holds no partition replicas.") {
+		t.Fatalf("decommission output:\n%s", out)
+	}
+	if on, err := replicasOn(103); err != nil || len(on) > 0 {
+		t.Fatalf("after decommission broker 103 still holds %v (%v)", on, err)
+	}
+	waitAcks("acknowledgements after the moves", 2000)
+
+	c.brokers[2].stop()
+	out = gregorCLI(t, time.Minute, c.brokers[0].addr(), "cluster", "unregister", "--id", "103")
+	if out != "Broker 103 is no longer registered.\n" {
+		t.Fatalf("unregister: %q", out)
+	}
+	c.eventually("broker 103 gone from the cluster", 30*time.Second, func() error {
+		out, err := run(t, 30*time.Second, "", gregorBin, "cluster", "describe", "--bootstrap-server", c.brokers[0].addr())
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if !strings.Contains(out, "Brokers: 2") {
+			return fmt.Errorf("describe: %s", out)
+		}
+		return nil
+	})
+	waitAcks("acknowledgements with broker 103 gone", 2000)
+	load.finish(t, ctx)
+	load.verify(t, ctx, c)
+}
+
+// TestReassignWithThrottle moves a partition holding ~8 MiB from one broker
+// to another with `gregor reassign execute --throttle 1048576` and measures
+// the movement: log bytes over the time from execute until `reassign
+// verify` reports it complete. Unthrottled, the copy between two local
+// processes takes well under a second; throttled, it averages about the
+// bound. The assertion is generous (at most 2x the throttle, since the
+// rate is measured over windows and the first fetches go out before it
+// has any); a loaded machine only makes the movement slower. verify then
+// removes the throttles.
+func TestReassignWithThrottle(t *testing.T) {
+	const topic, throttle = "throttled", 1 << 20
+	c := startCluster(t, 1, 2)
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var from []int32
+	c.eventually("the partition has a leader", 30*time.Second, func() error {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		pd := md.Topics[topic].Partitions[0]
+		if len(pd.Replicas) != 1 || pd.Leader != pd.Replicas[0] {
+			return fmt.Errorf("replicas %v leader %d", pd.Replicas, pd.Leader)
+		}
+		from = pd.Replicas
+		return nil
+	})
+	to := int32(101)
+	if from[0] == 101 {
+		to = 102
+	}
+	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := strings.Repeat("x", 10_000)
+	for i := 0; i < 800; i++ {
+		prod.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := adm.DescribeBrokerLogDirs(ctx, from[0], kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { size += p.Size })
+	if size < 7<<20 {
+		t.Fatalf("partition holds %d bytes, want about 8 MiB", size)
+	}
+
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(plan, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%d]}]}`, topic, to)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := c.brokers[0].addr()
+	start := time.Now()
+	out := gregorCLI(t, time.Minute, addr, "reassign", "execute", "--reassignment-json-file", plan, "--throttle", fmt.Sprint(throttle))
+	if !strings.Contains(out, "The inter-broker throttle limit was set to 1048576 B/s") {
+		t.Fatalf("execute:\n%s", out)
+	}
+	var elapsed time.Duration
+	c.eventually("reassignment complete", 3*time.Minute, func() error {
+		out, err := run(t, time.Minute, "", gregorBin, "reassign", "verify", "--reassignment-json-file", plan, "--bootstrap-server", addr)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if !strings.Contains(out, "is completed.") {
+			return fmt.Errorf("verify: %s", out)
+		}
+		elapsed = time.Since(start)
+		if !strings.Contains(out, "Clearing topic-level throttles on topic "+topic) {
+			t.Errorf("verify did not clear the throttles:\n%s", out)
+		}
+		return nil
+	})
+	rate := float64(size) / elapsed.Seconds()
+	t.Logf("moved %d bytes in %v: %.0f B/s with a throttle of %d B/s (%.2fx)", size, elapsed.Round(time.Millisecond), rate, throttle, rate/throttle)
+	if rate > 2*throttle {
+		t.Fatalf("moved at %.0f B/s, more than twice the %d B/s throttle", rate, throttle)
+	}
+	cfgs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range cfgs {
+		for _, cfg := range rc.Configs {
+			if strings.Contains(cfg.Key, "throttled") && cfg.Value != nil && *cfg.Value != "" {
+				t.Errorf("%s=%s left after verify", cfg.Key, *cfg.Value)
+			}
+		}
+	}
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := md.Topics[topic].Partitions[0].Replicas; !slices.Equal(got, []int32{to}) {
+		t.Fatalf("replicas after the move: %v, want [%d]", got, to)
+	}
+}
