@@ -56,6 +56,15 @@ func (c *connFlags) withClient(cmd *cobra.Command, fn func(ctx context.Context, 
 	return fn(ctx, cl, adm)
 }
 
+// loadReassignment reads and checks --reassignment-json-file.
+func loadReassignment(path string) (assignment, []topicPartition, error) {
+	data, err := readJSONFile("reassignment-json-file", path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parseReassignment(data)
+}
+
 func readJSONFile(flag, path string) ([]byte, error) {
 	if path == "" {
 		return nil, fmt.Errorf("--%s is required", flag)
@@ -264,11 +273,7 @@ leader/follower.replication.throttled.replicas to the moving replicas. Run
 'reassign verify' until it reports completion: that removes the throttles.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readJSONFile("reassignment-json-file", file)
-			if err != nil {
-				return err
-			}
-			proposed, order, err := parseReassignment(data)
+			proposed, order, err := loadReassignment(file)
 			if err != nil {
 				return err
 			}
@@ -303,12 +308,7 @@ leader/follower.replication.throttled.replicas to the moving replicas. Run
 				if err := alterReassignments(ctx, adm, proposed, "reassigning"); err != nil {
 					return err
 				}
-				parts := proposed.sortedPartitions()
-				names := make([]string, len(parts))
-				for i, tp := range parts {
-					names[i] = tp.String()
-				}
-				fmt.Fprintf(out, "Successfully started partition reassignment%s for %s\n", plural(len(parts)), strings.Join(names, ","))
+				fmt.Fprintf(out, "Successfully started partition reassignment%s for %s\n", plural(len(proposed)), proposed.names())
 				return nil
 			})
 		},
@@ -524,11 +524,7 @@ still in progress, or ended with other replicas, as kafka-reassign-partitions
 removed from every broker and from the topics (unless --preserve-throttles).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readJSONFile("reassignment-json-file", file)
-			if err != nil {
-				return err
-			}
-			target, _, err := parseReassignment(data)
+			target, _, err := loadReassignment(file)
 			if err != nil {
 				return err
 			}
@@ -563,11 +559,7 @@ kafka-reassign-partitions --cancel does. Then the replication throttles are
 removed (unless --preserve-throttles).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readJSONFile("reassignment-json-file", file)
-			if err != nil {
-				return err
-			}
-			target, _, err := parseReassignment(data)
+			target, _, err := loadReassignment(file)
 			if err != nil {
 				return err
 			}
@@ -587,12 +579,7 @@ removed (unless --preserve-throttles).`,
 					if err := alterReassignments(ctx, adm, cancels, "cancelling"); err != nil {
 						return err
 					}
-					parts := cancels.sortedPartitions()
-					names := make([]string, len(parts))
-					for i, tp := range parts {
-						names[i] = tp.String()
-					}
-					fmt.Fprintf(out, "Successfully cancelled partition reassignment%s for: %s\n", plural(len(parts)), strings.Join(names, ","))
+					fmt.Fprintf(out, "Successfully cancelled partition reassignment%s for: %s\n", plural(len(cancels)), cancels.names())
 				}
 				if preserve {
 					return nil

@@ -46,6 +46,16 @@ func (a assignment) sortedPartitions() []topicPartition {
 	return out
 }
 
+// names is the partitions, sorted, comma separated.
+func (a assignment) names() string {
+	parts := a.sortedPartitions()
+	names := make([]string, len(parts))
+	for i, tp := range parts {
+		names[i] = tp.String()
+	}
+	return strings.Join(names, ",")
+}
+
 // reassignmentFile is the reassignment JSON: what --generate proposes,
 // --execute applies and --verify / --cancel check.
 //

@@ -3,33 +3,15 @@ package quota
 import (
 	"math"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
-
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // TestReplicationThrottleAveragesTheBound drives a mover that sends 100 KB
 // chunks whenever the throttle allows, for 60 s of fake time: the moved
 // bytes average the bound, as Kafka's replication quota makes them.
 func TestReplicationThrottleAveragesTheBound(t *testing.T) {
-	clock := &testClock{now: time.Unix(1000, 0)}
+	clock := newClock()
 	r, err := NewReplication(LeaderReplication, Config{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
