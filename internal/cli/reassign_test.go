@@ -102,6 +102,9 @@ func TestLeaderElectOneNode(t *testing.T) {
 	if out != "Valid replica already elected for partitions led-0, led-1\n" {
 		t.Fatalf("elect from file: %q", out)
 	}
+	if out := c.ok("leader", "elect", "--preferred", "--all-topic-partitions"); strings.Contains(out, "Error") {
+		t.Fatalf("elect for every partition: %q", out)
+	}
 	c.fails("could not be elected: led-7", "leader", "elect", "--unclean", "--topic", "led", "--partition", "7")
 	c.fails("exactly one election type", "leader", "elect", "--all-topic-partitions")
 	c.fails("exactly one of", "leader", "elect", "--preferred")
