@@ -379,9 +379,17 @@ func moveMap(ongoing map[topicPartition]reassignmentState, proposed, current ass
 }
 
 // setThrottles writes the throttled replicas on the topics and the rate on
-// the brokers that move data (Kafka's modifyReassignmentThrottle).
+// the brokers that move data (Kafka's modifyReassignmentThrottle). A broker
+// that is not running (a dead broker being decommissioned) is skipped: its
+// configs are altered through it, and it moves nothing.
 func setThrottles(ctx context.Context, adm *kadm.Client, moves map[topicPartition]partitionMove, rate int64) error {
 	leader, follower, brokers := throttledReplicas(moves)
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("describe the cluster: %w", err)
+	}
+	live := md.Brokers.NodeIDs()
+	brokers = slices.DeleteFunc(brokers, func(b int32) bool { return !slices.Contains(live, b) })
 	for topic, l := range leader {
 		alters := []kadm.AlterConfig{
 			{Op: kadm.SetConfig, Name: leaderThrottledReplicas, Value: kadm.StringPtr(l)},
@@ -412,24 +420,21 @@ func alterBrokerConfigs(ctx context.Context, adm *kadm.Client, broker int32, alt
 	return err
 }
 
-// clearThrottles removes the throttle configs from every broker of the
-// cluster and of the assignment, and from the topics (Kafka's
-// clearAllThrottles: the tool cannot know every broker an earlier
-// reassignment throttled).
+// clearThrottles removes the throttle configs from every running broker of
+// the cluster and from the topics (Kafka's clearAllThrottles: the tool
+// cannot know every broker an earlier reassignment throttled), and names
+// the brokers of the assignment that are not running.
 func clearThrottles(ctx context.Context, adm *kadm.Client, target assignment, out io.Writer) error {
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return fmt.Errorf("describe the cluster: %w", err)
 	}
-	var brokers []int32
-	for _, b := range md.Brokers {
-		brokers = append(brokers, b.NodeID)
-	}
-	var topics []string
+	brokers := md.Brokers.NodeIDs()
+	var topics, notRunning []string
 	for _, tp := range target.sortedPartitions() {
 		for _, r := range target[tp] {
-			if !slices.Contains(brokers, r) {
-				brokers = append(brokers, r)
+			if id := strconv.Itoa(int(r)); !slices.Contains(brokers, r) && !slices.Contains(notRunning, id) {
+				notRunning = append(notRunning, id)
 			}
 		}
 		if !slices.Contains(topics, tp.topic) {
@@ -438,6 +443,11 @@ func clearThrottles(ctx context.Context, adm *kadm.Client, target assignment, ou
 	}
 	slices.Sort(brokers)
 	fmt.Fprintf(out, "Clearing broker-level throttles on broker%s %s\n", plural(len(brokers)), joinIDs(brokers))
+	if len(notRunning) > 0 {
+		// A broker's configs are altered through it, as Kafka's tool does.
+		fmt.Fprintf(out, "Not running, throttles left in place (remove them with 'gregor config delete' once running): broker%s %s\n",
+			plural(len(notRunning)), strings.Join(notRunning, ","))
+	}
 	for _, b := range brokers {
 		alters := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: leaderThrottledRate}, {Op: kadm.DeleteConfig, Name: followerThrottledRate}}
 		if err := alterBrokerConfigs(ctx, adm, b, alters); err != nil {
