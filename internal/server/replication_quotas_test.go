@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,12 @@ func TestReplicationQuotasFollowConfigs(t *testing.T) {
 	}
 	if got := q.leader.Bound(); !math.IsInf(got, 1) {
 		t.Fatalf("leader bound %v, want none", got)
+	}
+	_, body := scrape(t, ts, "/metrics")
+	for _, m := range []string{"kafka_server_leaderreplication_byte_rate 0", "kafka_server_followerreplication_byte_rate 0"} {
+		if !strings.Contains(body, m+"\n") {
+			t.Errorf("/metrics lacks %q", m)
+		}
 	}
 	adm := ts.admin()
 	ctx := ctxT(t)
