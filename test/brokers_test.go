@@ -119,12 +119,11 @@ func TestDecommissionBrokerUnderLoad(t *testing.T) {
 }
 
 // TestReassignWithThrottle moves a partition holding ~8 MiB from one broker
-// to another with `gregor reassign execute --throttle 1048576` and measures
-// the movement: log bytes over the time from execute until `reassign
-// verify` reports it complete. Unthrottled, the copy between two local
-// processes takes well under a second; throttled, it averages about the
-// bound. The assertion is generous (at most 2x the throttle, since the
-// rate is measured over windows and the first fetches go out before it
+// to another with `gregor reassign execute`, and back with --throttle
+// 1048576, and measures each movement: log bytes over the time from execute
+// until `reassign verify` reports it complete (both rates are logged). The
+// assertion on the throttled one is generous (at most 2x the throttle, since
+// the rate is measured over windows and the first fetches go out before it
 // has any); a loaded machine only makes the movement slower. verify then
 // removes the throttles.
 func TestReassignWithThrottle(t *testing.T) {
@@ -175,33 +174,48 @@ func TestReassignWithThrottle(t *testing.T) {
 		t.Fatalf("partition holds %d bytes, want about 8 MiB", size)
 	}
 
-	plan := filepath.Join(t.TempDir(), "plan.json")
-	if err := os.WriteFile(plan, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%d]}]}`, topic, to)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	addr := c.brokers[0].addr()
-	start := time.Now()
-	out := gregorCLI(t, time.Minute, addr, "reassign", "execute", "--reassignment-json-file", plan, "--throttle", fmt.Sprint(throttle))
-	if !strings.Contains(out, "The inter-broker throttle limit was set to 1048576 B/s") {
-		t.Fatalf("execute:\n%s", out)
+	// move reassigns the partition to broker to (with --throttle when
+	// throttle > 0) and returns how long it took until verify reported it
+	// complete.
+	move := func(to int32, throttle int64) time.Duration {
+		t.Helper()
+		plan := filepath.Join(t.TempDir(), "plan.json")
+		if err := os.WriteFile(plan, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%d]}]}`, topic, to)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"reassign", "execute", "--reassignment-json-file", plan}
+		if throttle > 0 {
+			args = append(args, "--throttle", fmt.Sprint(throttle))
+		}
+		start := time.Now()
+		out := gregorCLI(t, time.Minute, addr, args...)
+		if want := fmt.Sprintf("The inter-broker throttle limit was set to %d B/s", throttle); throttle > 0 && !strings.Contains(out, want) {
+			t.Fatalf("execute:\n%s", out)
+		}
+		var elapsed time.Duration
+		c.eventually(fmt.Sprintf("move to %d complete", to), 3*time.Minute, func() error {
+			out, err := run(t, time.Minute, "", gregorBin, "reassign", "verify", "--reassignment-json-file", plan, "--bootstrap-server", addr)
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			if !strings.Contains(out, "is completed.") {
+				return fmt.Errorf("verify: %s", out)
+			}
+			elapsed = time.Since(start)
+			if !strings.Contains(out, "Clearing topic-level throttles on topic "+topic) {
+				t.Errorf("verify did not clear the throttles:\n%s", out)
+			}
+			return nil
+		})
+		return elapsed
 	}
-	var elapsed time.Duration
-	c.eventually("reassignment complete", 3*time.Minute, func() error {
-		out, err := run(t, time.Minute, "", gregorBin, "reassign", "verify", "--reassignment-json-file", plan, "--bootstrap-server", addr)
-		if err != nil {
-			return fmt.Errorf("%v: %s", err, out)
-		}
-		if !strings.Contains(out, "is completed.") {
-			return fmt.Errorf("verify: %s", out)
-		}
-		elapsed = time.Since(start)
-		if !strings.Contains(out, "Clearing topic-level throttles on topic "+topic) {
-			t.Errorf("verify did not clear the throttles:\n%s", out)
-		}
-		return nil
-	})
+	unthrottled := move(to, 0)
+	t.Logf("unthrottled: moved %d bytes in %v: %.0f B/s", size, unthrottled.Round(time.Millisecond), float64(size)/unthrottled.Seconds())
+	to = from[0] // and back, throttled
+	elapsed := move(to, throttle)
 	rate := float64(size) / elapsed.Seconds()
-	t.Logf("moved %d bytes in %v: %.0f B/s with a throttle of %d B/s (%.2fx)", size, elapsed.Round(time.Millisecond), rate, throttle, rate/throttle)
+	t.Logf("throttled: moved %d bytes in %v: %.0f B/s with a throttle of %d B/s (%.2fx)", size, elapsed.Round(time.Millisecond), rate, throttle, rate/throttle)
 	if rate > 2*throttle {
 		t.Fatalf("moved at %.0f B/s, more than twice the %d B/s throttle", rate, throttle)
 	}
