@@ -34,7 +34,7 @@ heartbeat.`,
 			if !cmd.Flags().Changed("id") {
 				return errors.New("--id is required")
 			}
-			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) error {
+			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client) error {
 				if err := unregisterBroker(ctx, cl, id); err != nil {
 					return err
 				}

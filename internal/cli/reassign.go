@@ -41,19 +41,14 @@ func NewReassignCommand() *cobra.Command {
 	return cmd
 }
 
-// withClient runs fn with a kgo client and an admin client on it, bounded
-// by --timeout.
-func (c *connFlags) withClient(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error) error {
-	ctx, cancel := c.deadline(cmd)
-	defer cancel()
-	cl, err := c.client(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(min(c.timeout.Milliseconds(), 1<<31-1)))
-	return fn(ctx, cl, adm)
+// withClients is withClient with an admin client on the same connection,
+// its requests timing out with --timeout.
+func (c *connFlags) withClients(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error) error {
+	return c.withClient(cmd, func(ctx context.Context, cl *kgo.Client) error {
+		adm := kadm.NewClient(cl)
+		adm.SetTimeoutMillis(int32(min(c.timeout.Milliseconds(), 1<<31-1)))
+		return fn(ctx, cl, adm)
+	})
 }
 
 // loadReassignment reads and checks --reassignment-json-file.
@@ -280,7 +275,7 @@ leader/follower.replication.throttled.replicas to the moving replicas. Run
 			if cmd.Flags().Changed("throttle") && throttle < 0 {
 				return fmt.Errorf("--throttle must be >= 0, got %d", throttle)
 			}
-			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return conn.withClients(cmd, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				ongoing, err := listReassignments(ctx, cl, nil)
 				if err != nil {
 					return err
@@ -538,7 +533,7 @@ removed from every broker and from the topics (unless --preserve-throttles).`,
 			if err != nil {
 				return err
 			}
-			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return conn.withClients(cmd, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				lines, moving, err := verifyStatus(ctx, cl, adm, target)
 				if err != nil {
 					return err
@@ -573,7 +568,7 @@ removed (unless --preserve-throttles).`,
 			if err != nil {
 				return err
 			}
-			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return conn.withClients(cmd, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				ongoing, err := listReassignments(ctx, cl, target.sortedPartitions())
 				if err != nil {
 					return err
@@ -609,7 +604,7 @@ func newReassignList(conn *connFlags) *cobra.Command {
 		Short: "List the partition reassignments in progress",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) error {
+			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client) error {
 				ongoing, err := listReassignments(ctx, cl, nil)
 				if err != nil {
 					return err
