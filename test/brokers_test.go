@@ -125,7 +125,9 @@ func TestDecommissionBrokerUnderLoad(t *testing.T) {
 // assertion on the throttled one is generous (at most 2x the throttle, since
 // the rate is measured over windows and the first fetches go out before it
 // has any); a loaded machine only makes the movement slower. verify then
-// removes the throttles.
+// removes the throttles. Last, a throttled move is listed while in
+// progress and cancelled: the partition keeps its replicas and the
+// throttles go.
 func TestReassignWithThrottle(t *testing.T) {
 	const topic, throttle = "throttled", 1 << 20
 	c := startCluster(t, 1, 2)
@@ -212,13 +214,44 @@ func TestReassignWithThrottle(t *testing.T) {
 	}
 	unthrottled := move(to, 0)
 	t.Logf("unthrottled: moved %d bytes in %v: %.0f B/s", size, unthrottled.Round(time.Millisecond), float64(size)/unthrottled.Seconds())
+	movedTo := to
 	to = from[0] // and back, throttled
+
 	elapsed := move(to, throttle)
 	rate := float64(size) / elapsed.Seconds()
 	t.Logf("throttled: moved %d bytes in %v: %.0f B/s with a throttle of %d B/s (%.2fx)", size, elapsed.Round(time.Millisecond), rate, throttle, rate/throttle)
 	if rate > 2*throttle {
 		t.Fatalf("moved at %.0f B/s, more than twice the %d B/s throttle", rate, throttle)
 	}
+
+	// A throttled move is still in progress right after execute: list
+	// shows it, cancel ends it (the partition keeps its replicas from
+	// before) and removes the throttles.
+	plan := filepath.Join(t.TempDir(), "cancelled.json")
+	if err := os.WriteFile(plan, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%d]}]}`, topic, movedTo)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gregorCLI(t, time.Minute, addr, "reassign", "execute", "--reassignment-json-file", plan, "--throttle", fmt.Sprint(throttle))
+	if out := gregorCLI(t, time.Minute, addr, "reassign", "list"); !strings.Contains(out, fmt.Sprintf("%s-0: replicas: ", topic)) ||
+		!strings.Contains(out, fmt.Sprintf("adding: %d.", movedTo)) {
+		t.Fatalf("list during the move:\n%s", out)
+	}
+	out := gregorCLI(t, time.Minute, addr, "reassign", "cancel", "--reassignment-json-file", plan)
+	if !strings.Contains(out, fmt.Sprintf("Successfully cancelled partition reassignment for: %s-0", topic)) ||
+		!strings.Contains(out, "Clearing topic-level throttles on topic "+topic) {
+		t.Fatalf("cancel:\n%s", out)
+	}
+	c.eventually("the cancelled move undone", 30*time.Second, func() error {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if got := md.Topics[topic].Partitions[0].Replicas; !slices.Equal(got, []int32{to}) {
+			return fmt.Errorf("replicas %v, want [%d]", got, to)
+		}
+		return nil
+	})
+
 	cfgs, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +259,7 @@ func TestReassignWithThrottle(t *testing.T) {
 	for _, rc := range cfgs {
 		for _, cfg := range rc.Configs {
 			if strings.Contains(cfg.Key, "throttled") && cfg.Value != nil && *cfg.Value != "" {
-				t.Errorf("%s=%s left after verify", cfg.Key, *cfg.Value)
+				t.Errorf("%s=%s left after verify and cancel", cfg.Key, *cfg.Value)
 			}
 		}
 	}
