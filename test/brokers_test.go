@@ -33,9 +33,10 @@ func gregorCLI(t *testing.T, timeout time.Duration, addr string, args ...string)
 // TestDecommissionBrokerUnderLoad: a controller and three brokers, an RF=2
 // topic and an idempotent acks=all producer writing continuously. `gregor
 // cluster decommission --broker 103` moves every replica off broker 103 and
-// returns once it holds none; the broker is stopped and `gregor cluster
-// unregister` removes it; the producer goes on through it all, and every
-// acknowledged record is read back, in order, once.
+// returns once it holds none; `--unregister` refuses to unregister it while
+// it runs, and does once it is stopped (a second `gregor cluster
+// unregister` finds it gone); the producer goes on through it all, and
+// every acknowledged record is read back, in order, once.
 func TestDecommissionBrokerUnderLoad(t *testing.T) {
 	const topic, partitions = "shrinking", 4
 	c := startCluster(t, 1, 3)
@@ -98,10 +99,29 @@ func TestDecommissionBrokerUnderLoad(t *testing.T) {
 	}
 	waitAcks("acknowledgements after the moves", 2000)
 
+	// A running broker would register again: --unregister refuses it.
+	out, err := run(t, time.Minute, "", gregorBin, "cluster", "decommission", "--broker", "103", "--unregister",
+		"--bootstrap-server", c.brokers[0].addr())
+	if err == nil || !strings.Contains(out, "broker 103 is still running, so it was not unregistered") {
+		t.Fatalf("decommission --unregister of a running broker: %v\n%s", err, out)
+	}
 	c.brokers[2].stop()
-	out = gregorCLI(t, time.Minute, c.brokers[0].addr(), "cluster", "unregister", "--id", "103")
-	if out != "Broker 103 is no longer registered.\n" {
-		t.Fatalf("unregister: %q", out)
+	// Stopped, it is fenced once the controller sees its connection close
+	// (or its session expire): until then it counts as running.
+	c.eventually("the stopped broker unregistered", 30*time.Second, func() error {
+		out, err := run(t, time.Minute, "", gregorBin, "cluster", "decommission", "--broker", "103", "--unregister",
+			"--bootstrap-server", c.brokers[0].addr())
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if out != "Broker 103 holds no partition replicas.\nBroker 103 is no longer registered.\n" {
+			t.Fatalf("decommission --unregister of the stopped broker: %q", out)
+		}
+		return nil
+	})
+	out, err = run(t, time.Minute, "", gregorBin, "cluster", "unregister", "--id", "103", "--bootstrap-server", c.brokers[0].addr())
+	if err == nil || !strings.Contains(out, "BROKER_ID_NOT_REGISTERED") {
+		t.Fatalf("unregister again: %v\n%s", err, out)
 	}
 	c.eventually("broker 103 gone from the cluster", 30*time.Second, func() error {
 		out, err := run(t, 30*time.Second, "", gregorBin, "cluster", "describe", "--bootstrap-server", c.brokers[0].addr())
