@@ -23,25 +23,24 @@ var alterConfigsAPI = api{key: 33, min: 0, max: 2, handle: (*Handlers).alterConf
 
 func (h *Handlers) alterConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterConfigsRequest)
-	var foreign []kmsg.AlterConfigsResponseResource
-	if !h.controllerListener {
-		own := *r
-		own.Resources = nil
-		for _, res := range r.Resources {
-			if msg := h.foreignBrokerResource(res.ResourceType, res.ResourceName); msg != nil {
-				rr := kmsg.NewAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
-				foreign = append(foreign, rr)
-				continue
-			}
-			own.Resources = append(own.Resources, res)
-		}
-		if len(foreign) > 0 && len(own.Resources) == 0 {
+	own, foreign := splitForeignBrokers(h, r.Resources,
+		func(res *kmsg.AlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+			return res.ResourceType, res.ResourceName
+		},
+		func(res *kmsg.AlterConfigsRequestResource, msg *string) kmsg.AlterConfigsResponseResource {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
+			return rr
+		})
+	if len(foreign) > 0 {
+		if len(own) == 0 {
 			resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
 			resp.Resources = foreign
 			return resp, nil
 		}
-		r = &own
+		rest := *r
+		rest.Resources = own
+		r = &rest
 	}
 	if h.trustedAdmin(ctx, req) {
 		resp := h.d.Controller.AlterConfigs(ctx, r)

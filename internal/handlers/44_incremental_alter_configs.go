@@ -24,25 +24,24 @@ var incrementalAlterConfigsAPI = api{key: 44, min: 0, max: 1, handle: (*Handlers
 
 func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
-	var foreign []kmsg.IncrementalAlterConfigsResponseResource
-	if !h.controllerListener {
-		own := *r
-		own.Resources = nil
-		for _, res := range r.Resources {
-			if msg := h.foreignBrokerResource(res.ResourceType, res.ResourceName); msg != nil {
-				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
-				foreign = append(foreign, rr)
-				continue
-			}
-			own.Resources = append(own.Resources, res)
-		}
-		if len(foreign) > 0 && len(own.Resources) == 0 {
+	own, foreign := splitForeignBrokers(h, r.Resources,
+		func(res *kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+			return res.ResourceType, res.ResourceName
+		},
+		func(res *kmsg.IncrementalAlterConfigsRequestResource, msg *string) kmsg.IncrementalAlterConfigsResponseResource {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
+			return rr
+		})
+	if len(foreign) > 0 {
+		if len(own) == 0 {
 			resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 			resp.Resources = foreign
 			return resp, nil
 		}
-		r = &own
+		rest := *r
+		rest.Resources = own
+		r = &rest
 	}
 	if h.trustedAdmin(ctx, req) {
 		resp := h.d.Controller.IncrementalAlterConfigs(ctx, r)

@@ -29,3 +29,18 @@ func (h *Handlers) foreignBrokerResource(resourceType kmsg.ConfigResourceType, n
 	msg := fmt.Sprintf("Unexpected broker id, expected %d, but received %s", h.d.NodeID, name)
 	return &msg
 }
+
+// splitForeignBrokers separates the resources foreignBrokerResource refuses
+// from the rest: kind gives a resource's type and name, refuse its
+// INVALID_REQUEST answer.
+func splitForeignBrokers[Res, Answer any](h *Handlers, resources []Res, kind func(*Res) (kmsg.ConfigResourceType, string),
+	refuse func(*Res, *string) Answer) (own []Res, refused []Answer) {
+	for i := range resources {
+		if msg := h.foreignBrokerResource(kind(&resources[i])); msg != nil {
+			refused = append(refused, refuse(&resources[i], msg))
+			continue
+		}
+		own = append(own, resources[i])
+	}
+	return own, refused
+}
