@@ -39,6 +39,7 @@ import (
 //	set-config [topic=S|broker=N] key=S value=S   (neither: cluster default)
 //	leader id=N epoch=N       the quorum reports a leader
 //	image                     compact summary of the controller's image
+//	unregister id=N           UnregisterBroker
 //
 // and the replication commands of TestReplication (replication_test.go).
 //
@@ -276,6 +277,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("active=%v\n", h.c.Active())
 	case "image":
 		return imageSummary(h.c.Image())
+	case "unregister":
+		var id int
+		d.ScanArgs(t, "id", &id)
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = int32(id)
+		resp := h.c.UnregisterBroker(ctx, req)
+		return fmt.Sprintf("%s %s\n", errName(resp.ErrorCode), deref(resp.ErrorMessage))
 	case "gone":
 		var addr string
 		d.ScanArgs(t, "addr", &addr)
@@ -515,6 +523,8 @@ func formatRecord(r metadata.Record, names map[[16]byte]string) string {
 			s += " dirs=[" + strings.Join(dirs, ",") + "]"
 		}
 		return s
+	case *metadata.UnregisterBrokerRecord:
+		return fmt.Sprintf("UnregisterBroker id=%d epoch=%d", r.BrokerID, r.BrokerEpoch)
 	case *metadata.FeatureLevelRecord:
 		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.FeatureLevel)
 	case *metadata.ConfigRecord:

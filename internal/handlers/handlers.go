@@ -151,6 +151,7 @@ var brokerAPIs = []*api{
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	// Replication.
 	&offsetForLeaderEpochAPI,
 	&describeTopicPartitionsAPI,
@@ -185,6 +186,7 @@ var controllerAPIs = []*api{
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 	&alterPartitionAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
 

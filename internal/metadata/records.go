@@ -28,6 +28,7 @@ type Record interface {
 // Kafka's api keys for the metadata records (metadata/src/main/resources/common/metadata).
 const (
 	RegisterBrokerRecordType            int16 = 0
+	UnregisterBrokerRecordType          int16 = 1
 	TopicRecordType                     int16 = 2
 	PartitionRecordType                 int16 = 3
 	ConfigRecordType                    int16 = 4
@@ -91,6 +92,8 @@ func newRecord(typ int16) decodable {
 	switch typ {
 	case RegisterBrokerRecordType:
 		return &RegisterBrokerRecord{}
+	case UnregisterBrokerRecordType:
+		return &UnregisterBrokerRecord{}
 	case TopicRecordType:
 		return &TopicRecord{}
 	case PartitionRecordType:

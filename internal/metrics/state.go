@@ -28,6 +28,9 @@ type State struct {
 	Purgatories map[string]int
 	// ClientQuotas are the client quota sensors (broker role).
 	ClientQuotas []ClientQuotaSensor
+	// ReplicationThrottles are the replication throttles' rates (broker
+	// role).
+	ReplicationThrottles []ReplicationThrottle
 	// FetchSessions is the broker's fetch session cache (broker role).
 	FetchSessions FetchSessionCache
 	// Groups is what the group coordinator's shards on this broker hold
@@ -125,6 +128,15 @@ type ClientQuotaSensor struct {
 	ThrottleTime float64
 }
 
+// ReplicationThrottle is one side's replication throttle (KIP-73).
+type ReplicationThrottle struct {
+	// Type is LeaderReplication or FollowerReplication.
+	Type string
+	// ByteRate is the throttled replication bytes moved a second, as the
+	// throttle measures them (byte-rate).
+	ByteRate float64
+}
+
 // PartitionState is one hosted partition.
 type PartitionState struct {
 	Topic           string
@@ -208,6 +220,15 @@ var (
 	descReplicationBytesIn = desc("kafka_server_brokertopicmetrics_replicationbytesin_total", "Record bytes appended as a follower (ReplicationBytesInPerSec).")
 )
 
+// The replication throttles (kafka.server:type=LeaderReplication and
+// FollowerReplication).
+var replicationThrottleDescs = map[string]*prometheus.Desc{
+	"LeaderReplication": desc("kafka_server_leaderreplication_byte_rate",
+		"Bytes a second this leader sent throttled follower replicas (kafka.server:type=LeaderReplication byte-rate)."),
+	"FollowerReplication": desc("kafka_server_followerreplication_byte_rate",
+		"Bytes a second this broker's replica fetchers took for throttled replicas (kafka.server:type=FollowerReplication byte-rate)."),
+}
+
 // The metadata quorum (kafka.server:type=raft-metrics).
 var (
 	descRaftLeader = desc("kafka_server_raft_metrics_current_leader", "The metadata quorum's leader as this node knows it, -1 unknown (raft-metrics current-leader).")
@@ -264,6 +285,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d[0]
 		ch <- d[1]
 	}
+	for _, d := range replicationThrottleDescs {
+		ch <- d
+	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -288,6 +312,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if d, ok := quotaDescs[q.Type]; ok {
 			gauge(d[0], q.Rate, q.User, q.ClientID)
 			gauge(d[1], q.ThrottleTime, q.User, q.ClientID)
+		}
+	}
+	for _, r := range s.ReplicationThrottles {
+		if d, ok := replicationThrottleDescs[r.Type]; ok {
+			gauge(d, r.ByteRate)
 		}
 	}
 	if s.Broker {

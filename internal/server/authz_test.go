@@ -443,6 +443,9 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	codeOf(t, "ListPartitionReassignments", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "AlterPartitionReassignments", rawRequest[*kmsg.AlterPartitionAssignmentsResponse](t, cl, kmsg.NewPtrAlterPartitionAssignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "ElectLeaders", rawRequest[*kmsg.ElectLeadersResponse](t, cl, kmsg.NewPtrElectLeadersRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	unregister := kmsg.NewPtrUnregisterBrokerRequest()
+	unregister.BrokerID = 7
+	codeOf(t, "UnregisterBroker", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "DescribeQuorum", rawRequest[*kmsg.DescribeQuorumResponse](t, cl, kmsg.NewPtrDescribeQuorumRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 
 	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
@@ -453,6 +456,7 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
 	codeOf(t, "AlterUserScramCredentials with ALTER", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ResourceNotFound)
 	codeOf(t, "ListPartitionReassignments with DESCRIBE", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, nil)
+	codeOf(t, "UnregisterBroker with ALTER (forwarded, served)", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.BrokerIDNotRegistered)
 
 	// Node-to-node requests on the controller listener.
 	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))

@@ -23,6 +23,9 @@ func (s *Server) metricsState() metrics.State {
 	if s.quotas != nil {
 		st.ClientQuotas = quotaSensors(s.quotas)
 	}
+	if s.replicationQuotas != nil {
+		st.ReplicationThrottles = s.replicationQuotas.sensors()
+	}
 	if s.replica != nil {
 		st.Broker = true
 		fs := s.fetchSessions.Stats()

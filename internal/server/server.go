@@ -113,6 +113,8 @@ type Server struct {
 	lifecycle      *lifecycle
 	// quotas enforce the client quotas on the broker listeners.
 	quotas *quota.Managers
+	// replicationQuotas are the replication throttles (broker role).
+	replicationQuotas *replicationQuotas
 	// fetchSessions are the broker's incremental fetch sessions (KIP-227).
 	fetchSessions *fetchsession.Cache
 
@@ -580,6 +582,10 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	s.quotas = quotas
 	// Quotas hold from the broker's first request on.
 	s.loader.AddPublisher(clientQuotaPublisher{m: quotas})
+	if s.replicationQuotas, err = s.newReplicationQuotas(); err != nil {
+		return err
+	}
+	s.loader.AddPublisher(s.replicationQuotas)
 	deps := handlers.Deps{
 		NodeID:      s.cfg.NodeID,
 		ClusterID:   s.clusterID,
@@ -617,6 +623,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		BrokerEpoch:         s.lifecycle.brokerEpoch,
 		ReplicaLagTimeMaxMs: s.cfg.ReplicaLagTimeMaxMs,
 		OnISRChange:         s.metrics.ISRChanged,
+		LeaderQuota:         s.replicationQuotas.leader,
+		FollowerQuota:       s.replicationQuotas.follower,
 		Fetcher: replica.FetcherConfig{
 			ClusterID:   s.clusterID,
 			Listener:    s.cfg.InterBrokerListenerName,
