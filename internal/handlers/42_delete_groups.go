@@ -92,7 +92,7 @@ func (h *Handlers) deleteShareGroupState(ctx context.Context, req *network.Reque
 	if stop != 0 || !isShare {
 		return stop
 	}
-	if code := h.deleteSharePartitions(ctx, groupID, parts); code != 0 {
+	if code, _ := h.deleteSharePartitions(ctx, groupID, parts); code != 0 {
 		h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, groupID, func(s *group.Shard, _ group.Writer) {
 			s.ShareGroupStateDeleteFailed(groupID)
 		})
@@ -102,23 +102,22 @@ func (h *Handlers) deleteShareGroupState(ctx context.Context, req *network.Reque
 }
 
 // deleteSharePartitions deletes the share-partition state of a group's
-// partitions from the persister: 0, or the code of the first failure.
-func (h *Handlers) deleteSharePartitions(ctx context.Context, groupID string, parts group.SharePartitions) int16 {
+// partitions from the persister: 0, or the code (and message) of the first
+// failure. State never initialized or already deleted
+// (UNKNOWN_TOPIC_OR_PARTITION) is no error.
+func (h *Handlers) deleteSharePartitions(ctx context.Context, groupID string, parts group.SharePartitions) (int16, *string) {
 	for topic, ps := range parts {
 		for _, p := range ps {
 			err := h.d.SharePersister.Delete(ctx, sharestate.Key{GroupID: groupID, TopicID: topic, Partition: p})
-			var ke *kerr.Error
-			switch {
-			case err == nil, errors.Is(err, kerr.UnknownTopicOrPartition):
-			case errors.As(err, &ke):
-				return ke.Code
-			case ctx.Err() != nil:
-				return kerr.RequestTimedOut.Code
-			default:
-				h.d.Logger.Warn("delete share-partition state", "group", groupID, "err", err)
-				return kerr.UnknownServerError.Code
+			if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) {
+				continue
 			}
+			code, msg := shareStateCode(err)
+			if code == kerr.UnknownServerError.Code {
+				h.d.Logger.Warn("delete share-partition state", "group", groupID, "err", err)
+			}
+			return code, msg
 		}
 	}
-	return 0
+	return 0, nil
 }
