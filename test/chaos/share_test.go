@@ -93,9 +93,11 @@ func TestShareGroupConsumerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The consumers. The first is the victim: it is killed -9 as soon as
-	// it is handed a batch after one acknowledged batch, while it
-	// "processes" it (one second per batch).
+	// The consumers. The first is the victim: it starts alone, and is
+	// killed -9 as soon as it is handed a batch after one acknowledged
+	// batch, while it "processes" it (one second per batch); the others
+	// start once it acknowledged its first batch, so that it surely has
+	// one to die holding.
 	type child struct {
 		name string
 		cmd  *exec.Cmd
@@ -103,7 +105,8 @@ func TestShareGroupConsumerKilled(t *testing.T) {
 	}
 	var children []*child
 	killed := make(chan string, 1)
-	for i := range 5 {
+	victimAccepted := make(chan struct{}) // closed at the victim's first acknowledged acceptance
+	startConsumer := func(i int) {
 		args := shareConsumerArgs{Name: fmt.Sprintf("share-consumer-%d", i), Seeds: c.seeds(), Topic: shareTopic, Group: shareGroup,
 			HistoryStartNs: h.start.UnixNano(), Work: time.Second}
 		enc, _ := json.Marshal(args)
@@ -129,6 +132,9 @@ func TestShareGroupConsumerKilled(t *testing.T) {
 				switch {
 				case !victim || dead:
 				case op.F == FShareAck && op.Outcome == OK && op.Ack == "accept":
+					if !accepted {
+						close(victimAccepted)
+					}
 					accepted = true
 				case op.F == FShareDeliver && accepted:
 					invoke := h.Now()
@@ -140,11 +146,24 @@ func TestShareGroupConsumerKilled(t *testing.T) {
 			})
 		}()
 	}
+	startConsumer(0)
 
 	// The producer: acks=all, one value once, spread over both partitions.
 	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(60*time.Second))
 	for i := 0; i < shareRecords; i += 20 {
+		if i == 200 {
+			// The others, and the rest of the records, once the victim
+			// accepted a batch of the first 200.
+			select {
+			case <-victimAccepted:
+			case <-time.After(120 * time.Second):
+				t.Fatal("the victim consumer accepted no batch of the first 200 records within 120s")
+			}
+			for j := 1; j < 5; j++ {
+				startConsumer(j)
+			}
+		}
 		var batch []*kgo.Record
 		invoke := h.Now()
 		for j := i; j < i+20 && j < shareRecords; j++ {
@@ -176,7 +195,7 @@ func TestShareGroupConsumerKilled(t *testing.T) {
 	case name := <-killed:
 		t.Logf("%s killed -9 mid-batch", name)
 	case <-time.After(120 * time.Second):
-		t.Fatal("the victim consumer was never handed a second batch")
+		t.Fatal("the victim consumer was not handed a batch after its first within 120s")
 	}
 
 	// Every record accepted or archived: the start offsets reach the ends.
