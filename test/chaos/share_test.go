@@ -214,6 +214,11 @@ func TestShareGroupConsumerKilled(t *testing.T) {
 			if o.Err != nil {
 				return nil, fmt.Errorf("partition %d: %w", p, o.Err)
 			}
+			if o.StartOffset >= ends[p] && o.Lag != 0 {
+				// Resolved up to the end: no lag (KIP-1226's, from
+				// the end offset the partition's leader answers).
+				return nil, fmt.Errorf("partition %d: start offset %d at the end %d, lag %d", p, o.StartOffset, ends[p], o.Lag)
+			}
 			got[p] = o.StartOffset
 		}
 		return got, nil
