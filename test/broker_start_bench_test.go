@@ -10,14 +10,11 @@ package test
 // Figures are printed with t.Logf; nothing is asserted on time.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -157,35 +154,10 @@ func brokerStartRun(t *testing.T, n int) startFigures {
 	return f
 }
 
-// bsCreate creates the topics with per partitions each, RF=1, as many per
-// CreateTopics request as the controller takes (10,000 records).
+// bsCreate creates the topics with per partitions each, RF=1.
 func bsCreate(t *testing.T, c *cluster, topics []string, per int) {
 	t.Helper()
-	cl := c.client()
-	defer cl.Close()
-	step := max(1, 10000/(per+1))
-	for i := 0; i < len(topics); i += step {
-		batch := topics[i:min(i+step, len(topics))]
-		req := kmsg.NewPtrCreateTopicsRequest()
-		req.TimeoutMillis = 120_000
-		for _, name := range batch {
-			rt := kmsg.NewCreateTopicsRequestTopic()
-			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, int32(per), 1
-			req.Topics = append(req.Topics, rt)
-		}
-		c.eventually(fmt.Sprintf("create %s..%s", batch[0], batch[len(batch)-1]), 10*time.Minute, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				return err
-			}
-			for _, rt := range resp.Topics {
-				if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-					return fmt.Errorf("%s: %w", rt.Topic, err)
-				}
-			}
-			return nil
-		})
-	}
+	createTopicsInSteps(t, c, topics, per, func(rt *kmsg.CreateTopicsRequestTopic) {
+		rt.NumPartitions, rt.ReplicationFactor = int32(per), 1
+	})
 }
