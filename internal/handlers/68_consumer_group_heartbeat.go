@@ -36,6 +36,11 @@ func (h *Handlers) groupTopics() group.Topics {
 
 func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !h.consumerGroupProtocolEnabled() {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.Version, resp.ErrorCode = r.Version, kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	clientID, clientHost := clientInfo(req)
 	topics := h.groupTopics()
 	if !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {

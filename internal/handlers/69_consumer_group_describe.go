@@ -11,6 +11,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator/group"
@@ -23,6 +24,15 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Reque
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	resp.Version = r.Version
+	if !h.consumerGroupProtocolEnabled() {
+		// Kafka's getErrorResponse: every group, the code alone.
+		for _, id := range r.Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = id, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
 	for _, id := range r.Groups {
 		var rg kmsg.ConsumerGroupDescribeResponseGroup
 		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {

@@ -25,6 +25,15 @@ func (h *Handlers) shareGroupDescribe(ctx context.Context, req *network.Request)
 	r := req.Body.(*kmsg.ShareGroupDescribeRequest)
 	resp := kmsg.NewPtrShareGroupDescribeResponse()
 	resp.Version = r.Version
+	if !h.shareGroupsEnabled() {
+		// Kafka's getErrorResponse: every group, the code alone.
+		for _, id := range r.GroupIDs {
+			rg := kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID, rg.ErrorCode = id, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
 	img := h.image()
 	for _, id := range r.GroupIDs {
 		var rg kmsg.ShareGroupDescribeResponseGroup

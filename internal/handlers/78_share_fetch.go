@@ -197,6 +197,10 @@ func validShareMember(member string) bool { return member != "" && len(member) <
 func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareFetchRequest)
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
+	if !h.shareGroupsEnabled() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	var group, member string
 	if r.GroupID != nil {
 		group = *r.GroupID

@@ -36,6 +36,10 @@ var shareAcknowledgeAPI = api{key: 79, min: 1, max: 2, handle: (*Handlers).share
 func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareAcknowledgeRequest)
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	if !h.shareGroupsEnabled() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	var group, member string
 	if r.GroupID != nil {
 		group = *r.GroupID

@@ -34,7 +34,15 @@ func (h *Handlers) describeShareGroupOffsets(ctx context.Context, req *network.R
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
 	resp.Version = r.Version
+	enabled := h.shareGroupsEnabled()
 	for _, rg := range r.Groups {
+		if !enabled {
+			out := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			msg := kerr.UnsupportedVersion.Description
+			out.GroupID, out.ErrorCode, out.ErrorMessage = rg.GroupID, kerr.UnsupportedVersion.Code, &msg
+			resp.Groups = append(resp.Groups, out)
+			continue
+		}
 		resp.Groups = append(resp.Groups, h.describeShareGroupOffsetsGroup(ctx, req, rg))
 	}
 	return resp, nil

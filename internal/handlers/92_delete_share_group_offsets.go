@@ -37,12 +37,19 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 		gcode  int16
 		gmsg   string
 	)
-	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, r.GroupID, func(s *group.Shard, _ group.Writer) {
-		topics, gcode, gmsg = s.ShareGroupStateTopics(r.GroupID, true)
-	})
-	if code == 0 && gcode != 0 {
-		code = gcode
-		resp.ErrorMessage = &gmsg
+	var code int16
+	if !h.shareGroupsEnabled() {
+		code = kerr.UnsupportedVersion.Code
+		msg := kerr.UnsupportedVersion.Description
+		resp.ErrorMessage = &msg
+	} else {
+		code = h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, r.GroupID, func(s *group.Shard, _ group.Writer) {
+			topics, gcode, gmsg = s.ShareGroupStateTopics(r.GroupID, true)
+		})
+		if code == 0 && gcode != 0 {
+			code = gcode
+			resp.ErrorMessage = &gmsg
+		}
 	}
 	if code != 0 {
 		resp.ErrorCode = code
