@@ -24,7 +24,7 @@ func TestApiVersionsAdvertisesKafka40Floors(t *testing.T) {
 		8: 2, 9: 1, 10: 0, 11: 2, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0, 42: 0, 47: 0, 68: 0, 69: 0, 55: 0, 43: 0, 23: 2, 75: 0, 45: 0, 46: 0, 61: 0, 28: 0,
 		24: 0, 25: 0, 26: 0, 27: 0, 65: 0, 66: 0, 50: 0, 51: 0, 29: 1, 30: 1, 31: 1, 48: 0, 49: 0,
 		17: 0, 36: 0,
-		57: 0, // feature levels (kafka-features)
+		57: 0,                                                                              // feature levels (kafka-features)
 		76: 1, 77: 1, 78: 1, 79: 1, 83: 0, 84: 0, 85: 0, 86: 0, 87: 0, 90: 0, 91: 0, 92: 0} // share groups (KIP-932)
 	got := map[int16]kmsg.ApiVersionsResponseApiKey{}
 	for _, k := range resp.ApiKeys {
