@@ -9,6 +9,9 @@ package handlers
 // Needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
 // every subscribed topic named (else TOPIC_AUTHORIZATION_FAILED naming them),
 // as Kafka.
+//
+// While group.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

@@ -7,6 +7,9 @@ package handlers
 // Asked for them, a group answered without error carries the principal's
 // authorized operations on it (KIP-430); the others keep the omitted
 // value, as in Kafka.
+//
+// While group.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

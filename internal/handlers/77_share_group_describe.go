@@ -8,6 +8,9 @@ package handlers
 // TOPIC_AUTHORIZATION_FAILED alone, nothing of it shown (as Kafka). Asked
 // for them, a group answered without error carries the principal's
 // authorized operations on it (KIP-430).
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

@@ -32,6 +32,9 @@ package handlers
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED
 // for the whole request), READ on each topic (TOPIC_AUTHORIZATION_FAILED
 // for its partitions, after UNKNOWN_TOPIC_ID for an unknown id).
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

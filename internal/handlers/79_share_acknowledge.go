@@ -18,6 +18,9 @@ package handlers
 //
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED),
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

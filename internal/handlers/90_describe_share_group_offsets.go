@@ -15,6 +15,9 @@ package handlers
 //
 // Each group needs DESCRIBE (else GROUP_AUTHORIZATION_FAILED); an id that
 // names no share group is GROUP_ID_NOT_FOUND.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

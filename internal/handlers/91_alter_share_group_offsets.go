@@ -16,6 +16,9 @@ package handlers
 // consumer group's id is GROUP_ID_NOT_FOUND; a topic or partition that
 // does not exist is UNKNOWN_TOPIC_OR_PARTITION; a start offset below -1
 // (-1: decided by share.auto.offset.reset) is INVALID_REQUEST.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"

@@ -13,6 +13,9 @@ package handlers
 // as OffsetDelete. An id naming no share group is GROUP_ID_NOT_FOUND, a
 // group with members NON_EMPTY_GROUP; a topic that does not exist, or that
 // the group has no state for, is UNKNOWN_TOPIC_OR_PARTITION.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
