@@ -88,33 +88,9 @@ func TestFormatAddScram(t *testing.T) {
 		t.Fatalf("no bootstrap.checkpoint: %v", err)
 	}
 
-	props, err := loadProperties("", overrides)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := config.Load(props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := startFormatted(t, ctx, overrides)
 	described, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -304,6 +280,27 @@ func TestFormatFeatures(t *testing.T) {
 	if out, err := runStorage(t, args...); err != nil {
 		t.Fatalf("format: %v\n%s", err, out)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := startFormatted(t, ctx, overrides)
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		got[f.Name] = f.MaxVersionLevel
+	}
+	if len(got) != 2 || got["metadata.version"] != 25 || got["group.version"] != 1 {
+		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 and no share.version", got)
+	}
+}
+
+// startFormatted starts a node on directories `storage format` prepared,
+// with the given overrides, and returns a client of it; the node and the
+// client stop when the test ends.
+func startFormatted(t *testing.T, ctx context.Context, overrides []string) *kgo.Client {
+	t.Helper()
 	props, err := loadProperties("", overrides)
 	if err != nil {
 		t.Fatal(err)
@@ -316,30 +313,18 @@ func TestFormatFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := srv.Shutdown(context.Background()); err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int16{}
-	for _, f := range resp.FinalizedFeatures {
-		got[f.Name] = f.MaxVersionLevel
-	}
-	if len(got) != 2 || got["metadata.version"] != 25 || got["group.version"] != 1 {
-		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 and no share.version", got)
-	}
+	t.Cleanup(cl.Close)
+	return cl
 }

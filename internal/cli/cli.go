@@ -458,3 +458,16 @@ func (c *connFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, a
 	defer adm.Close()
 	return fn(ctx, adm)
 }
+
+// withClient runs fn with a client whose context ends with --timeout, and
+// closes the client afterwards.
+func (c *connFlags) withClient(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo.Client) error) error {
+	ctx, cancel := c.deadline(cmd)
+	defer cancel()
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(ctx, cl)
+}

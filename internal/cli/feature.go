@@ -52,40 +52,41 @@ func newFeatureDescribe(conn *connFlags) *cobra.Command {
 		Short: "Print every feature's supported range and finalized level",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			cl, err := conn.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			req := kmsg.NewPtrApiVersionsRequest()
-			req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-cli", "1.0"
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				return fmt.Errorf("describe features: %w", err)
-			}
-			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-				return fmt.Errorf("describe features: %w", err)
-			}
-			finalized := map[string]int16{}
-			for _, f := range resp.FinalizedFeatures {
-				finalized[f.Name] = f.MaxVersionLevel
-			}
-			epoch := "-"
-			if resp.FinalizedFeaturesEpoch >= 0 {
-				epoch = fmt.Sprint(resp.FinalizedFeaturesEpoch)
-			}
-			supported := slices.Clone(resp.SupportedFeatures)
-			slices.SortFunc(supported, func(a, b kmsg.ApiVersionsResponseSupportedFeature) int { return strings.Compare(a.Name, b.Name) })
-			for _, f := range supported {
-				fmt.Fprintf(cmd.OutOrStdout(), "Feature: %s\tSupportedMinVersion: %s\tSupportedMaxVersion: %s\tFinalizedVersionLevel: %s\tEpoch: %s\n",
-					f.Name, metadata.FeatureLevelString(f.Name, f.MinVersion), metadata.FeatureLevelString(f.Name, f.MaxVersion),
-					metadata.FeatureLevelString(f.Name, finalized[f.Name]), epoch)
-			}
-			return nil
+			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client) error {
+				return describeFeatures(ctx, cmd, cl)
+			})
 		},
 	}
+}
+
+// describeFeatures prints ApiVersions' features as kafka-features describe
+// does.
+func describeFeatures(ctx context.Context, cmd *cobra.Command, cl *kgo.Client) error {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-cli", "1.0"
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("describe features: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("describe features: %w", err)
+	}
+	finalized := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		finalized[f.Name] = f.MaxVersionLevel
+	}
+	epoch := "-"
+	if resp.FinalizedFeaturesEpoch >= 0 {
+		epoch = fmt.Sprint(resp.FinalizedFeaturesEpoch)
+	}
+	supported := slices.Clone(resp.SupportedFeatures)
+	slices.SortFunc(supported, func(a, b kmsg.ApiVersionsResponseSupportedFeature) int { return strings.Compare(a.Name, b.Name) })
+	for _, f := range supported {
+		fmt.Fprintf(cmd.OutOrStdout(), "Feature: %s\tSupportedMinVersion: %s\tSupportedMaxVersion: %s\tFinalizedVersionLevel: %s\tEpoch: %s\n",
+			f.Name, metadata.FeatureLevelString(f.Name, f.MinVersion), metadata.FeatureLevelString(f.Name, f.MaxVersion),
+			metadata.FeatureLevelString(f.Name, finalized[f.Name]), epoch)
+	}
+	return nil
 }
 
 // newFeatureUpdate is upgrade, downgrade or disable (op), with
@@ -112,14 +113,9 @@ func newFeatureUpdate(conn *connFlags, op, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := conn.deadline(cmd)
-			defer cancel()
-			cl, err := conn.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			return updateFeatures(ctx, cmd, cl, conn.timeout, op, levels, order, upgradeType, dryRun)
+			return conn.withClient(cmd, func(ctx context.Context, cl *kgo.Client) error {
+				return updateFeatures(ctx, cmd, cl, conn.timeout, op, levels, order, upgradeType, dryRun)
+			})
 		},
 	}
 	fs := cmd.Flags()
