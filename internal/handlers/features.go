@@ -1,6 +1,10 @@
 package handlers
 
-import "gregor/internal/metadata"
+import (
+	"slices"
+
+	"gregor/internal/metadata"
+)
 
 // Finalized feature levels turn APIs on and off cluster-wide, as Kafka's
 // KafkaApis checks them per request: an API whose feature is off stays
@@ -13,8 +17,12 @@ func (h *Handlers) shareGroupsEnabled() bool {
 	return h.image().Features[metadata.ShareVersionFeature] >= 1
 }
 
-// consumerGroupProtocolEnabled is Kafka's isConsumerGroupProtocolEnabled
-// for the KIP-848 protocol: group.version at least 1.
+// consumerGroupProtocolEnabled is Kafka 4.2's isConsumerGroupProtocolEnabled
+// for the KIP-848 protocol: "consumer" in group.coordinator.rebalance.protocols
+// (Kafka's default "classic,consumer") and group.version at least 1.
 func (h *Handlers) consumerGroupProtocolEnabled() bool {
+	if h.d.Broker != nil && !slices.Contains(h.d.Broker.GroupCoordinatorRebalanceProtocols, "consumer") {
+		return false
+	}
 	return h.image().Features[metadata.GroupVersionFeature] >= 1
 }

@@ -279,3 +279,17 @@ func TestApiVersionsFeatures(t *testing.T) {
 		return finalized(apiVersionsAt(t, cl, 4))["share.version"] == 0
 	})
 }
+
+// TestConsumerProtocolNeedsConfig: as Kafka 4.2, the KIP-848 protocol also
+// needs "consumer" in group.coordinator.rebalance.protocols.
+func TestConsumerProtocolNeedsConfig(t *testing.T) {
+	ts := startServer(t, t.TempDir(), map[string]string{"group.coordinator.rebalance.protocols": "classic"})
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.SubscribedTopicNames, hb.RebalanceTimeoutMillis = "cg", "m", []string{"t"}, 30000
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	// Straight to the node: the check comes before the coordinator's.
+	r, err := ts.client().SeedBrokers()[0].Request(ctxT(t), hb)
+	if err != nil || r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("consumer group heartbeat without the consumer protocol: %v %+v", err, r)
+	}
+}
