@@ -238,7 +238,7 @@ func TestFormatFeatures(t *testing.T) {
 		want string // error, or "" to succeed
 	}{
 		{[]string{"--feature", "share.version=2"}, "no feature share.version with level 2 (supported: 0 to 1)"},
-		{[]string{"--feature", "transaction.version=2"}, "unsupported feature: transaction.version. Supported features are: group.version, share.version"},
+		{[]string{"--feature", "transaction.version=2"}, "unsupported feature: transaction.version. Supported features are: eligible.leader.replicas.version, group.version, share.version"},
 		{[]string{"--feature", "share.version"}, "--feature: can't parse feature=level string share.version: equals sign not found"},
 		{[]string{"--release-version", "4.0", "--feature", "metadata.version=22"}, "use --release-version instead of --feature metadata.version=X to avoid ambiguity"},
 		{[]string{"--release-version", "2.8"}, `unknown release version "2.8"; supported: 3.3-IV3 to 4.0-IV3`},
@@ -291,8 +291,8 @@ func TestFormatFeatures(t *testing.T) {
 	for _, f := range resp.FinalizedFeatures {
 		got[f.Name] = f.MaxVersionLevel
 	}
-	if len(got) != 2 || got["metadata.version"] != 25 || got["group.version"] != 1 {
-		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 and no share.version", got)
+	if len(got) != 3 || got["metadata.version"] != 25 || got["group.version"] != 1 || got["eligible.leader.replicas.version"] != 1 {
+		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 eligible.leader.replicas.version=1 and no share.version", got)
 	}
 }
 

@@ -149,7 +149,9 @@ func TestAlterConfigsReplacesTheSet(t *testing.T) {
 	req := kmsg.NewPtrAlterConfigsRequest()
 	req.Resources = []kmsg.AlterConfigsRequestResource{
 		alterResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "300", "cleanup.policy", "compact"),
-		alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1"),
+		// A new cluster has eligible leader replicas on, which keeps the
+		// cluster-level min.insync.replicas: the legacy set names it.
+		alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1", "min.insync.replicas", "1"),
 	}
 	resp := n.c.AlterConfigs(context.Background(), req)
 	for _, r := range resp.Resources {
@@ -173,6 +175,8 @@ func TestAlterConfigsReplacesTheSet(t *testing.T) {
 		{"null value", nullValue, kerr.InvalidRequest, "Null value not supported for : x"},
 		{"duplicate keys", alterResource(kmsg.ConfigResourceTypeTopic, "t", "a", "1", "a", "2"), kerr.InvalidRequest, "Error due to duplicate config keys"},
 		{"other broker", alterResource(kmsg.ConfigResourceTypeBroker, "5", "a", "1"), kerr.InvalidRequest, "Unexpected broker id, expected 1, but received 5"},
+		{"cluster min ISR dropped", alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1"), kerr.InvalidConfig,
+			"Cluster-level min.insync.replicas cannot be removed while ELR is enabled."},
 	}
 	for _, c := range cases {
 		req.Resources = []kmsg.AlterConfigsRequestResource{c.res}

@@ -16,6 +16,10 @@ const (
 	// GroupVersionFeature turns the KIP-848 consumer group protocol
 	// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) on at level 1.
 	GroupVersionFeature = "group.version"
+	// EligibleLeaderReplicasVersionFeature turns eligible leader replicas
+	// (KIP-966) on at level 1: the controller tracks ELR and LastKnownELR
+	// and elects from the ELR when the ISR is empty.
+	EligibleLeaderReplicasVersionFeature = "eligible.leader.replicas.version"
 )
 
 // FeatureSpec is one feature this build supports: the levels it can run
@@ -43,6 +47,11 @@ type FeatureSpec struct {
 //     share.version=1 at its latest metadata.version (Kafka 4.2's default
 //     for a new cluster), and 0 below it.
 var supportedFeatures = []FeatureSpec{
+	// Kafka's ELRV_1 needs metadata.version 4.0-IV1; Kafka 4.1 and 4.2 give
+	// it to new clusters (from 4.1-IV0 on), and so does Gregor at its latest
+	// metadata.version.
+	{Name: EligibleLeaderReplicasVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, LatestMetadataVersion},
+		Depends: []map[string]int16{nil, {MetadataVersionFeature: 23}}},
 	{Name: GroupVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, 22}, Depends: []map[string]int16{nil, nil}},
 	{Name: ShareVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, LatestMetadataVersion}, Depends: []map[string]int16{nil, nil}},
 }

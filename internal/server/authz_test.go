@@ -605,7 +605,9 @@ func TestAuthzTopicAdmin(t *testing.T) {
 		alter := kmsg.NewPtrAlterConfigsRequest()
 		alter.Resources = []kmsg.AlterConfigsRequestResource{
 			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
-			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+			// The legacy set keeps the cluster-level min.insync.replicas
+			// that eligible leader replicas need.
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}, {Name: "min.insync.replicas", Value: kmsg.StringPtr("1")}}},
 		}
 		incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{
