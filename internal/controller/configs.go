@@ -207,9 +207,11 @@ func (c *Controller) alterResource(img *metadata.Image, res *kmsg.AlterConfigsRe
 	return c.configRecords(img, resource, current, changes, implicitDeletes)
 }
 
-// checkResourceKind is the broker-side preprocessing of a resource: only
-// topics, brokers and groups are handled, and a broker resource is the
-// cluster default ("") or this node.
+// checkResourceKind checks a resource's kind: only topics, brokers and
+// groups are handled, and a broker resource is the cluster default ("") or
+// a node id. Which node ids a client may name is the broker listener's
+// check (a broker alters its own configs and forwards them here; see
+// handlers.foreignBrokerResource), as in Kafka, whose controller takes any.
 func (c *Controller) checkResourceKind(res metadata.ConfigResource) apiError {
 	switch res.Type {
 	case metadata.ConfigResourceTopic:
@@ -223,12 +225,8 @@ func (c *Controller) checkResourceKind(res metadata.ConfigResource) apiError {
 		if res.Name == "" {
 			return apiError{}
 		}
-		id, err := strconv.ParseInt(res.Name, 10, 32)
-		if err != nil {
+		if _, err := strconv.ParseInt(res.Name, 10, 32); err != nil {
 			return errWith(kerr.InvalidRequest, "Node id must be an integer, but it is: %s", res.Name)
-		}
-		if int32(id) != c.cfg.NodeID {
-			return errWith(kerr.InvalidRequest, "Unexpected broker id, expected %d, but received %s", c.cfg.NodeID, res.Name)
 		}
 		return apiError{}
 	}

@@ -19,11 +19,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// node is a controller on a real single-voter quorum in a temporary dir.
+// node is a controller on a real one-voter quorum (a raft.Node whose only voter is itself) in a temporary dir.
 type node struct {
 	t   *testing.T
 	dir string
-	q   *raft.SingleVoter
+	q   *raft.Node
 	c   *Controller
 }
 
@@ -65,7 +65,7 @@ func registered(port int) []metadata.Endpoint {
 // brokers (broker 1 = this node).
 func startNode(t *testing.T, dir string, cfg Config, brokers ...BrokerRegistration) *node {
 	t.Helper()
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: dir, NodeID: cfg.NodeID, Logger: cfg.Logger})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: dir, NodeID: cfg.NodeID, Voters: []int32{cfg.NodeID}, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestNotController(t *testing.T) {
 	_ = n.c.Close()
 	resp = n.createTopics(false, newTopic("a", 1, 1))
 	wantErr(t, "after controller close", resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage, kerr.NotController, "<nil>")
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: 1})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: 1, Voters: []int32{1}, Logger: testConfig().Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

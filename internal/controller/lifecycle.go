@@ -39,8 +39,11 @@ func (l *stateListener) HandleCommit(b raft.Batch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, r := range b.Records {
-		if reg, ok := r.(*metadata.RegisterBrokerRecord); ok {
-			l.registrationOffsets[reg.BrokerID] = b.BaseOffset + int64(i)
+		switch r := r.(type) {
+		case *metadata.RegisterBrokerRecord:
+			l.registrationOffsets[r.BrokerID] = b.BaseOffset + int64(i)
+		case *metadata.UnregisterBrokerRecord:
+			delete(l.registrationOffsets, r.BrokerID)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // TestLifecycle runs the golden scripts in testdata/lifecycle against a
-// controller on a real single-voter quorum with a fake clock. Rewrite the
+// controller on a real one-voter quorum (a raft.Node whose only voter is itself) with a fake clock. Rewrite the
 // expected output with `go test ./internal/controller -run TestLifecycle -rewrite`.
 //
 // Commands:
@@ -42,6 +42,7 @@ import (
 //	set-feature name=S level=N                    a FeatureLevelRecord, unchecked
 //	leader id=N epoch=N       the quorum reports a leader
 //	image                     compact summary of the controller's image
+//	unregister id=N           UnregisterBroker
 //
 // and the replication commands of TestReplication (replication_test.go).
 //
@@ -108,7 +109,7 @@ func (r *recorder) drain(img *metadata.Image) string {
 type harness struct {
 	t     *testing.T
 	clock *fakeClock
-	q     *raft.SingleVoter
+	q     *raft.Node
 	c     *Controller
 	rec   *recorder
 	// conns are the named connections heartbeats came on: closed when the
@@ -166,7 +167,7 @@ func newHarness(t *testing.T) *harness {
 	cfg.Bootstrap = []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
 	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}, release: make(chan struct{})}
 	cfg.ProbeGone = probes.probe
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Logger: cfg.Logger, Now: clock.Now})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Voters: []int32{cfg.NodeID}, Logger: cfg.Logger, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +292,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("active=%v\n", h.c.Active())
 	case "image":
 		return imageSummary(h.c.Image())
+	case "unregister":
+		var id int
+		d.ScanArgs(t, "id", &id)
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = int32(id)
+		resp := h.c.UnregisterBroker(ctx, req)
+		return fmt.Sprintf("%s %s\n", errName(resp.ErrorCode), deref(resp.ErrorMessage))
 	case "gone":
 		var addr string
 		d.ScanArgs(t, "addr", &addr)
@@ -544,6 +552,8 @@ func formatRecord(r metadata.Record, names map[[16]byte]string) string {
 			s += " dirs=[" + strings.Join(dirs, ",") + "]"
 		}
 		return s
+	case *metadata.UnregisterBrokerRecord:
+		return fmt.Sprintf("UnregisterBroker id=%d epoch=%d", r.BrokerID, r.BrokerEpoch)
 	case *metadata.FeatureLevelRecord:
 		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.FeatureLevel)
 	case *metadata.ConfigRecord:

@@ -229,6 +229,8 @@ func NotController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.ListPartitionReassignmentsResponse:
 		return r.ErrorCode == nc
+	case *kmsg.UnregisterBrokerResponse:
+		return r.ErrorCode == nc
 	case *kmsg.DescribeQuorumResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

@@ -60,7 +60,8 @@ type Deps struct {
 	Peers Peers
 
 	// Quorum is this node's metadata quorum voter (controller listeners;
-	// nil on a one-voter node, which has no peers or observers).
+	// the zero-config node's too: brokers may follow its log). Nil: the
+	// quorum APIs answer UNKNOWN_SERVER_ERROR.
 	Quorum Quorum
 	// QuorumStatus describes the metadata quorum (controller listeners).
 	QuorumStatus func() raft.QuorumStatus
@@ -151,6 +152,7 @@ var brokerAPIs = []*api{
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	// Replication.
 	&offsetForLeaderEpochAPI,
 	&describeTopicPartitionsAPI,
@@ -188,6 +190,7 @@ var controllerAPIs = []*api{
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 	&alterPartitionAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
 

@@ -110,6 +110,9 @@ type Manager struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// syncFS is syncFileSystem; tests make it fail.
+	syncFS func(dir string) error
 }
 
 type logDir struct {
@@ -213,7 +216,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.DecompressionMemory <= 0 {
 		cfg.DecompressionMemory = record.DefaultDecompressionMemory
 	}
-	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{},
+	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}, syncFS: syncFileSystem,
 		creating: map[TopicPartition]*creation{}, files: newFileCache(cfg.MaxOpenFiles),
 		decompression: record.NewDecompressionBudget(cfg.DecompressionMemory)}
 	m.brokerEpoch.Store(-1)
@@ -870,6 +873,19 @@ func (m *Manager) Close() error {
 	m.creations.Wait() // each closes its log when it sees closed
 
 	dirErrs := m.closeLogs()
+	// The logs closed without an fsync each; one syncfs per directory makes
+	// all of it durable before the recovery points and the clean-shutdown
+	// marker say so. A failure takes the directory offline, so neither is
+	// written for it and the next start recovers it.
+	for _, d := range m.dirs {
+		if d.offline() != nil {
+			continue
+		}
+		if err := m.syncFS(d.path); err != nil {
+			d.health.fail(err)
+			dirErrs[d] = errors.Join(dirErrs[d], fmt.Errorf("%w: %w", ErrKafkaStorage, err))
+		}
+	}
 	errs := []error{m.checkpointRecoveryPoints(), m.checkpointLogStartOffsets(), m.checkpointHighWatermarks()}
 	for _, d := range m.dirs {
 		if d.offline() != nil || dirErrs[d] != nil {
@@ -891,16 +907,40 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// closeLogs closes every log and reports errors per log.dir.
+// closeLogs closes every log, without fsyncs (Close syncs each directory's
+// file system after), and reports errors per log.dir.
+// Each log.dir closes its logs on num.recovery.threads.per.data.dir
+// goroutines, as Kafka's LogManager.shutdown does: closing is system calls
+// (a producer snapshot created per written log, index trims), which
+// overlap.
 func (m *Manager) closeLogs() map[*logDir]error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	errs := map[*logDir]error{}
+	perDir := map[*logDir][]TopicPartition{}
 	for tp, ml := range m.logs {
-		if err := ml.log.Close(); err != nil {
-			errs[ml.dir] = errors.Join(errs[ml.dir], fmt.Errorf("close %s: %w", tp, err))
+		perDir[ml.dir] = append(perDir[ml.dir], tp)
+	}
+	var mu sync.Mutex
+	errs := map[*logDir]error{}
+	var wg sync.WaitGroup
+	for d, tps := range perDir {
+		var next atomic.Int64
+		for range min(m.cfg.RecoveryThreadsPerDataDir, len(tps)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < int64(len(tps)); i = next.Add(1) - 1 {
+					tp := tps[i]
+					if err := m.logs[tp].log.closeUnsynced(); err != nil {
+						mu.Lock()
+						errs[d] = errors.Join(errs[d], fmt.Errorf("close %s: %w", tp, err))
+						mu.Unlock()
+					}
+				}
+			}()
 		}
 	}
+	wg.Wait()
 	return errs
 }
 
@@ -937,4 +977,19 @@ func previousBrokerEpoch(dirs []string) int64 {
 		epoch = *content.BrokerEpoch
 	}
 	return epoch
+}
+
+// syncFileSystem commits everything written to the file system holding dir
+// (syncfs(2)): the logs' data, indexes, snapshots, checkpoints and the
+// directory entries made for them.
+func syncFileSystem(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return nil
 }

@@ -135,6 +135,8 @@ func (d *Delta) Replay(offset int64, r Record) error {
 		d.features[r.Name] = r.FeatureLevel
 	case *RegisterBrokerRecord:
 		d.brokers[r.BrokerID] = registrationFromRecord(r)
+	case *UnregisterBrokerRecord:
+		err = d.replayUnregisterBroker(r)
 	case *BrokerRegistrationChangeRecord:
 		err = d.replayBrokerChange(r)
 	case *FenceBrokerRecord:
@@ -481,6 +483,21 @@ func (d *Delta) changeBroker(id int32, epoch int64, what string, change func(*Br
 	return nil
 }
 
+// replayUnregisterBroker removes a registration, which must exist with the
+// record's epoch (Kafka's ClusterControlManager.replay fails the same way).
+// The removal is a nil entry until Apply.
+func (d *Delta) replayUnregisterBroker(r *UnregisterBrokerRecord) error {
+	cur := d.broker(r.BrokerID)
+	if cur == nil {
+		return fmt.Errorf("unregister broker %d: not registered", r.BrokerID)
+	}
+	if cur.Epoch != r.BrokerEpoch {
+		return fmt.Errorf("unregister broker %d: epoch %d, but the registration has epoch %d", r.BrokerID, r.BrokerEpoch, cur.Epoch)
+	}
+	d.brokers[r.BrokerID] = nil
+	return nil
+}
+
 func (d *Delta) replayBrokerChange(r *BrokerRegistrationChangeRecord) error {
 	switch r.Fenced {
 	case BrokerUnfenced, BrokerFenceNoChange, BrokerFenced:
@@ -526,7 +543,16 @@ func (d *Delta) Apply() *Image {
 	}
 	if len(d.brokers) > 0 {
 		img.Brokers = maps.Clone(d.base.Brokers)
-		maps.Copy(img.Brokers, d.brokers)
+		if img.Brokers == nil {
+			img.Brokers = map[int32]*BrokerRegistration{}
+		}
+		for id, b := range d.brokers {
+			if b == nil { // unregistered, or gone in a snapshot
+				delete(img.Brokers, id)
+			} else {
+				img.Brokers[id] = b
+			}
+		}
 	}
 	if len(d.topics) > 0 || len(d.deleted) > 0 {
 		byName, byID := d.base.Topics.byName, d.base.Topics.byID

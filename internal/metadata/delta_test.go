@@ -174,6 +174,28 @@ func TestDeltaReplay(t *testing.T) {
 			}
 		},
 	}, {
+		name: "unregister removes the registration",
+		batches: [][]Record{
+			{broker(1, 10, false), broker(2, 11, false)},
+			{&UnregisterBrokerRecord{BrokerID: 2, BrokerEpoch: 11}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if _, ok := img.Brokers[2]; ok || img.Brokers[1] == nil || !slices.Equal(img.SortedBrokerIDs(), []int32{1}) {
+				t.Fatalf("brokers = %v", img.SortedBrokerIDs())
+			}
+			if !slices.Equal(d.ChangedBrokers(), []int32{2}) {
+				t.Fatalf("changed brokers = %v", d.ChangedBrokers())
+			}
+		},
+	}, {
+		name:    "unregister with a stale epoch fails",
+		batches: [][]Record{{broker(1, 10, false)}, {&UnregisterBrokerRecord{BrokerID: 1, BrokerEpoch: 9}}},
+		wantErr: "epoch 9",
+	}, {
+		name:    "unregister of an unknown broker fails",
+		batches: [][]Record{{&UnregisterBrokerRecord{BrokerID: 5, BrokerEpoch: 1}}},
+		wantErr: "not registered",
+	}, {
 		name:    "fence with a stale epoch fails and changes nothing",
 		batches: [][]Record{{broker(1, 10, false)}, {&FenceBrokerRecord{ID: 1, Epoch: 9}}},
 		wantErr: "epoch 9",

@@ -443,6 +443,9 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	codeOf(t, "ListPartitionReassignments", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "AlterPartitionReassignments", rawRequest[*kmsg.AlterPartitionAssignmentsResponse](t, cl, kmsg.NewPtrAlterPartitionAssignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "ElectLeaders", rawRequest[*kmsg.ElectLeadersResponse](t, cl, kmsg.NewPtrElectLeadersRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	unregister := kmsg.NewPtrUnregisterBrokerRequest()
+	unregister.BrokerID = 7
+	codeOf(t, "UnregisterBroker", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "DescribeQuorum", rawRequest[*kmsg.DescribeQuorumResponse](t, cl, kmsg.NewPtrDescribeQuorumRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 
 	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
@@ -462,6 +465,7 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	if r := rawRequest[*kmsg.UpdateFeaturesResponse](t, cl, features); r.ErrorCode != 0 {
 		t.Errorf("UpdateFeatures with ALTER: %v %s", kerr.ErrorForCode(r.ErrorCode), *r.ErrorMessage)
 	}
+	codeOf(t, "UnregisterBroker with ALTER (forwarded, served)", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.BrokerIDNotRegistered)
 
 	// Node-to-node requests on the controller listener.
 	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))

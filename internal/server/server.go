@@ -113,6 +113,8 @@ type Server struct {
 	lifecycle      *lifecycle
 	// quotas enforce the client quotas on the broker listeners.
 	quotas *quota.Managers
+	// replicationQuotas are the replication throttles (broker role).
+	replicationQuotas *replicationQuotas
 	// fetchSessions are the broker's incremental fetch sessions (KIP-227).
 	fetchSessions *fetchsession.Cache
 
@@ -369,18 +371,12 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	return nil
 }
 
-// openQuorum opens this node's side of the metadata quorum: the one-voter
-// quorum of the single node, a voter of a larger one, or an observer for a
-// broker-only node.
+// openQuorum opens this node's side of the metadata quorum: a voter (the
+// zero-config single node is the only voter of its quorum), or an observer
+// for a broker-only node.
 func (s *Server) openQuorum(clusterID string) error {
 	dir := filepath.Join(s.cfg.MetadataLogDir, MetadataTopicDir)
 	switch {
-	case s.singleNode():
-		q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: dir, NodeID: s.cfg.NodeID, Logger: s.logger})
-		if err != nil {
-			return fmt.Errorf("open metadata log: %w", err)
-		}
-		s.quorum = q
 	case s.cfg.HasRole("controller"):
 		peers := map[int32]string{}
 		voters := make([]int32, 0, len(s.cfg.ControllerQuorumVoters))
@@ -412,7 +408,7 @@ func (s *Server) openQuorum(clusterID string) error {
 			SnapshotMaxNewRecordBytes: s.cfg.MetadataSnapshotMaxNewRecordBytes,
 			SegmentBytes:              s.cfg.MetadataLogSegmentBytes,
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
-			Image:                     func() *metadata.Image { return s.controller.Image() },
+			Snapshot:                  func(end int64) ([][]byte, bool) { return s.controller.SnapshotRecords(end) },
 			LeaderProbe:               probe,
 			OnElection:                s.metrics.RaftElected,
 			OnFetchedRecords:          s.metrics.RaftFetched,
@@ -532,11 +528,8 @@ func (s *Server) startControllerListener() error {
 		Logger:      s.logger.With("component", "handlers"),
 		Authorizer:  s.ctrlAuthorizer,
 	}
-	switch q := s.quorum.(type) {
-	case *raft.Node:
-		deps.Quorum, deps.QuorumStatus = q, q.Status
-	case *raft.SingleVoter:
-		deps.QuorumStatus = q.Status
+	if s.node != nil {
+		deps.Quorum, deps.QuorumStatus = s.node, s.node.Status
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
@@ -590,6 +583,10 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	s.quotas = quotas
 	// Quotas hold from the broker's first request on.
 	s.loader.AddPublisher(clientQuotaPublisher{m: quotas})
+	if s.replicationQuotas, err = s.newReplicationQuotas(); err != nil {
+		return err
+	}
+	s.loader.AddPublisher(s.replicationQuotas)
 	deps := handlers.Deps{
 		NodeID:      s.cfg.NodeID,
 		ClusterID:   s.clusterID,
@@ -627,6 +624,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		BrokerEpoch:         s.lifecycle.brokerEpoch,
 		ReplicaLagTimeMaxMs: s.cfg.ReplicaLagTimeMaxMs,
 		OnISRChange:         s.metrics.ISRChanged,
+		LeaderQuota:         s.replicationQuotas.leader,
+		FollowerQuota:       s.replicationQuotas.follower,
 		Fetcher: replica.FetcherConfig{
 			ClusterID:   s.clusterID,
 			Listener:    s.cfg.InterBrokerListenerName,
