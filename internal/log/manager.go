@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -95,6 +96,13 @@ type Manager struct {
 	// decompression is the memory budget every log's produce validation
 	// shares.
 	decompression *record.DecompressionBudget
+
+	// previousBrokerEpoch is the broker epoch the clean-shutdown markers
+	// of every log.dir named when the logs were loaded, -1 when one had
+	// none (an unclean shutdown) or they disagree; brokerEpoch is the
+	// epoch Close writes into the markers (-1 until SetBrokerEpoch).
+	previousBrokerEpoch int64
+	brokerEpoch         atomic.Int64
 
 	// cleaner compacts logs with cleanup.policy=compact; nil when
 	// log.cleaner.enable is off.
@@ -211,6 +219,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}, syncFS: syncFileSystem,
 		creating: map[TopicPartition]*creation{}, files: newFileCache(cfg.MaxOpenFiles),
 		decompression: record.NewDecompressionBudget(cfg.DecompressionMemory)}
+	m.brokerEpoch.Store(-1)
+	m.previousBrokerEpoch = previousBrokerEpoch(cfg.Dirs)
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
@@ -882,9 +892,12 @@ func (m *Manager) Close() error {
 			errs = append(errs, dirErrs[d])
 			continue
 		}
-		// Kafka 3.7+ writes a small JSON document; its presence is what counts.
+		// Kafka 3.7+'s JSON document: its presence says the logs were
+		// closed cleanly, its broker epoch that this broker incarnation
+		// shut down cleanly (KIP-966).
 		marker := filepath.Join(d.path, CleanShutdownFileName)
-		if err := writeFileAtomic(marker, []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
+		content := fmt.Sprintf(`{"version":0,"brokerEpoch":%d}`, m.brokerEpoch.Load())
+		if err := writeFileAtomic(marker, []byte(content)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -929,6 +942,41 @@ func (m *Manager) closeLogs() map[*logDir]error {
 	}
 	wg.Wait()
 	return errs
+}
+
+// SetBrokerEpoch is the broker epoch of this incarnation's registration,
+// which a clean Close writes into each log.dir's clean-shutdown marker.
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
+
+// PreviousBrokerEpoch is the broker epoch the previous incarnation wrote at
+// its clean shutdown, -1 if it did not shut down cleanly (Kafka's
+// LogManager.readBrokerEpochFromCleanShutdownFiles): the registration
+// tells the controller, which keeps the broker's eligible leader replicas
+// only after a clean shutdown.
+func (m *Manager) PreviousBrokerEpoch() int64 { return m.previousBrokerEpoch }
+
+// previousBrokerEpoch reads the clean-shutdown markers of dirs: their
+// common broker epoch, or -1 when a marker is missing, unreadable or they
+// differ.
+func previousBrokerEpoch(dirs []string) int64 {
+	epoch := int64(-1)
+	for i, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, CleanShutdownFileName))
+		if err != nil {
+			return -1
+		}
+		var content struct {
+			BrokerEpoch *int64 `json:"brokerEpoch"`
+		}
+		if json.Unmarshal(b, &content) != nil || content.BrokerEpoch == nil {
+			return -1
+		}
+		if i > 0 && *content.BrokerEpoch != epoch {
+			return -1
+		}
+		epoch = *content.BrokerEpoch
+	}
+	return epoch
 }
 
 // syncFileSystem commits everything written to the file system holding dir
