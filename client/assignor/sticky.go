@@ -172,9 +172,9 @@ type stickyResult struct {
 // reconciled (a partition claimed by two members goes to the higher
 // generation; claimed twice in the same generation, to neither), then the
 // constrained algorithm runs when every member subscribes to the same
-// topics and the general one otherwise. Where Kafka iterates a HashMap of
-// members, members are taken in member-id order, so results are
-// reproducible.
+// topics and the general one otherwise. Where Kafka walks its HashMap of
+// members, members are walked in that same order (javaHashMapOrder), since
+// the walk breaks ties; elsewhere member-id order stands in for hash order.
 func assignSticky(members []Member, topics map[string]Topic, memberData func(*Member) ([]TopicPartition, int32)) (stickyResult, error) {
 	if err := checkMembers(members, topics); err != nil {
 		return stickyResult{}, err
@@ -185,6 +185,7 @@ func assignSticky(members []Member, topics map[string]Topic, memberData func(*Me
 		byID[members[i].ID] = &members[i]
 		ids = append(ids, members[i].ID)
 	}
+	walk := javaHashMapOrder(ids)
 	slices.Sort(ids)
 
 	// The topics to assign: subscribed, known and non-empty.
@@ -201,6 +202,7 @@ func assignSticky(members []Member, topics map[string]Topic, memberData func(*Me
 		topics:     partitionsPerTopic,
 		byID:       byID,
 		ids:        ids,
+		walk:       walk,
 		memberData: memberData,
 		owned:      map[string][]TopicPartition{},
 		multiOwned: map[TopicPartition]bool{},
@@ -234,6 +236,7 @@ type stickyState struct {
 	topics     map[string]Topic // partitionsPerTopic
 	byID       map[string]*Member
 	ids        []string // sorted member ids
+	walk       []string // member ids in Kafka's HashMap iteration order
 	memberData func(*Member) ([]TopicPartition, int32)
 	owned      map[string][]TopicPartition // reconciled owned partitions
 	multiOwned map[TopicPartition]bool     // claimed twice in one generation
@@ -255,7 +258,7 @@ func (s *stickyState) reconcileOwned() bool {
 	allEqual := true
 	var first map[string]bool
 	prevOwner := map[TopicPartition]string{}
-	for _, id := range s.ids {
+	for _, id := range s.walk {
 		m := s.byID[id]
 		subs := topicSet(m.Topics)
 		if first == nil {

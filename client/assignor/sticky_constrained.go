@@ -55,7 +55,7 @@ func (b *constrainedBuilder) build() error {
 // assignOwned keeps each member's owned partitions (rack-matching ones
 // only) up to its quota; the excess may be revoked.
 func (b *constrainedBuilder) assignOwned() {
-	for _, id := range b.s.ids {
+	for _, id := range b.s.walk {
 		var owned []TopicPartition
 		for _, tp := range b.s.owned[id] {
 			if b.s.rack.racksMismatch(id, tp) {

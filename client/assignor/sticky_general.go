@@ -100,7 +100,7 @@ func (b *generalBuilder) previousOwners() map[TopicPartition]ownerGeneration {
 			}
 		}
 	}
-	for _, id := range b.s.ids {
+	for _, id := range b.s.walk {
 		claimed, gen := b.s.memberData(b.s.byID[id])
 		switch {
 		case gen >= 0 && gen < b.s.maxGen:
