@@ -2,6 +2,7 @@ package assignor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,7 +28,8 @@ func EncodeSubscription(s Subscription, version int16) ([]byte, error) {
 	}
 	md := kmsg.NewConsumerMemberMetadata()
 	md.Version = min(version, MaxSubscriptionVersion)
-	md.Topics = s.Topics
+	// Kafka writes topics sorted, so equal subscriptions are equal bytes.
+	md.Topics = slices.Sorted(slices.Values(s.Topics))
 	if md.Topics == nil {
 		md.Topics = []string{}
 	}
