@@ -1,0 +1,55 @@
+// Package assignor holds the client-side partition assignors of Kafka's
+// classic consumer group protocol, as pure functions: no network, no
+// goroutines, no state between calls.
+//
+// In a classic group each member sends JoinGroup with the protocol type
+// "consumer" and a list of (assignor name, Subscription) pairs, preferred
+// first (partition.assignment.strategy). The coordinator picks the assignor
+// every member supports ([SelectProtocol]); the leader decodes the members'
+// subscriptions ([DecodeSubscription]), runs the assignor ([Assignor.Assign])
+// and sends each member its share in SyncGroup ([EncodeAssignment]).
+//
+// The four assignors are Kafka's, by the names partition.assignment.strategy
+// accepts (the protocol name or the Java class name, see [ByName] and
+// [ParseStrategy]):
+//
+//   - "range" ([Range], org.apache.kafka.clients.consumer.RangeAssignor):
+//     per topic, contiguous ranges of partitions to the topic's subscribers.
+//   - "roundrobin" ([RoundRobin]): all partitions dealt in turn.
+//   - "sticky" ([Sticky]): balanced, and keeping each member's previous
+//     partitions where balance allows; eager.
+//   - "cooperative-sticky" ([CooperativeSticky]): the sticky algorithm under
+//     the cooperative protocol (KIP-429).
+//
+// Members are ordered as Kafka orders them: static members (group.instance.id)
+// first by instance id, so a restarted static member gets the same
+// partitions. With client.rack set and partition replica racks known
+// ([Topic].ReplicaRacks) range and the sticky assignors prefer a member on
+// a rack that holds a replica (KIP-881), under the same balance.
+//
+// # Cooperative rebalancing
+//
+// Under the eager protocol a member gives up all its partitions before it
+// rejoins. Under the cooperative protocol it keeps them and reports them as
+// Subscription.OwnedPartitions; an assignment must then never hand a
+// partition to a new owner in the same generation its old owner loses it
+// ([ValidateCooperative] checks this, as Kafka's leader does). The
+// cooperative-sticky assignor leaves a moving partition out of the new
+// owner's assignment; the old owner sees it missing ([Diff]), revokes it and
+// rejoins, and the next rebalance assigns it. [ProtocolFor] tells which
+// protocol a consumer's assignor list allows: cooperative only when every
+// assignor in it supports it, which is what makes Kafka's two-bounce
+// upgrade work (first "cooperative-sticky,range", then "cooperative-sticky").
+//
+// # Fidelity to Kafka
+//
+// The algorithms follow Kafka's RangeAssignor, RoundRobinAssignor and
+// AbstractStickyAssignor; testdata/*.json holds the inputs and expected
+// outputs of Kafka's own tests of them. Where Kafka's result depends on the
+// iteration order of a Java HashMap of members, the sticky assignors walk
+// members in that same order; the remaining hash-order choices (Kafka's
+// general sticky algorithm picking "any" partition to move back) are made
+// by sorted order instead, so results are reproducible but may differ from
+// a Java leader's in those ties. Kafka's test-only switch that forces rack
+// matching when every partition has replicas on every rack is not offered.
+package assignor
