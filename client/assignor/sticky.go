@@ -3,6 +3,7 @@ package assignor
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -83,10 +84,7 @@ func (CooperativeSticky) memberData(m *Member) ([]TopicPartition, int32) {
 	if m.Generation >= 0 {
 		return m.OwnedPartitions, m.Generation
 	}
-	if m.UserData == nil {
-		return m.OwnedPartitions, defaultGeneration
-	}
-	if len(m.UserData) < 4 {
+	if len(m.UserData) < 4 { // none, or unreadable: no generation
 		return m.OwnedPartitions, defaultGeneration
 	}
 	return m.OwnedPartitions, int32(binary.BigEndian.Uint32(m.UserData))
@@ -165,7 +163,6 @@ type stickyResult struct {
 	// a member other than the one that owned them. Nil after the general
 	// algorithm, whose caller derives it from owned vs. assigned.
 	transferring map[TopicPartition]string
-	constrained  bool
 }
 
 // assignSticky is Kafka's AbstractStickyAssignor: the owned partitions are
@@ -216,7 +213,7 @@ func assignSticky(members []Member, topics map[string]Topic, memberData func(*Me
 			return stickyResult{}, err
 		}
 		b.assignment.sortAll()
-		return stickyResult{assignment: b.assignment, transferring: b.transferring, constrained: true}, nil
+		return stickyResult{assignment: b.assignment, transferring: b.transferring}, nil
 	}
 	b := newGeneralBuilder(s)
 	b.build()
@@ -263,7 +260,7 @@ func (s *stickyState) reconcileOwned() bool {
 		subs := topicSet(m.Topics)
 		if first == nil {
 			first = subs
-		} else if allEqual && !sameSet(first, subs) {
+		} else if allEqual && !maps.Equal(first, subs) {
 			allEqual = false
 		}
 		claimed, gen := s.memberData(m)
@@ -299,18 +296,6 @@ func (s *stickyState) reconcileOwned() bool {
 		s.owned[id] = owned
 	}
 	return allEqual
-}
-
-func sameSet(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // stickyRackInfo is the KIP-881 rack state of the sticky assignors.
