@@ -25,7 +25,11 @@
 // first by instance id, so a restarted static member gets the same
 // partitions. With client.rack set and partition replica racks known
 // ([Topic].ReplicaRacks) range and the sticky assignors prefer a member on
-// a rack that holds a replica (KIP-881), under the same balance.
+// a rack that holds a replica (KIP-881), under the same balance. As in
+// Kafka, the sticky assignors take a partition away from a member whose rack
+// holds none of its replicas at every rebalance and deal it again, so with
+// racks such partitions (and, through balance, others) may move although
+// the group did not change.
 //
 // # Cooperative rebalancing
 //

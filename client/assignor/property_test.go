@@ -10,18 +10,35 @@ import (
 // randomGroup builds a random group: up to maxTopics topics of 1..20
 // partitions and 1..maxMembers members; with equal set, every member
 // subscribes to all topics (the constrained algorithm), else each to a
-// random non-empty subset (the general one).
+// random non-empty subset (the general one). Half the groups have racks:
+// replicas on one or two of three racks, most members on a rack.
 func randomGroup(r *rand.Rand, maxTopics, maxMembers int, equal bool) (map[string]Topic, []Member) {
+	racks := []string{"a", "b", "c"}
+	withRacks := r.IntN(2) == 0
 	topics := map[string]Topic{}
 	var names []string
 	for i := range 1 + r.IntN(maxTopics) {
 		name := fmt.Sprintf("t%d", i)
 		names = append(names, name)
-		topics[name] = Topic{Partitions: int32(1 + r.IntN(20))}
+		t := Topic{Partitions: int32(1 + r.IntN(20))}
+		if withRacks {
+			for range t.Partitions {
+				replicas := []string{racks[r.IntN(3)]}
+				if r.IntN(2) == 0 {
+					replicas = append(replicas, racks[r.IntN(3)])
+				}
+				t.ReplicaRacks = append(t.ReplicaRacks, replicas)
+			}
+		}
+		topics[name] = t
 	}
 	var members []Member
 	for i := range 1 + r.IntN(maxMembers) {
-		members = append(members, Member{ID: fmt.Sprintf("m%02d", i), Subscription: Subscription{Topics: randomTopics(r, names, equal), Generation: -1}})
+		m := Member{ID: fmt.Sprintf("m%02d", i), Subscription: Subscription{Topics: randomTopics(r, names, equal), Generation: -1}}
+		if withRacks && r.IntN(4) != 0 {
+			m.Rack = racks[r.IntN(3)]
+		}
+		members = append(members, m)
 	}
 	return topics, members
 }
@@ -81,10 +98,14 @@ func churn(r *rand.Rand, topics map[string]Topic, members []Member, equal bool) 
 }
 
 // TestStickyProperties checks Kafka's sticky guarantees on random groups
-// through two rebalances: every assignment is valid and balanced; with
-// nothing changed, nothing moves; no two members trade partitions of one
-// topic (Kafka's isSticky); with equal subscriptions a member keeps its
-// owned partitions up to its fair share (minimal movement).
+// through two rebalances: every assignment is valid and balanced; and in
+// groups without racks, with nothing changed nothing moves, no two members
+// trade partitions of one topic (Kafka's isSticky), and with equal
+// subscriptions a member keeps its owned partitions up to its fair share
+// (minimal movement). With racks those do not hold in Kafka either: its
+// assignor takes a partition off a member whose rack holds no replica at
+// every rebalance and deals it again (two members on different racks may
+// trade such partitions), which can move others.
 func TestStickyProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for iter := range 400 {
@@ -105,7 +126,7 @@ func TestStickyProperties(t *testing.T) {
 			t.Fatal(err)
 		}
 		for id := range first {
-			if formatPartitions(first[id]) != formatPartitions(again[id]) {
+			if !hasRacks(topics) && formatPartitions(first[id]) != formatPartitions(again[id]) {
 				t.Fatalf("iter %d: nothing changed but %s moved from [%s] to [%s]", iter, id, formatPartitions(first[id]), formatPartitions(again[id]))
 			}
 		}
@@ -117,10 +138,10 @@ func TestStickyProperties(t *testing.T) {
 		if err := checkValidAndBalanced(changed, topics, second, true); err != nil {
 			t.Fatalf("iter %d (equal=%v) second: %v", iter, equal, err)
 		}
-		if err := swaps(first, second); err != nil {
+		if err := swaps(first, second); err != nil && !hasRacks(topics) {
 			t.Fatalf("iter %d: not sticky: %v", iter, err)
 		}
-		if equal {
+		if equal && !hasRacks(topics) {
 			checkKeepsFairShare(t, iter, changed, topics, second)
 		}
 	}
@@ -136,22 +157,35 @@ func checkKeepsFairShare(t *testing.T, iter int, members []Member, topics map[st
 	}
 	minQuota := total / len(members)
 	for _, m := range members {
+		owned := m.OwnedPartitions
 		kept := 0
-		for _, tp := range m.OwnedPartitions {
+		for _, tp := range owned {
 			if slices.Contains(got[m.ID], tp) {
 				kept++
 			}
 		}
-		if want := min(len(m.OwnedPartitions), minQuota); kept < want {
-			t.Fatalf("iter %d: %s kept %d of its %d partitions, fair share %d", iter, m.ID, kept, len(m.OwnedPartitions), minQuota)
+		if want := min(len(owned), minQuota); kept < want {
+			t.Fatalf("iter %d: %s kept %d of its %d partitions, fair share %d", iter, m.ID, kept, len(owned), minQuota)
 		}
 	}
 }
 
+func hasRacks(topics map[string]Topic) bool {
+	for _, t := range topics {
+		if t.ReplicaRacks != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // TestCooperativeConverges runs cooperative rebalances on random groups:
 // no generation gives a member a partition another member is giving up in
-// it, members only lose what moves, and within two follow-up rebalances the
-// group reaches a complete, balanced assignment.
+// it, and without racks, within two follow-up rebalances the group reaches
+// a complete, balanced assignment. (With racks Kafka's assignor offers an
+// off-rack partition to rack-matching members at every rebalance, so a
+// group may keep moving one; there only the rule is checked, for four
+// rounds.)
 func TestCooperativeConverges(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	a := CooperativeSticky{}
@@ -177,16 +211,16 @@ func TestCooperativeConverges(t *testing.T) {
 				_, r := Diff(m.OwnedPartitions, got[m.ID])
 				revoked += len(r)
 			}
-			if revoked == 0 {
+			if revoked == 0 || (hasRacks(topics) && round == 4) {
 				break
 			}
-			if round == 2 {
+			if round == 2 && !hasRacks(topics) {
 				t.Fatalf("iter %d: still revoking after %d follow-up rebalances", iter, round)
 			}
 			gen++
 			members = nextGeneration(a, members, got, gen)
 		}
-		if err := checkValidAndBalanced(members, topics, got, true); err != nil {
+		if err := checkValidAndBalanced(members, topics, got, !hasRacks(topics)); err != nil {
 			t.Fatalf("iter %d (equal=%v) final: %v", iter, equal, err)
 		}
 	}
