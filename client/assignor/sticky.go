@@ -16,8 +16,9 @@ const defaultGeneration = -1
 // Sticky is Kafka's StickyAssignor (eager): balanced like round-robin, but
 // each member keeps as many of its previous partitions as balance allows.
 // The previous assignment travels in the subscription's user data
-// (StickyMemberMetadata), as Kafka's v0 sticky assignor did, so it
-// interoperates with Java members of the same group.
+// (StickyMemberMetadata), as with Kafka's StickyAssignor, which reads it
+// from there rather than from the subscription's owned partitions; so it
+// interoperates with Java (and franz-go) members of the same group.
 type Sticky struct{}
 
 func (Sticky) Name() string                   { return StickyName }
