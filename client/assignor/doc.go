@@ -49,11 +49,16 @@
 //
 // The algorithms follow Kafka's RangeAssignor, RoundRobinAssignor and
 // AbstractStickyAssignor; testdata/*.json holds the inputs and expected
-// outputs of Kafka's own tests of them. Where Kafka's result depends on the
-// iteration order of a Java HashMap of members, the sticky assignors walk
-// members in that same order; the remaining hash-order choices (Kafka's
-// general sticky algorithm picking "any" partition to move back) are made
-// by sorted order instead, so results are reproducible but may differ from
-// a Java leader's in those ties. Kafka's test-only switch that forces rack
-// matching when every partition has replicas on every rack is not offered.
+// outputs of Kafka's own tests of them. Where Kafka's sticky result depends
+// on the iteration order of a Java HashMap or HashSet (which member keeps an
+// extra partition, which moved partition is taken back), this package
+// iterates in the same order, computed from Java's String and TopicPartition
+// hash codes and HashMap's table layout, so a Go leader and a Java leader
+// assign alike (Java's tree bins, for eight or more colliding keys, aside);
+// members that share a hash bucket are taken in the order given, as Kafka's
+// map keeps the JoinGroup order. Names are compared by bytes where Java
+// compares UTF-16 units, which differs only for names mixing characters
+// above U+FFFF with ones in U+E000..U+FFFF. Kafka's test-only switch that
+// forces rack matching when every partition has replicas on every rack is
+// not offered.
 package assignor

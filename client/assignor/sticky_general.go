@@ -399,20 +399,29 @@ type memberPair struct{ src, dst string }
 // which members in this assignment, so that a move in the reverse direction
 // takes back a moved partition instead of moving a second one.
 type partitionMovements struct {
-	byTopic     map[string]map[memberPair]map[TopicPartition]bool
+	byTopic     map[string]map[memberPair]*movedSet
 	byPartition map[TopicPartition]memberPair
+	seq         *int64 // insertion counter for movedSet order
+}
+
+// movedSet is a set of partitions that remembers what Kafka's HashSet
+// iteration order needs: when each entry went in, and the most entries it
+// ever held (its table never shrinks).
+type movedSet struct {
+	added   map[TopicPartition]int64
+	maxSize int
 }
 
 func newPartitionMovements() partitionMovements {
-	return partitionMovements{byTopic: map[string]map[memberPair]map[TopicPartition]bool{}, byPartition: map[TopicPartition]memberPair{}}
+	return partitionMovements{byTopic: map[string]map[memberPair]*movedSet{}, byPartition: map[TopicPartition]memberPair{}, seq: new(int64)}
 }
 
 func (pm partitionMovements) removeRecord(tp TopicPartition) memberPair {
 	pair := pm.byPartition[tp]
 	delete(pm.byPartition, tp)
 	forTopic := pm.byTopic[tp.Topic]
-	delete(forTopic[pair], tp)
-	if len(forTopic[pair]) == 0 {
+	delete(forTopic[pair].added, tp)
+	if len(forTopic[pair].added) == 0 {
 		delete(forTopic, pair)
 	}
 	if len(forTopic) == 0 {
@@ -425,13 +434,17 @@ func (pm partitionMovements) addRecord(tp TopicPartition, pair memberPair) {
 	pm.byPartition[tp] = pair
 	forTopic := pm.byTopic[tp.Topic]
 	if forTopic == nil {
-		forTopic = map[memberPair]map[TopicPartition]bool{}
+		forTopic = map[memberPair]*movedSet{}
 		pm.byTopic[tp.Topic] = forTopic
 	}
-	if forTopic[pair] == nil {
-		forTopic[pair] = map[TopicPartition]bool{}
+	set := forTopic[pair]
+	if set == nil {
+		set = &movedSet{added: map[TopicPartition]int64{}}
+		forTopic[pair] = set
 	}
-	forTopic[pair][tp] = true
+	*pm.seq++
+	set.added[tp] = *pm.seq
+	set.maxSize = max(set.maxSize, len(set.added))
 }
 
 // move records tp moving old -> newOwner; a partition moved back to where
@@ -449,7 +462,8 @@ func (pm partitionMovements) move(tp TopicPartition, old, newOwner string) {
 
 // partitionToMove returns the partition to move from old to newOwner in
 // place of tp: one that earlier moved newOwner -> (tp's original owner), if
-// any (the lowest, where Kafka takes any), so that move is undone.
+// any, so that move is undone. Kafka takes the first of them in its
+// HashSet's order, and so does this.
 func (pm partitionMovements) partitionToMove(tp TopicPartition, old, newOwner string) TopicPartition {
 	forTopic, ok := pm.byTopic[tp.Topic]
 	if !ok {
@@ -459,14 +473,27 @@ func (pm partitionMovements) partitionToMove(tp TopicPartition, old, newOwner st
 		old = pair.src
 	}
 	reverse := forTopic[memberPair{newOwner, old}]
-	if len(reverse) == 0 {
+	if reverse == nil || len(reverse.added) == 0 {
 		return tp
 	}
+	return reverse.first()
+}
+
+// first is the entry Java's HashSet<TopicPartition> iterates first: the
+// lowest bucket of the spread TopicPartition.hashCode in a table sized for
+// the most entries the set held, the earliest added within a bucket.
+func (s *movedSet) first() TopicPartition {
+	capacity := 16
+	for s.maxSize > capacity*3/4 {
+		capacity *= 2
+	}
 	var best TopicPartition
-	first := true
-	for cand := range reverse {
-		if first || compareTopicPartition(cand, best) < 0 {
-			best, first = cand, false
+	bestBucket, bestSeq := -1, int64(0)
+	for tp, seq := range s.added {
+		h := 31*(31+uint32(tp.Partition)) + javaStringHash(tp.Topic)
+		bucket := int((h ^ (h >> 16)) & uint32(capacity-1))
+		if bestBucket < 0 || bucket < bestBucket || (bucket == bestBucket && seq < bestSeq) {
+			best, bestBucket, bestSeq = tp, bucket, seq
 		}
 	}
 	return best

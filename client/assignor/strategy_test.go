@@ -312,3 +312,18 @@ func TestAssignRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestJavaHashes(t *testing.T) {
+	// Values Java's String.hashCode returns ("\U0001F600" is two UTF-16 units).
+	for s, want := range map[string]int32{"": 0, "hello": 99162322, "\U0001F600": 1772899} {
+		if got := int32(javaStringHash(s)); got != want {
+			t.Errorf("hash(%q) = %d, want %d", s, got, want)
+		}
+	}
+	// Order is by bucket, not by name, and stable within a bucket.
+	ids := []string{"consumer1", "consumer2", "consumer3"}
+	order := javaHashMapOrder(ids)
+	if slices.Equal(order, ids) || len(order) != 3 {
+		t.Errorf("order %v", order)
+	}
+}
