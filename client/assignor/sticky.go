@@ -172,7 +172,8 @@ type stickyResult struct {
 // constrained algorithm runs when every member subscribes to the same
 // topics and the general one otherwise. Where Kafka walks its HashMap of
 // members, members are walked in that same order (javaHashMapOrder), since
-// the walk breaks ties; elsewhere member-id order stands in for hash order.
+// the walk breaks ties; where the order cannot change the result, members
+// are taken by id.
 func assignSticky(members []Member, topics map[string]Topic, memberData func(*Member) ([]TopicPartition, int32)) (stickyResult, error) {
 	if err := checkMembers(members, topics); err != nil {
 		return stickyResult{}, err
