@@ -8,6 +8,8 @@
 // every member supports ([SelectProtocol]); the leader decodes the members'
 // subscriptions ([DecodeSubscription]), runs the assignor ([Assignor.Assign])
 // and sends each member its share in SyncGroup ([EncodeAssignment]).
+// [JoinProtocols] builds a member's JoinGroup protocol list and [Lead] does
+// the leader's steps on a JoinGroup response.
 //
 // The four assignors are Kafka's, by the names partition.assignment.strategy
 // accepts (the protocol name or the Java class name, see [ByName] and
