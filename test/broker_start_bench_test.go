@@ -102,7 +102,7 @@ func brokerStartRun(t *testing.T, n int) startFigures {
 	restart := func() restartFigures {
 		var r restartFigures
 		launched := time.Now()
-		b.start()
+		b.startWithin(10 * time.Minute)
 		r.listen = time.Since(launched)
 		pc := newPinnedClient(t, b.addr())
 		r.led, r.produce = -1, -1
