@@ -11,6 +11,7 @@ package test
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -143,6 +144,11 @@ func brokerStartRun(t *testing.T, n int) startFigures {
 		t.Fatalf("broker did not exit within 5m of SIGTERM:\n%s", b.log())
 	}
 	b.stop() // checks the exit status
+	for _, line := range strings.Split(b.log(), "\n") {
+		if strings.Contains(line, "shutdown stage took long") {
+			t.Logf("broker: %s", line)
+		}
+	}
 	f.clean = restart()
 	waitIdle(t, c, time.Minute)
 	b.kill9()
