@@ -22,6 +22,14 @@ import (
 //   - A sequenced batch is sent again only when none of the partition's
 //     batches is in flight, so retries reach the broker in sequence order
 //     even with max.in.flight.requests.per.connection up to 5.
+//   - From the partition's oldest unacknowledged batch to its newest sent
+//     one there are at most max.in.flight.requests.per.connection (<= 5)
+//     batches. The broker remembers a producer's last 5 batches to answer a
+//     retried duplicate with its offset; a batch written on a connection
+//     that then broke, followed by 5 more, would be forgotten, and its
+//     retry refused as out of sequence. Counting in-flight requests alone
+//     does not bound this: a later batch can be acknowledged on a new
+//     connection while the older one awaits its retry.
 
 type topicPartition struct {
 	topic     string
@@ -168,6 +176,21 @@ func (ps *partitionState) removeInflight(b *batch) {
 	}
 }
 
+// oldestUnacked is the order of the partition's oldest sequenced batch not
+// yet acknowledged (in flight or queued for a retry), or 0.
+func (ps *partitionState) oldestUnacked() uint64 {
+	var low uint64
+	for _, o := range ps.inflight {
+		if o.seq >= 0 && (low == 0 || o.order < low) {
+			low = o.order
+		}
+	}
+	if len(ps.queue) > 0 && ps.queue[0].seq >= 0 && (low == 0 || ps.queue[0].order < low) {
+		low = ps.queue[0].order
+	}
+	return low
+}
+
 // lowestUnresolved reports whether b is the first of its partition's
 // unacknowledged sequenced batches.
 func (ps *partitionState) lowestUnresolved(b *batch) bool {
@@ -209,6 +232,11 @@ func (p *engine) drainableLocked(ps *partitionState, now time.Time) bool {
 	if p.cfg.idempotent {
 		if b.seq >= 0 && len(ps.inflight) > 0 {
 			return false // retries go one at a time, in sequence order
+		}
+		if b.seq < 0 {
+			if low := ps.oldestUnacked(); low != 0 && ps.order+1-low >= uint64(p.cfg.MaxInFlight) {
+				return false // the window of the broker's duplicate check is full
+			}
 		}
 		if p.bumpNeeded || p.pid < 0 {
 			// Only batches of the current epoch below any gap may go

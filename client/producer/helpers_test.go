@@ -183,6 +183,12 @@ func (d *flakyDialer) dial(ctx context.Context, network, addr string) (net.Conn,
 	return c, nil
 }
 
+func (d *flakyDialer) cutCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cuts
+}
+
 // cut closes every connection dialed so far.
 func (d *flakyDialer) cut() {
 	d.mu.Lock()

@@ -67,5 +67,5 @@ type staticView struct {
 	avail []int32
 }
 
-func (v staticView) NumPartitions(string) int32          { return v.n }
+func (v staticView) NumPartitions(string) int32         { return v.n }
 func (v staticView) AvailablePartitions(string) []int32 { return v.avail }

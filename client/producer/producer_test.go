@@ -219,7 +219,35 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 
 		var failed sync.Map
 		errs := make(chan error, 1)
-		for i := range n {
+		stop := make(chan struct{})
+		var cutter sync.WaitGroup
+		cutter.Add(1)
+		go func() { // cut whenever requests are in flight, until the flush ends
+			defer cutter.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p.e.mu.Lock()
+				inflight := 0
+				for _, c := range p.e.nodes {
+					inflight += c
+				}
+				p.e.mu.Unlock()
+				if inflight >= 1 {
+					d.cut()
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		sent := 0
+		for i := 0; i < n || d.cutCount() < 20; i++ {
+			if i > 50*n {
+				t.Fatalf("only %d cuts in %d records", d.cutCount(), i)
+			}
+			sent++
 			part := int32(i % 2)
 			rec := Record[string, string]{Topic: topic, Partition: part, HasPartition: true, Value: fmt.Sprintf("%d", i)}
 			if err := p.Send(context.Background(), rec, func(_ RecordMetadata, err error) {
@@ -233,19 +261,25 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if i%1500 == 750 {
-				d.cut()
-			}
 		}
 		if err := p.Flush(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		close(stop)
+		cutter.Wait()
+		p.e.mu.Lock()
+		retries, bumps := p.e.retries, p.e.epochBumps
+		p.e.mu.Unlock()
+		t.Logf("%s: %d epoch bumps", b.name, bumps)
+		if retries == 0 {
+			t.Fatal("no batch was retried: the cuts hit nothing in flight")
 		}
 		select {
 		case err := <-errs:
 			t.Fatalf("a record failed: %v", err)
 		default:
 		}
-		got := b.consumeAll(t, topic, n)
+		got := b.consumeAll(t, topic, sent)
 		last := map[int32]int{0: -2, 1: -1}
 		for _, c := range got {
 			var v int
@@ -255,10 +289,10 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 			}
 			last[c.partition] = v
 		}
-		if len(got) != n {
-			t.Fatalf("read %d records, sent %d", len(got), n)
+		if len(got) != sent {
+			t.Fatalf("read %d records, sent %d", len(got), sent)
 		}
-		t.Logf("%s: %d connection cuts", b.name, d.cuts)
+		t.Logf("%s: %d connection cuts, %d batch retries", b.name, d.cuts, retries)
 	})
 }
 

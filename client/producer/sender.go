@@ -47,6 +47,8 @@ type engine struct {
 	pid        int64         // -1 until InitProducerId answered (idempotence)
 	epoch      int16
 	bumpNeeded bool
+	retries    int // batches sent again (Kafka's record-retry count, per batch)
+	epochBumps int
 
 	// Metadata wanted by Send and by the sender.
 	topics       map[string]time.Time // topic -> last used, for metadata.max.idle.ms
@@ -397,6 +399,7 @@ func (e *engine) failedAttemptLocked(ps *partitionState, b *batch, err error, tr
 			// good): b and its successors go again under a new epoch.
 			e.markGapLocked(ps, b)
 		}
+		e.retries++
 		e.requeueLocked(ps, b, now)
 		return nil
 	}
@@ -530,6 +533,7 @@ func (e *engine) maybeInitProducerID() error {
 	e.mu.Lock()
 	e.pid, e.epoch = r.ProducerID, r.ProducerEpoch
 	if e.bumpNeeded {
+		e.epochBumps++
 		// New epoch: every partition's sequences start again at 0, and
 		// unsent or refused batches get new sequences in queue order.
 		for _, ps := range e.parts {
@@ -628,4 +632,3 @@ func (e *engine) topicMetadata(ctx context.Context, topic string, partition int3
 		}
 	}
 }
-
