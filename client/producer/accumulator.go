@@ -49,7 +49,9 @@ type pendingRecord struct {
 type batch struct {
 	tp      topicPartition
 	records []pendingRecord
-	// buf holds the encoded records, uncompressed.
+	// buf holds record.HeaderSize bytes of room for the batch header, then
+	// the encoded records, uncompressed; an uncompressed batch is sent from
+	// it without a copy.
 	buf           []byte
 	baseTimestamp int64
 	maxTimestamp  int64
@@ -66,15 +68,42 @@ type batch struct {
 	pid   int64
 	epoch int16
 
-	payload []byte // records as sent: compressed when compression is on
-	encoded []byte // the whole batch for the current pid/epoch/seq
+	// framed is HeaderSize bytes of room then the records as sent
+	// (compressed when compression is on); encoded is framed with the
+	// header written for the current pid/epoch/seq.
+	framed  []byte
+	encoded []byte
 
 	attempts  int
 	retryAt   time.Time
 	ambiguous bool // the last attempt failed without an answer: it may have been written
 }
 
-func (b *batch) size() int { return record.HeaderSize + len(b.buf) }
+func (b *batch) size() int { return len(b.buf) }
+
+// records returns the encoded records.
+func (b *batch) recordBytes() []byte { return b.buf[record.HeaderSize:] }
+
+// newBuf returns an empty batch buffer of batch.size bytes, reused from
+// completed batches when one is free (Kafka's BufferPool keeps batch.size
+// buffers for the same reason).
+func (p *engine) newBuf() []byte {
+	if bp, ok := p.bufs.Get().(*[]byte); ok {
+		return (*bp)[:record.HeaderSize]
+	}
+	return make([]byte, record.HeaderSize, record.HeaderSize+p.cfg.BatchSize)
+}
+
+// freeBuf returns a completed batch's buffer for reuse. Nothing refers to
+// it any more: a request copies the batch into its own buffer when it is
+// encoded, before the request can complete.
+func (p *engine) freeBuf(b *batch) {
+	if cap(b.buf) == record.HeaderSize+p.cfg.BatchSize {
+		buf := b.buf
+		p.bufs.Put(&buf)
+	}
+	b.buf, b.framed, b.encoded = nil, nil, nil
+}
 
 type partitionState struct {
 	tp       topicPartition
@@ -107,7 +136,7 @@ func (p *engine) appendLocked(tp topicPartition, ts int64, key, value []byte, he
 	wake := false
 	if b == nil {
 		b = &batch{tp: tp, created: now, done: make(chan struct{}), seq: -1,
-			baseTimestamp: ts, maxTimestamp: ts, buf: make([]byte, 0, min(p.cfg.BatchSize, 64<<10))}
+			baseTimestamp: ts, maxTimestamp: ts, buf: p.newBuf()}
 		// Wake the sender: the previous batch is full, or the new batch's
 		// linger.ms deadline is one it has not seen.
 		wake = true
@@ -286,17 +315,18 @@ func (p *engine) encode(b *batch) error {
 	if b.encoded != nil {
 		return nil
 	}
-	if b.payload == nil {
+	if b.framed == nil {
 		if p.cfg.codec == record.CodecNone {
-			b.payload = b.buf
+			b.framed = b.buf
 		} else {
-			out, err := p.compressor.compress(make([]byte, 0, len(b.buf)/2+64), b.buf)
+			out, err := p.compressor.compress(make([]byte, record.HeaderSize, record.HeaderSize+len(b.buf)/2+64), b.recordBytes())
 			if err != nil {
 				return err
 			}
-			b.payload = out
+			b.framed = out
 		}
 	}
+	payloadLen := len(b.framed) - record.HeaderSize
 	rb := kmsg.RecordBatch{
 		FirstOffset:          0,
 		PartitionLeaderEpoch: -1,
@@ -309,14 +339,16 @@ func (p *engine) encode(b *batch) error {
 		ProducerEpoch:        -1,
 		FirstSequence:        -1,
 		NumRecords:           int32(len(b.records)),
-		Records:              b.payload,
 	}
 	if b.seq >= 0 {
 		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = b.pid, b.epoch, b.seq
 	}
 	// Length counts from the partition leader epoch to the end.
-	rb.Length = int32(record.HeaderSize - record.LogOverhead + len(b.payload))
-	out := rb.AppendTo(make([]byte, 0, record.HeaderSize+len(b.payload)))
+	rb.Length = int32(record.HeaderSize - record.LogOverhead + payloadLen)
+	// The header is written into the room before the records (no copy of
+	// the records); AppendTo stays within the buffer's capacity.
+	rb.AppendTo(b.framed[:0])
+	out := b.framed
 	record.UpdateCRC(out)
 	b.encoded = out
 	return nil

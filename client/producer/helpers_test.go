@@ -33,7 +33,10 @@ type broker struct {
 	admin *kadm.Client
 }
 
-func startGregor(t *testing.T) *broker {
+func startGregor(t *testing.T) *broker { return startGregorB(t) }
+
+// startGregorB is startGregor for tests and benchmarks.
+func startGregorB(t testing.TB) *broker {
 	t.Helper()
 	props := map[string]string{
 		"listeners":                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
@@ -72,7 +75,7 @@ func startKfake(t *testing.T, opts ...kfake.Opt) *broker {
 	return newBroker(t, "kfake", c.ListenAddrs()[0], c)
 }
 
-func newBroker(t *testing.T, name, addr string, fake *kfake.Cluster) *broker {
+func newBroker(t testing.TB, name, addr string, fake *kfake.Cluster) *broker {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +90,9 @@ func bothBrokers(t *testing.T, fn func(t *testing.T, b *broker)) {
 	t.Run("kfake", func(t *testing.T) { fn(t, startKfake(t)) })
 }
 
-func (b *broker) createTopic(t *testing.T, topic string, partitions int32) {
+func (b *broker) createTopic(t *testing.T, topic string, partitions int32) { b.createTopicB(t, topic, partitions) }
+
+func (b *broker) createTopicB(t testing.TB, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -80,8 +80,8 @@ func (p *Producer[K, V]) Send(ctx context.Context, rec Record[K, V], cb Callback
 
 func (p *Producer[K, V]) send(ctx context.Context, rec Record[K, V], cb Callback) error {
 	e := p.e
-	start := time.Now()
-	deadline := start.Add(e.cfg.MaxBlock)
+	now := time.Now()
+	deadline := now.Add(e.cfg.MaxBlock)
 	if rec.Topic == "" {
 		return errors.New("send: record has no topic")
 	}
@@ -92,7 +92,7 @@ func (p *Producer[K, V]) send(ctx context.Context, rec Record[K, V], cb Callback
 		}
 		want = rec.Partition
 	}
-	t, err := e.topicMetadata(ctx, rec.Topic, want, deadline)
+	t, err := e.topicMetadata(ctx, rec.Topic, want, now)
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", rec.Topic, err)
 	}
@@ -133,7 +133,7 @@ func (p *Producer[K, V]) send(ctx context.Context, rec Record[K, V], cb Callback
 	}
 	ts := rec.Timestamp
 	if ts.IsZero() {
-		ts = time.Now()
+		ts = now
 	}
 	pr := pendingRecord{cb: cb, onAck: p.onAck, timestamp: ts.UnixMilli(), keySize: sizeOrNull(key), valueSize: sizeOrNull(value)}
 	e.mu.Lock()

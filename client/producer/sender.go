@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,7 +36,7 @@ type engine struct {
 
 	wake    chan struct{} // buffered 1: something for the sender to look at
 	stopped chan struct{} // closed when the sender goroutine returns
-	wg      sync.WaitGroup
+	bufs    sync.Pool // *[]byte batch buffers of HeaderSize+batch.size bytes
 
 	mu         sync.Mutex
 	parts      map[topicPartition]*partitionState
@@ -51,9 +52,12 @@ type engine struct {
 	epochBumps int
 
 	// Metadata wanted by Send and by the sender.
-	topics       map[string]time.Time // topic -> last used, for metadata.max.idle.ms
+	topics       map[string]*atomic.Int64 // topic -> last used (unix ns), for metadata.max.idle.ms
 	metaWanted   bool
 	metaUpdated  chan struct{} // closed and replaced after each refresh
+	// topicsView is a copy of topics for Send's lock-free path, replaced
+	// whenever topics gains or loses a topic.
+	topicsView atomic.Pointer[map[string]*atomic.Int64]
 	metaErr      error         // the last refresh's error
 	lastMetadata time.Time
 }
@@ -86,7 +90,7 @@ func newEngine(cfg resolved) (*engine, error) {
 		nodes:       map[int32]int{},
 		pid:         -1,
 		epoch:       -1,
-		topics:      map[string]time.Time{},
+		topics:      map[string]*atomic.Int64{},
 		metaUpdated: make(chan struct{}),
 	}
 	go e.run()
@@ -128,13 +132,11 @@ func (e *engine) run() {
 	for {
 		now := time.Now()
 		e.maybeRefreshMetadata(now)
+		pidFailed := false
 		if e.cfg.idempotent {
-			if err := e.maybeInitProducerID(); err != nil {
-				// Retried on the next loop after a backoff; batches
-				// expire meanwhile if it never succeeds.
-				e.sleep(timer, e.backoff(1))
-				continue
-			}
+			// On failure it is retried after a backoff; batches expire
+			// meanwhile if it never succeeds, and Close still ends the loop.
+			pidFailed = e.maybeInitProducerID() != nil
 		}
 		e.mu.Lock()
 		done := e.expireLocked(now)
@@ -155,7 +157,9 @@ func (e *engine) run() {
 			return
 		}
 		wait := time.Until(next)
-		if len(reqs) > 0 {
+		if pidFailed {
+			wait = e.backoff(1)
+		} else if len(reqs) > 0 {
 			continue // drain again: more may be ready, limits permitting
 		}
 		e.sleep(timer, wait)
@@ -473,6 +477,7 @@ func (e *engine) complete(done []completion) {
 		delete(e.incomplete, b)
 		e.mu.Unlock()
 		e.memory.release(b.memory)
+		e.freeBuf(b)
 		close(b.done)
 	}
 }
@@ -548,6 +553,22 @@ func (e *engine) maybeInitProducerID() error {
 	return nil
 }
 
+func cloneTopics(m map[string]*atomic.Int64) *map[string]*atomic.Int64 {
+	c := make(map[string]*atomic.Int64, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return &c
+}
+
+// usedTopic returns topic's last-used clock when the topic is in use.
+func (e *engine) usedTopic(topic string) *atomic.Int64 {
+	if m := e.topicsView.Load(); m != nil {
+		return (*m)[topic]
+	}
+	return nil
+}
+
 // maybeRefreshMetadata refreshes the used topics' metadata when something
 // asked for it (at most once per retry.backoff.ms) or metadata.max.age.ms
 // passed, and forgets topics idle for metadata.max.idle.ms.
@@ -557,8 +578,9 @@ func (e *engine) maybeRefreshMetadata(now time.Time) {
 		(e.metaWanted && now.Sub(e.lastMetadata) >= e.cfg.RetryBackoff)
 	var topics []string
 	for t, used := range e.topics {
-		if now.Sub(used) > e.cfg.MetadataMaxIdle {
+		if now.Sub(time.Unix(0, used.Load())) > e.cfg.MetadataMaxIdle {
 			delete(e.topics, t)
+			e.topicsView.Store(cloneTopics(e.topics))
 			e.cluster.Forget(t)
 			continue
 		}
@@ -585,15 +607,28 @@ func (e *engine) maybeRefreshMetadata(now time.Time) {
 // topicMetadata returns topic's metadata, asking the sender for it and
 // waiting until deadline when it is not known (Kafka's waitOnMetadata).
 // When partition is not -1 the topic must have that partition.
-func (e *engine) topicMetadata(ctx context.Context, topic string, partition int32, deadline time.Time) (*cluster.Topic, error) {
+func (e *engine) topicMetadata(ctx context.Context, topic string, partition int32, now time.Time) (*cluster.Topic, error) {
+	// The common case takes no lock: the topic is known and in use.
+	if t := e.cluster.Topic(topic); t != nil && t.Err == nil && len(t.Partitions) > 0 && int(partition) < len(t.Partitions) {
+		if used := e.usedTopic(topic); used != nil {
+			used.Store(now.UnixNano())
+			return t, nil
+		}
+	}
+	deadline := now.Add(e.cfg.MaxBlock)
 	for {
 		e.mu.Lock()
 		if e.closing {
 			e.mu.Unlock()
 			return nil, ErrProducerClosed
 		}
-		_, known := e.topics[topic]
-		e.topics[topic] = time.Now()
+		used, known := e.topics[topic]
+		if !known {
+			used = new(atomic.Int64)
+			e.topics[topic] = used
+			e.topicsView.Store(cloneTopics(e.topics))
+		}
+		used.Store(time.Now().UnixNano())
 		t := e.cluster.Topic(topic)
 		if t != nil && t.Err == nil && len(t.Partitions) > 0 && int(partition) < len(t.Partitions) {
 			e.mu.Unlock()
