@@ -90,7 +90,9 @@ func bothBrokers(t *testing.T, fn func(t *testing.T, b *broker)) {
 	t.Run("kfake", func(t *testing.T) { fn(t, startKfake(t)) })
 }
 
-func (b *broker) createTopic(t *testing.T, topic string, partitions int32) { b.createTopicB(t, topic, partitions) }
+func (b *broker) createTopic(t *testing.T, topic string, partitions int32) {
+	b.createTopicB(t, topic, partitions)
+}
 
 func (b *broker) createTopicB(t testing.TB, topic string, partitions int32) {
 	t.Helper()

@@ -36,7 +36,7 @@ type engine struct {
 
 	wake    chan struct{} // buffered 1: something for the sender to look at
 	stopped chan struct{} // closed when the sender goroutine returns
-	bufs    sync.Pool // *[]byte batch buffers of HeaderSize+batch.size bytes
+	bufs    sync.Pool     // *[]byte batch buffers of HeaderSize+batch.size bytes
 
 	mu         sync.Mutex
 	parts      map[topicPartition]*partitionState
@@ -52,13 +52,13 @@ type engine struct {
 	epochBumps int
 
 	// Metadata wanted by Send and by the sender.
-	topics       map[string]*atomic.Int64 // topic -> last used (unix ns), for metadata.max.idle.ms
-	metaWanted   bool
-	metaUpdated  chan struct{} // closed and replaced after each refresh
+	topics      map[string]*atomic.Int64 // topic -> last used (unix ns), for metadata.max.idle.ms
+	metaWanted  bool
+	metaUpdated chan struct{} // closed and replaced after each refresh
 	// topicsView is a copy of topics for Send's lock-free path, replaced
 	// whenever topics gains or loses a topic.
-	topicsView atomic.Pointer[map[string]*atomic.Int64]
-	metaErr      error         // the last refresh's error
+	topicsView   atomic.Pointer[map[string]*atomic.Int64]
+	metaErr      error // the last refresh's error
 	lastMetadata time.Time
 }
 
