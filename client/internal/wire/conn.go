@@ -57,21 +57,16 @@ type Conn struct {
 type pendingRequest struct {
 	corr  int32
 	req   kmsg.Request
-	done  chan result // buffered 1; nil when cb is set
 	cb    func(kmsg.Response, error)
-	timer *time.Timer // the request timeout of a DoAsync request
+	timer *time.Timer // the request timeout, when there is one
 }
 
-// finish hands the outcome to the waiter or the callback.
+// finish hands the outcome to the callback.
 func (pr *pendingRequest) finish(resp kmsg.Response, err error) {
 	if pr.timer != nil {
 		pr.timer.Stop()
 	}
-	if pr.cb != nil {
-		pr.cb(resp, err)
-		return
-	}
-	pr.done <- result{resp: resp, err: err}
+	pr.cb(resp, err)
 }
 
 type result struct {
@@ -149,6 +144,20 @@ func (c *Conn) MaxVersion(req kmsg.Request) int16 {
 	return min(c.versions[k], req.MaxVersion())
 }
 
+// setVersion sets req to the highest version both sides know, capped by
+// the version already set on req when capped is true.
+func (c *Conn) setVersion(req kmsg.Request, capped bool) error {
+	v := c.MaxVersion(req)
+	if v < 0 {
+		return fmt.Errorf("%s does not serve api key %d", c.addr, req.Key())
+	}
+	if capped && req.GetVersion() < v {
+		v = req.GetVersion()
+	}
+	req.SetVersion(v)
+	return nil
+}
+
 // Do sends req at the highest version both sides know (capped by the
 // version already set on req when capped is true) and waits for the
 // response. A produce request with acks 0 has no response: Do returns nil
@@ -156,14 +165,9 @@ func (c *Conn) MaxVersion(req kmsg.Request) int16 {
 // Kafka's clients do on a request timeout: the response would arrive out of
 // the caller's reach and the order of the connection would be lost.
 func (c *Conn) Do(ctx context.Context, req kmsg.Request, capped bool) (kmsg.Response, error) {
-	v := c.MaxVersion(req)
-	if v < 0 {
-		return nil, fmt.Errorf("%s does not serve api key %d", c.addr, req.Key())
+	if err := c.setVersion(req, capped); err != nil {
+		return nil, err
 	}
-	if capped && req.GetVersion() < v {
-		v = req.GetVersion()
-	}
-	req.SetVersion(v)
 	return c.do(ctx, req)
 }
 
@@ -174,15 +178,40 @@ func (c *Conn) Do(ctx context.Context, req kmsg.Request, capped bool) (kmsg.Resp
 // 0 gets cb(nil, nil) once written. When the response has not arrived
 // within timeout the connection is closed and every pending request fails.
 func (c *Conn) DoAsync(req kmsg.Request, capped bool, timeout time.Duration, cb func(kmsg.Response, error)) {
-	v := c.MaxVersion(req)
-	if v < 0 {
-		cb(nil, fmt.Errorf("%s does not serve api key %d", c.addr, req.Key()))
+	if err := c.setVersion(req, capped); err != nil {
+		cb(nil, err)
 		return
 	}
-	if capped && req.GetVersion() < v {
-		v = req.GetVersion()
+	c.send(req, timeout, cb)
+}
+
+// do sends req at the version set on it and waits for the answer.
+func (c *Conn) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	done := make(chan result, 1)
+	// The context, not a timer, bounds the wait; the write is bounded by
+	// its deadline when there is one.
+	timeout := time.Duration(0)
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(deadline), time.Millisecond)
 	}
-	req.SetVersion(v)
+	c.send(req, timeout, func(resp kmsg.Response, err error) { done <- result{resp, err} })
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		c.closeWith(fmt.Errorf("%w: request to %s: %w", ErrClosed, c.addr, ctx.Err()))
+		r := <-done
+		if r.err == nil {
+			return r.resp, nil
+		}
+		return nil, fmt.Errorf("%w: %w", r.err, ctx.Err())
+	}
+}
+
+// send writes req and registers cb for its answer. A timeout above zero
+// bounds the write and the wait for the response (the connection is closed
+// past it); zero means no bound.
+func (c *Conn) send(req kmsg.Request, timeout time.Duration, cb func(kmsg.Response, error)) {
 	noResponse := false
 	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		noResponse = true
@@ -201,15 +230,21 @@ func (c *Conn) DoAsync(req kmsg.Request, capped bool, timeout time.Duration, cb 
 	}
 	if !noResponse {
 		c.pending = append(c.pending, pr)
-		pr.timer = time.AfterFunc(timeout, func() {
-			c.closeWith(fmt.Errorf("%w: no response from %s within %v", ErrClosed, c.addr, timeout))
-		})
+		if timeout > 0 {
+			pr.timer = time.AfterFunc(timeout, func() {
+				c.closeWith(fmt.Errorf("%w: no response from %s within %v", ErrClosed, c.addr, timeout))
+			})
+		}
 	}
 	c.mu.Unlock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(timeout))
+	deadline := time.Time{}
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	_ = c.nc.SetWriteDeadline(deadline)
 	_, werr := c.nc.Write(c.wbuf)
 	if cap(c.wbuf) > 1<<20 {
-		c.wbuf = nil
+		c.wbuf = nil // do not pin a large request's buffer
 	}
 	c.wmu.Unlock()
 	if werr != nil {
@@ -221,58 +256,6 @@ func (c *Conn) DoAsync(req kmsg.Request, capped bool, timeout time.Duration, cb 
 	}
 	if noResponse {
 		cb(nil, nil)
-	}
-}
-
-func (c *Conn) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	noResponse := false
-	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
-		noResponse = true
-	}
-	c.wmu.Lock()
-	c.nextCorr++
-	pr := &pendingRequest{corr: c.nextCorr, req: req, done: make(chan result, 1)}
-	c.wbuf = c.format.AppendRequest(c.wbuf[:0], req, pr.corr)
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		c.wmu.Unlock()
-		return nil, err
-	}
-	if !noResponse {
-		c.pending = append(c.pending, pr)
-	}
-	c.mu.Unlock()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = c.nc.SetWriteDeadline(deadline)
-	} else {
-		_ = c.nc.SetWriteDeadline(timeZero)
-	}
-	_, werr := c.nc.Write(c.wbuf)
-	if cap(c.wbuf) > 1<<20 {
-		c.wbuf = nil // do not pin a large request's buffer
-	}
-	c.wmu.Unlock()
-	if werr != nil {
-		c.closeWith(fmt.Errorf("%w: write to %s: %w", ErrClosed, c.addr, werr))
-		if noResponse {
-			return nil, c.closedErr()
-		}
-	}
-	if noResponse {
-		return nil, nil
-	}
-	select {
-	case r := <-pr.done:
-		return r.resp, r.err
-	case <-ctx.Done():
-		c.closeWith(fmt.Errorf("%w: request to %s: %w", ErrClosed, c.addr, ctx.Err()))
-		r := <-pr.done
-		if r.err == nil {
-			return r.resp, nil
-		}
-		return nil, fmt.Errorf("%w: %w", r.err, ctx.Err())
 	}
 }
 
@@ -381,5 +364,3 @@ func (c *Conn) Close() {
 	c.closeWith(fmt.Errorf("%w: %s closed by the client", ErrClosed, c.addr))
 	<-c.reading
 }
-
-var timeZero time.Time
