@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -472,5 +473,64 @@ func TestUnknownTopicTimesOut(t *testing.T) {
 	}
 	if err := p.Send(context.Background(), Record[string, string]{Topic: "t", Partition: 5, HasPartition: true}, nil); err == nil {
 		t.Fatal("send to a missing partition succeeded")
+	}
+}
+
+// TestLeaderMoves moves the partition's leader between kfake's brokers while
+// records flow: the producer learns the new leader from NOT_LEADER answers
+// and a metadata refresh, and every record lands once, in order.
+func TestLeaderMoves(t *testing.T) {
+	b := startKfake(t, kfake.NumBrokers(3))
+	b.createTopic(t, "moving", 1)
+	cfg := testConfig(b.addr)
+	cfg.RetryBackoff = 10 * time.Millisecond
+	cfg.Linger = time.Millisecond
+	p := newStringProducer(t, cfg)
+	const n = 3000
+	errs := make(chan error, n)
+	for i := range n {
+		if err := p.Send(context.Background(), Record[string, string]{Topic: "moving", Value: fmt.Sprint(i)},
+			func(_ RecordMetadata, err error) {
+				if err != nil {
+					errs <- err
+				}
+			}); err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 250 {
+			if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "moving", Value: fmt.Sprint("sync-", i)}); err != nil {
+				t.Fatal(err)
+			}
+			leader := b.fake.LeaderFor("moving", 0)
+			if err := b.fake.MoveTopicPartition("moving", 0, (leader+1)%3); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a record failed: %v", err)
+	}
+	p.e.mu.Lock()
+	retries := p.e.retries
+	p.e.mu.Unlock()
+	if retries == 0 {
+		t.Fatal("no batch was retried: no request reached a former leader")
+	}
+	next := 0
+	for _, c := range b.consumeAll(t, "moving", n+6) {
+		if strings.HasPrefix(c.value, "sync-") {
+			continue
+		}
+		if c.value != fmt.Sprint(next) {
+			t.Fatalf("offset %d holds %s, want %d", c.offset, c.value, next)
+		}
+		next++
+	}
+	if next != n {
+		t.Fatalf("read %d records, sent %d", next, n)
 	}
 }
