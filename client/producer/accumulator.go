@@ -118,8 +118,9 @@ type partitionState struct {
 	gapOrder uint64
 }
 
-// append adds an encoded record to tp's last batch, or starts a batch. It
-// reports whether the sender should be woken (a batch became full).
+// appendLocked adds a record to tp's last batch when it fits within
+// batch.size (memory is the record's size bound), or starts a batch. It
+// reports whether the sender should be woken.
 func (p *engine) appendLocked(tp topicPartition, ts int64, key, value []byte, headers []Header, pr pendingRecord, memory int64, now time.Time) (*batch, bool) {
 	ps := p.parts[tp]
 	if ps == nil {
@@ -129,7 +130,7 @@ func (p *engine) appendLocked(tp topicPartition, ts int64, key, value []byte, he
 	var b *batch
 	if n := len(ps.queue); n > 0 {
 		last := ps.queue[n-1]
-		if !last.closed && last.size()+len(key)+len(value)+32 <= p.cfg.BatchSize {
+		if !last.closed && last.size()+int(memory) <= p.cfg.BatchSize {
 			b = last
 		}
 	}

@@ -40,6 +40,8 @@ type RecordMetadata struct {
 
 // Callback receives the outcome of one Send: the metadata, or the error the
 // record failed with. Callbacks run on the producer's I/O goroutines, in
-// order for the records of one partition; a callback that blocks delays
-// the completion of other records, as in Kafka's Java producer.
+// send order within a batch and for a partition's batches answered on one
+// connection; a batch that is retried completes after the batches sent
+// behind it. A callback that blocks delays the completion of other
+// records, as in Kafka's Java producer.
 type Callback func(RecordMetadata, error)
