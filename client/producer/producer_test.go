@@ -534,3 +534,63 @@ func TestLeaderMoves(t *testing.T) {
 		t.Fatalf("read %d records, sent %d", next, n)
 	}
 }
+
+// TestCloseSendsWhatWasAccepted: Close does not wait for linger.ms and
+// delivers every accepted record before returning; Send afterwards fails.
+func TestCloseSendsWhatWasAccepted(t *testing.T) {
+	b := startKfake(t)
+	b.createTopic(t, "closing", 1)
+	cfg := testConfig(b.addr)
+	cfg.Linger = time.Hour // only Close can make these batches ready
+	cfg.DeliveryTimeout = 2 * time.Hour
+	p, err := New[string, string](cfg, StringSerializer{}, StringSerializer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := 0
+	for i := range 100 {
+		if err := p.Send(context.Background(), Record[string, string]{Topic: "closing", Value: fmt.Sprint(i)},
+			func(_ RecordMetadata, err error) {
+				if err != nil {
+					t.Errorf("record: %v", err)
+				}
+				mu.Lock()
+				acked++
+				mu.Unlock()
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if acked != 100 {
+		t.Fatalf("%d of 100 records acknowledged when Close returned", acked)
+	}
+	mu.Unlock()
+	if err := p.Send(context.Background(), Record[string, string]{Topic: "closing", Value: "late"}, nil); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("Send after Close: %v", err)
+	}
+	if len(b.consumeAll(t, "closing", 100)) != 100 {
+		t.Fatal("records missing")
+	}
+}
+
+// TestRecordTooLarge: a record over max.request.size is refused by Send
+// with Kafka's MESSAGE_TOO_LARGE, without reaching the broker.
+func TestRecordTooLarge(t *testing.T) {
+	b := startKfake(t)
+	b.createTopic(t, "large", 1)
+	cfg := testConfig(b.addr)
+	cfg.MaxRequestSize = 1000
+	p := newStringProducer(t, cfg)
+	err := p.Send(context.Background(), Record[string, string]{Topic: "large", Value: strings.Repeat("x", 2000)}, nil)
+	if !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("got %v, want MESSAGE_TOO_LARGE", err)
+	}
+	if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "large", Value: "small"}); err != nil {
+		t.Fatal(err)
+	}
+}
