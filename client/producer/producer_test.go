@@ -594,3 +594,35 @@ func TestRecordTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnknownProducerIDBumpsEpoch: UNKNOWN_PRODUCER_ID on the oldest batch
+// (the broker lost the producer's state) makes the producer bump its epoch
+// (KIP-360) and send the batch again from sequence 0; it is written once.
+func TestUnknownProducerIDBumpsEpoch(t *testing.T) {
+	b := startKfake(t)
+	b.createTopic(t, "bump", 1)
+	p := newStringProducer(t, testConfig(b.addr))
+	if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bump", Value: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	p.e.mu.Lock()
+	pid, epoch := p.e.pid, p.e.epoch
+	p.e.mu.Unlock()
+	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bump", Err: kerr.UnknownProducerID, Count: 1})
+	md, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bump", Value: "1"})
+	if err != nil || md.Offset != 1 {
+		t.Fatalf("after UNKNOWN_PRODUCER_ID: %+v %v", md, err)
+	}
+	p.e.mu.Lock()
+	bumps, newPID, newEpoch := p.e.epochBumps, p.e.pid, p.e.epoch
+	p.e.mu.Unlock()
+	// kfake answers the bump with a new producer id, Kafka and Gregor
+	// with the next epoch of the same id: either way a new identity.
+	if bumps != 1 || (newPID == pid && newEpoch != epoch+1) {
+		t.Fatalf("%d epoch bumps, producer %d/%d -> %d/%d", bumps, pid, epoch, newPID, newEpoch)
+	}
+	got := b.consumeAll(t, "bump", 2)
+	if len(got) != 2 || got[0].value != "0" || got[1].value != "1" {
+		t.Fatalf("read %+v", got)
+	}
+}
