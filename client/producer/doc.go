@@ -50,6 +50,10 @@
 // good, the producer waits for its requests in flight, bumps its epoch
 // (KIP-360) and numbers the remaining batches again from 0.
 //
+// Metrics returns the producer's metrics by Kafka's names (record-send-rate,
+// record-error-rate, record-retry-rate, batch-size-avg, request-latency-avg
+// and more) for the application to export.
+//
 // Limits: transactions (transactional.id) are not implemented yet; nor are
 // TLS and SASL (security.protocol other than PLAINTEXT is refused). A batch
 // that fails for good after its request was cut off may nonetheless have

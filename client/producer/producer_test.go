@@ -181,6 +181,13 @@ func TestRetriesNotLeader(t *testing.T) {
 			t.Fatalf("record %d: %+v", i, c)
 		}
 	}
+	// The metrics count what happened, by Kafka's names.
+	m := p.Metrics()
+	if m["record-retry-total"] < 1 || m["record-send-total"] < 50 || m["record-error-total"] != 0 ||
+		m["batch-size-avg"] <= 0 || m["batch-size-max"] < m["batch-size-avg"] || m["records-per-request-avg"] <= 0 ||
+		m["record-send-rate"] <= 0 || m["buffer-available-bytes"] != m["buffer-total-bytes"] {
+		t.Fatalf("metrics %v", m)
+	}
 }
 
 // TestNonRetriableErrorFailsRecord: an error Kafka does not retry reaches
@@ -199,6 +206,9 @@ func TestNonRetriableErrorFailsRecord(t *testing.T) {
 	md, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bad", Value: "y"})
 	if err != nil || md.Offset != 0 {
 		t.Fatalf("after the failure: %+v %v", md, err)
+	}
+	if n := p.Metrics()["record-error-total"]; n != 1 {
+		t.Fatalf("record-error-total %v, want 1", n)
 	}
 }
 
@@ -269,8 +279,9 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		close(stop)
 		cutter.Wait()
 		p.e.mu.Lock()
-		retries, bumps := p.e.retries, p.e.epochBumps
+		bumps := p.e.epochBumps
 		p.e.mu.Unlock()
+		retries := p.Metrics()["record-retry-total"]
 		t.Logf("%s: %d epoch bumps", b.name, bumps)
 		if retries == 0 {
 			t.Fatal("no batch was retried: the cuts hit nothing in flight")
@@ -293,7 +304,7 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		if len(got) != sent {
 			t.Fatalf("read %d records, sent %d", len(got), sent)
 		}
-		t.Logf("%s: %d connection cuts, %d batch retries", b.name, d.cuts, retries)
+		t.Logf("%s: %d connection cuts, %.0f records retried", b.name, d.cuts, retries)
 	})
 }
 
@@ -514,10 +525,7 @@ func TestLeaderMoves(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("a record failed: %v", err)
 	}
-	p.e.mu.Lock()
-	retries := p.e.retries
-	p.e.mu.Unlock()
-	if retries == 0 {
+	if p.Metrics()["record-retry-total"] == 0 {
 		t.Fatal("no batch was retried: no request reached a former leader")
 	}
 	next := 0

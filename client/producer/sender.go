@@ -37,6 +37,7 @@ type engine struct {
 	wake    chan struct{} // buffered 1: something for the sender to look at
 	stopped chan struct{} // closed when the sender goroutine returns
 	bufs    sync.Pool     // *[]byte batch buffers of HeaderSize+batch.size bytes
+	metrics producerMetrics
 
 	mu         sync.Mutex
 	parts      map[topicPartition]*partitionState
@@ -48,7 +49,6 @@ type engine struct {
 	pid        int64         // -1 until InitProducerId answered (idempotence)
 	epoch      int16
 	bumpNeeded bool
-	retries    int // batches sent again (Kafka's record-retry count, per batch)
 	epochBumps int
 
 	// Metadata wanted by Send and by the sender.
@@ -322,7 +322,23 @@ func (e *engine) send(r produceRequest) {
 		e.handleResponse(r, nil, err)
 		return
 	}
+	sentAt := time.Now()
+	records := 0
+	e.metrics.mu.Lock()
+	for _, b := range r.batches {
+		records += len(b.records)
+		e.metrics.batchSize.record(float64(len(b.encoded)), sentAt)
+	}
+	e.metrics.recordSend.record(float64(records), sentAt)
+	e.metrics.recordsPerReq.record(float64(records), sentAt)
+	e.metrics.mu.Unlock()
 	cn.DoAsync(req, true, e.cfg.RequestTimeout+e.cfg.RequestTimeout/10, func(resp kmsg.Response, err error) {
+		if err == nil {
+			now := time.Now()
+			e.metrics.mu.Lock()
+			e.metrics.requestLatency.record(float64(now.Sub(sentAt).Microseconds())/1000, now)
+			e.metrics.mu.Unlock()
+		}
 		pr, _ := resp.(*kmsg.ProduceResponse)
 		e.handleResponse(r, pr, err)
 	})
@@ -403,7 +419,9 @@ func (e *engine) failedAttemptLocked(ps *partitionState, b *batch, err error, tr
 			// good): b and its successors go again under a new epoch.
 			e.markGapLocked(ps, b)
 		}
-		e.retries++
+		e.metrics.mu.Lock()
+		e.metrics.recordRetry.record(float64(len(b.records)), now)
+		e.metrics.mu.Unlock()
 		e.requeueLocked(ps, b, now)
 		return nil
 	}
@@ -454,6 +472,11 @@ func (e *engine) failAllQueuedLocked(err error) []completion {
 func (e *engine) complete(done []completion) {
 	for _, c := range done {
 		b := c.b
+		if c.err != nil {
+			e.metrics.mu.Lock()
+			e.metrics.recordError.record(float64(len(b.records)), time.Now())
+			e.metrics.mu.Unlock()
+		}
 		for i := range b.records {
 			r := &b.records[i]
 			md := RecordMetadata{Topic: b.tp.topic, Partition: b.tp.partition, Offset: -1,
