@@ -58,8 +58,10 @@ type Config struct {
 	// queues.
 	PartitionerAdaptive bool
 	// PartitionerAvailabilityTimeout is partitioner.availability.timeout.ms:
-	// when not zero, the sticky partitioner skips partitions whose leader
-	// has had data ready but not been sent to for this long.
+	// when not zero, the adaptive sticky partitioner skips partitions whose
+	// oldest queued batch has waited this long past linger.ms (their
+	// leader is not taking data). Kafka judges the leader broker as a
+	// whole; this client judges each partition's queue.
 	PartitionerAvailabilityTimeout time.Duration
 	// PartitionerIgnoreKeys is partitioner.ignore.keys: keyed records are
 	// placed by the sticky partitioner too.
