@@ -1,10 +1,10 @@
 // Package cli holds Gregor's operator commands (topic, produce, consume,
-// group, share-group, config, user, acl, quota, cluster, reassign, leader,
-// transactions, log, bench). They talk to any Kafka cluster through
+// group, share-group, config, user, acl, quota, cluster, feature, reassign,
+// leader, transactions, log, bench). They talk to any Kafka cluster through
 // franz-go's kgo and kadm clients (log dump reads segment files), and their
 // flags follow Kafka's own tools (kafka-topics, kafka-console-producer/
 // consumer, kafka-consumer-groups, kafka-share-groups, kafka-configs,
-// kafka-acls, kafka-cluster, kafka-reassign-partitions,
+// kafka-acls, kafka-cluster, kafka-features, kafka-reassign-partitions,
 // kafka-leader-election, kafka-dump-log, the perf tests) so that a Kafka
 // operator's habits carry over.
 //
@@ -53,6 +53,7 @@ func Commands() []*cobra.Command {
 		NewClusterCommand(),
 		NewReassignCommand(),
 		NewLeaderCommand(),
+		NewFeatureCommand(),
 		NewTransactionsCommand(),
 		NewLogCommand(),
 		NewBenchCommand(),

@@ -156,12 +156,17 @@ func TestBootstrapAndRestart(t *testing.T) {
 	cfg := testConfig()
 	n := startNode(t, dir, cfg)
 	img := n.c.Image()
-	if img.MetadataVersion() != metadata.LatestMetadataVersion {
-		t.Fatalf("metadata.version = %d", img.MetadataVersion())
+	// A new cluster's feature levels: the latest metadata.version and
+	// each other feature's default at it.
+	if want := metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion); !reflect.DeepEqual(img.Features, want) ||
+		img.MetadataVersion() != metadata.LatestMetadataVersion || want[metadata.ShareVersionFeature] != 1 {
+		t.Fatalf("features = %v, want %v", img.Features, want)
 	}
 	b := img.Brokers[1]
-	// Offset 0 opens the epoch, 1 is the activation's metadata.version.
-	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 2 {
+	// Offset 0 opens the epoch, 1-3 are the activation's feature levels
+	// (metadata.version, group.version, share.version).
+	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 4 ||
+		!reflect.DeepEqual(b.SupportedFeatures, metadata.SupportedBrokerFeatures()) {
 		t.Fatalf("registration = %+v", b)
 	}
 	n.mustCreate(newTopic("orders", 2, 1, "cleanup.policy", "compact"))

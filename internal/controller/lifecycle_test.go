@@ -159,6 +159,9 @@ func newHarness(t *testing.T) *harness {
 	cfg.Now = clock.Now
 	cfg.BrokerSessionTimeout = 9 * time.Second
 	cfg.FenceOnConnectionClose = true
+	// Only metadata.version, which the scripts' brokers register (the
+	// feature levels are features_test.go's subject).
+	cfg.Bootstrap = []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
 	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}, release: make(chan struct{})}
 	cfg.ProbeGone = probes.probe
 	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Voters: []int32{cfg.NodeID}, Logger: cfg.Logger, Now: clock.Now})

@@ -15,6 +15,9 @@ package handlers
 //
 // Each group needs DESCRIBE (else GROUP_AUTHORIZATION_FAILED); an id that
 // names no share group is GROUP_ID_NOT_FOUND.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -34,7 +37,15 @@ func (h *Handlers) describeShareGroupOffsets(ctx context.Context, req *network.R
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
 	resp.Version = r.Version
+	enabled := h.shareGroupsEnabled()
 	for _, rg := range r.Groups {
+		if !enabled {
+			out := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			msg := kerr.UnsupportedVersion.Description
+			out.GroupID, out.ErrorCode, out.ErrorMessage = rg.GroupID, kerr.UnsupportedVersion.Code, &msg
+			resp.Groups = append(resp.Groups, out)
+			continue
+		}
 		resp.Groups = append(resp.Groups, h.describeShareGroupOffsetsGroup(ctx, req, rg))
 	}
 	return resp, nil

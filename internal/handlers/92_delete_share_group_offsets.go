@@ -13,6 +13,9 @@ package handlers
 // as OffsetDelete. An id naming no share group is GROUP_ID_NOT_FOUND, a
 // group with members NON_EMPTY_GROUP; a topic that does not exist, or that
 // the group has no state for, is UNKNOWN_TOPIC_OR_PARTITION.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -37,12 +40,19 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 		gcode  int16
 		gmsg   string
 	)
-	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, r.GroupID, func(s *group.Shard, _ group.Writer) {
-		topics, gcode, gmsg = s.ShareGroupStateTopics(r.GroupID, true)
-	})
-	if code == 0 && gcode != 0 {
-		code = gcode
-		resp.ErrorMessage = &gmsg
+	var code int16
+	if !h.shareGroupsEnabled() {
+		code = kerr.UnsupportedVersion.Code
+		msg := kerr.UnsupportedVersion.Description
+		resp.ErrorMessage = &msg
+	} else {
+		code = h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, r.GroupID, func(s *group.Shard, _ group.Writer) {
+			topics, gcode, gmsg = s.ShareGroupStateTopics(r.GroupID, true)
+		})
+		if code == 0 && gcode != 0 {
+			code = gcode
+			resp.ErrorMessage = &gmsg
+		}
 	}
 	if code != 0 {
 		resp.ErrorCode = code

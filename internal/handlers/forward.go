@@ -204,6 +204,8 @@ func NotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.UpdateFeaturesResponse:
+		return r.ErrorCode == nc
 	case *kmsg.BrokerRegistrationResponse:
 		return r.ErrorCode == nc
 	case *kmsg.BrokerHeartbeatResponse:

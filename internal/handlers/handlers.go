@@ -106,6 +106,7 @@ type ControllerAPI interface {
 	CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse
 	DeleteAcls(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse
 	AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse
+	UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) *kmsg.UpdateFeaturesResponse
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -165,6 +166,8 @@ var brokerAPIs = []*api{
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
 	// Client quotas: described from the image, altered by the controller.
 	&describeClientQuotasAPI, &alterClientQuotasAPI,
+	// Feature levels: described by ApiVersions, updated by the controller.
+	&updateFeaturesAPI,
 	// Answered by the socket server on SASL listeners (17_36_sasl.go).
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
@@ -181,6 +184,7 @@ var controllerAPIs = []*api{
 	// Kafka's controllers (ControllerApis) alter client quotas but leave
 	// describing them to the brokers.
 	&alterClientQuotasAPI,
+	&updateFeaturesAPI,
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,

@@ -451,12 +451,21 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	scram.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}
 	codeOf(t, "AlterUserScramCredentials", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	features := kmsg.NewPtrUpdateFeaturesRequest()
+	features.ValidateOnly = true
+	fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "share.version", 1, 1
+	features.FeatureUpdates = append(features.FeatureUpdates, fu)
+	codeOf(t, "UpdateFeatures", rawRequest[*kmsg.UpdateFeaturesResponse](t, cl, features).ErrorCode, kerr.ClusterAuthorizationFailed)
 	// Authorized at the broker, forwarded to the controller without the
 	// client's principal, and served there.
 	fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
 	codeOf(t, "AlterUserScramCredentials with ALTER", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ResourceNotFound)
 	codeOf(t, "ListPartitionReassignments with DESCRIBE", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, nil)
 	codeOf(t, "UnregisterBroker with ALTER (forwarded, served)", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.BrokerIDNotRegistered)
+	if r := rawRequest[*kmsg.UpdateFeaturesResponse](t, cl, features); r.ErrorCode != 0 {
+		t.Errorf("UpdateFeatures with ALTER: %v %s", kerr.ErrorForCode(r.ErrorCode), *r.ErrorMessage)
+	}
 
 	// Node-to-node requests on the controller listener.
 	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))
@@ -482,6 +491,7 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	// Admin requests on the controller listener (KIP-919) need the
 	// client's own permission, or CLUSTER_ACTION (a broker forwarding).
 	codeOf(t, "DescribeQuorum at the controller", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "UpdateFeatures at the controller", seed(features).(*kmsg.UpdateFeaturesResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
 	fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
 	codeOf(t, "DescribeQuorum forwarded by a broker", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, nil)
 }

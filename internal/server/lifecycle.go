@@ -153,9 +153,14 @@ func (l *lifecycle) register(ctx context.Context) error {
 		rl.SecurityProtocol = securityProtocolID(s.cfg.ListenerSecurityProtocolMap[al.Name])
 		req.Listeners = append(req.Listeners, rl)
 	}
-	f := kmsg.NewBrokerRegistrationRequestFeature()
-	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, metadata.MinMetadataVersion, metadata.LatestMetadataVersion
-	req.Features = append(req.Features, f)
+	// Every feature this build supports, so the controller refuses the
+	// registration if a finalized level is outside its range, and lets
+	// UpdateFeatures raise a level only if every broker supports it.
+	for _, sf := range metadata.SupportedFeatures() {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = sf.Name, sf.Min, sf.Max
+		req.Features = append(req.Features, f)
+	}
 	// The log directories' ids (meta.properties directory.id), which
 	// the controller checks are unique across brokers.
 	for _, dir := range s.cfg.LogDirs {
