@@ -18,9 +18,9 @@ package handlers
 // (KIP-890 part 1) the first transactional batch of a producer on a
 // partition is appended only once the transaction coordinator confirms the
 // partition is in the producer's transaction (txn_verify.go): otherwise
-// INVALID_TXN_STATE, or NOT_ENOUGH_REPLICAS (retriable) while the
-// coordinator cannot tell (TRANSACTION_ABORTABLE for v11+ producers, as
-// Kafka). A Produce v12+ while transaction.version is 2 is a transactions
+// INVALID_TXN_STATE (TRANSACTION_ABORTABLE for v11+ producers, as Kafka),
+// or NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot tell.
+// A Produce v12+ while transaction.version is 2 is a transactions
 // v2 producer, which sends no AddPartitionsToTxn: the partition leader asks
 // the coordinator to add the partition to the transaction (whatever the
 // verification setting) and appends once it has. acks must be -1, 0 or 1, else
