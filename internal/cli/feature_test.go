@@ -18,7 +18,8 @@ func TestFeatureCommands(t *testing.T) {
 		t.Helper()
 		return epoch.ReplaceAllString(c.ok("feature", "describe"), "Epoch: N")
 	}
-	want := "Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
+	want := "Feature: eligible.leader.replicas.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
+		"Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
 		"Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 4.0-IV3\tEpoch: N\n" +
 		"Feature: share.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
 		"Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2\tEpoch: N\n"
@@ -73,7 +74,7 @@ func TestFeatureCommands(t *testing.T) {
 	if out := c.ok("feature", "downgrade", "--feature", "metadata.version=23"); out != "metadata.version was downgraded to 23.\n" {
 		t.Fatalf("downgrade to 4.0-IV1: %q", out)
 	}
-	if out := c.ok("feature", "upgrade", "--release-version", "4.0"); out != "group.version was upgraded to 1.\nmetadata.version was upgraded to 25.\nshare.version was upgraded to 1.\ntransaction.version was upgraded to 2.\n" {
+	if out := c.ok("feature", "upgrade", "--release-version", "4.0"); out != "eligible.leader.replicas.version was upgraded to 1.\ngroup.version was upgraded to 1.\nmetadata.version was upgraded to 25.\nshare.version was upgraded to 1.\ntransaction.version was upgraded to 2.\n" {
 		t.Fatalf("upgrade --release-version 4.0: %q", out)
 	}
 	if got := describe(); got != want {
@@ -99,9 +100,9 @@ func TestFeatureCommands(t *testing.T) {
 
 func TestFeatureVersionMapping(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
-		{"", "metadata.version=25 (4.0-IV3)\ngroup.version=1\nshare.version=1\ntransaction.version=2\n"},
-		{"--release-version 4.0-IV0", "metadata.version=22 (4.0-IV0)\ngroup.version=1\nshare.version=0\ntransaction.version=0\n"},
-		{"--release-version 3.9", "metadata.version=21 (3.9-IV0)\ngroup.version=0\nshare.version=0\ntransaction.version=0\n"},
+		{"", "metadata.version=25 (4.0-IV3)\neligible.leader.replicas.version=1\ngroup.version=1\nshare.version=1\ntransaction.version=2\n"},
+		{"--release-version 4.0-IV0", "metadata.version=22 (4.0-IV0)\neligible.leader.replicas.version=0\ngroup.version=1\nshare.version=0\ntransaction.version=0\n"},
+		{"--release-version 3.9", "metadata.version=21 (3.9-IV0)\neligible.leader.replicas.version=0\ngroup.version=0\nshare.version=0\ntransaction.version=0\n"},
 	} {
 		args := append([]string{"feature", "version-mapping"}, strings.Fields(tc.args)...)
 		r := runCommand(t, "", args...)

@@ -116,13 +116,16 @@ func (c *Controller) bootstrapRecords(img *metadata.Image, brokers []*metadata.B
 // cluster's default feature levels (metadata.DefaultFeatureLevels) and then
 // Config.Bootstrap.
 func (c *Controller) bootstrapMetadata() []metadata.Record {
-	for _, r := range c.cfg.Bootstrap {
-		if f, ok := r.(*metadata.FeatureLevelRecord); ok && f.Name == metadata.MetadataVersionFeature {
-			return slices.Clone(c.cfg.Bootstrap)
-		}
+	records := slices.Clone(c.cfg.Bootstrap)
+	if !slices.ContainsFunc(records, func(r metadata.Record) bool {
+		f, ok := r.(*metadata.FeatureLevelRecord)
+		return ok && f.Name == metadata.MetadataVersionFeature
+	}) {
+		records = append(metadata.FeatureLevelRecords(metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion)), records...)
 	}
-	features := metadata.FeatureLevelRecords(metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion))
-	return append(features, c.cfg.Bootstrap...)
+	// A cluster created with eligible leader replicas on gets the
+	// cluster-level min.insync.replicas it needs (as Kafka's activation).
+	return append(records, c.elrSafetyRecords(metadata.EmptyImage(), records)...)
 }
 
 func sameEndpoints(a, b []metadata.Endpoint) bool {

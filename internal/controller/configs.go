@@ -42,7 +42,7 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, e.code(), e.message
 				resp.Resources = append(resp.Resources, rr)
 			}
-			return records, resp
+			return append(records, clearELRRecords(img, records)...), resp
 		},
 		func(e *kerr.Error) *kmsg.IncrementalAlterConfigsResponse {
 			resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
@@ -81,7 +81,7 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, e.code(), e.message
 				resp.Resources = append(resp.Resources, rr)
 			}
-			return records, resp
+			return append(records, clearELRRecords(img, records)...), resp
 		},
 		func(e *kerr.Error) *kmsg.AlterConfigsResponse {
 			resp := kmsg.NewPtrAlterConfigsResponse()
@@ -292,6 +292,9 @@ func (c *Controller) configRecords(img *metadata.Image, res metadata.ConfigResou
 			return nil, errWith(kerr.InvalidConfig, "%s", err.Error())
 		}
 	case metadata.ConfigResourceBroker:
+		if e := elrMinISRCheck(img, records); e.err != nil {
+			return nil, e
+		}
 		if c.cfg.ValidateBrokerConfig != nil {
 			for _, ch := range changes {
 				if err := c.cfg.ValidateBrokerConfig(ch.name, ch.value, res.Name != ""); err != nil {
@@ -377,4 +380,50 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// elrMinISRCheck is Kafka's check of min.insync.replicas while eligible
+// leader replicas are on: every broker must agree on which partitions are
+// under min ISR, so a broker-level value may not be set or removed, and the
+// cluster-level one may not be removed.
+func elrMinISRCheck(img *metadata.Image, records []metadata.Record) apiError {
+	if img.Features[metadata.EligibleLeaderReplicasVersionFeature] < 1 {
+		return apiError{}
+	}
+	for _, r := range records {
+		cr, ok := r.(*metadata.ConfigRecord)
+		if !ok || cr.Name != minInsyncReplicas || cr.ResourceType != metadata.ConfigResourceBroker {
+			continue
+		}
+		if cr.ResourceName != "" {
+			return errWith(kerr.InvalidConfig, "Broker-level %s cannot be altered while ELR is enabled.", minInsyncReplicas)
+		}
+		if cr.Value == nil {
+			return errWith(kerr.InvalidConfig, "Cluster-level %s cannot be removed while ELR is enabled.", minInsyncReplicas)
+		}
+	}
+	return apiError{}
+}
+
+// clearELRRecords is Kafka's createClearElrRecordsAsNeeded: while eligible
+// leader replicas are on, a change of min.insync.replicas clears the ELRs
+// it concerns (the topic's, or every topic's for the cluster default),
+// since they were kept for the old value.
+func clearELRRecords(img *metadata.Image, records []metadata.Record) []metadata.Record {
+	if img.Features[metadata.EligibleLeaderReplicasVersionFeature] < 1 {
+		return nil
+	}
+	var out []metadata.Record
+	for _, r := range records {
+		cr, ok := r.(*metadata.ConfigRecord)
+		if !ok || cr.Name != minInsyncReplicas {
+			continue
+		}
+		if cr.ResourceType == metadata.ConfigResourceTopic {
+			out = append(out, &metadata.ClearElrRecord{TopicName: cr.ResourceName})
+		} else {
+			out = append(out, &metadata.ClearElrRecord{})
+		}
+	}
+	return out
 }

@@ -154,7 +154,9 @@ func TestAlterConfigsReplacesTheSet(t *testing.T) {
 	req := kmsg.NewPtrAlterConfigsRequest()
 	req.Resources = []kmsg.AlterConfigsRequestResource{
 		alterResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "300", "cleanup.policy", "compact"),
-		alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1"),
+		// A new cluster has eligible leader replicas on, which keeps the
+		// cluster-level min.insync.replicas: the legacy set names it.
+		alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1", "min.insync.replicas", "1"),
 	}
 	resp := n.c.AlterConfigs(context.Background(), req)
 	for _, r := range resp.Resources {
@@ -177,6 +179,8 @@ func TestAlterConfigsReplacesTheSet(t *testing.T) {
 		{"bad value", alterResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "abc"), kerr.InvalidConfig, "Invalid value abc for configuration retention.ms: Not a number of type LONG"},
 		{"null value", nullValue, kerr.InvalidRequest, "Null value not supported for : x"},
 		{"duplicate keys", alterResource(kmsg.ConfigResourceTypeTopic, "t", "a", "1", "a", "2"), kerr.InvalidRequest, "Error due to duplicate config keys"},
+		{"cluster min ISR dropped", alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1"), kerr.InvalidConfig,
+			"Cluster-level min.insync.replicas cannot be removed while ELR is enabled."},
 	}
 	for _, c := range cases {
 		req.Resources = []kmsg.AlterConfigsRequestResource{c.res}

@@ -158,14 +158,21 @@ func TestBootstrapAndRestart(t *testing.T) {
 	img := n.c.Image()
 	// A new cluster's feature levels: the latest metadata.version and
 	// each other feature's default at it.
-	if want := metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion); !reflect.DeepEqual(img.Features, want) ||
+	want := metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion)
+	maps.DeleteFunc(want, func(_ string, level int16) bool { return level == 0 }) // level 0: no record
+	if !reflect.DeepEqual(img.Features, want) ||
 		img.MetadataVersion() != metadata.LatestMetadataVersion || want[metadata.ShareVersionFeature] != 1 {
 		t.Fatalf("features = %v, want %v", img.Features, want)
 	}
 	b := img.Brokers[1]
-	// Offset 0 opens the epoch, 1-3 are the activation's feature levels
-	// (metadata.version, group.version, share.version).
-	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 4 ||
+	// Offset 0 opens the epoch, 1-4 are the activation's feature levels
+	// (metadata.version, then eligible.leader.replicas.version,
+	// group.version, share.version), 5 the cluster-level
+	// min.insync.replicas that eligible leader replicas need.
+	if v := img.ClusterConfigs()["min.insync.replicas"]; v != "1" {
+		t.Fatalf("cluster-level min.insync.replicas %q", v)
+	}
+	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 6 ||
 		!reflect.DeepEqual(b.SupportedFeatures, metadata.SupportedBrokerFeatures()) {
 		t.Fatalf("registration = %+v", b)
 	}

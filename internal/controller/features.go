@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,6 +39,9 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 	return write(c, ctx, req.ValidateOnly,
 		func(img *metadata.Image) ([]metadata.Record, *kmsg.UpdateFeaturesResponse) {
 			records, result := updateFeatures(img, c.cfg.NodeID, req)
+			if result.err == nil {
+				records = append(records, c.elrSafetyRecords(img, records)...)
+			}
 			return records, updateFeaturesResponse(req, result)
 		},
 		func(e *kerr.Error) *kmsg.UpdateFeaturesResponse {
@@ -201,4 +205,37 @@ func updateMetadataVersion(current, level int16, unsafe bool) (metadata.Record, 
 		return nil, invalid("Refusing to perform the requested downgrade because it might delete metadata information.")
 	}
 	return &metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: level}, apiError{}
+}
+
+// elrSafetyRecords is Kafka's maybeGenerateElrSafetyRecords: when records
+// turn eligible leader replicas on (from off in img), every broker must
+// agree on min.insync.replicas, so the cluster-level value is written if
+// there is none (this controller's static value) and every broker-level
+// one is removed.
+func (c *Controller) elrSafetyRecords(img *metadata.Image, records []metadata.Record) []metadata.Record {
+	if img.Features[metadata.EligibleLeaderReplicasVersionFeature] >= 1 || !turnsELROn(records) {
+		return nil
+	}
+	var out []metadata.Record
+	if _, ok := img.ClusterConfigs()[minInsyncReplicas]; !ok {
+		v := strconv.Itoa(int(max(c.cfg.MinInsyncReplicas, 1)))
+		out = append(out, &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, Name: minInsyncReplicas, Value: &v})
+	}
+	for res, configs := range img.AllConfigs() {
+		if _, ok := configs[minInsyncReplicas]; ok && res.Type == metadata.ConfigResourceBroker && res.Name != "" {
+			out = append(out, &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, ResourceName: res.Name, Name: minInsyncReplicas})
+		}
+	}
+	return out
+}
+
+// turnsELROn reports whether records finalize eligible.leader.replicas.version
+// at 1 or more.
+func turnsELROn(records []metadata.Record) bool {
+	for _, r := range records {
+		if f, ok := r.(*metadata.FeatureLevelRecord); ok && f.Name == metadata.EligibleLeaderReplicasVersionFeature && f.FeatureLevel >= 1 {
+			return true
+		}
+	}
+	return false
 }

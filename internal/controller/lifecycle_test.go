@@ -28,6 +28,8 @@ import (
 // Commands:
 //
 //	register id=N [inc=S] [rack=S] [dirs=(S,...)] [cluster=S] [mv=(MIN,MAX)] [zk]
+//	         [feature=(NAME,MIN,MAX)]  a supported feature besides metadata.version
+//	         [prev-epoch=N]            the epoch of a clean shutdown (default -1)
 //	heartbeat id=N [epoch=N] [offset=N|hw] [fence] [shutdown] [conn=S]
 //	                          conn names the connection it comes on (none: in process)
 //	close-conn name=S         the broker closes connection S (the peer-closed signal);
@@ -37,6 +39,7 @@ import (
 //	create-topic name=S partitions=N rf=N
 //	create-partitions name=S count=N
 //	set-config [topic=S|broker=N] key=S value=S   (neither: cluster default)
+//	set-feature name=S level=N                    a FeatureLevelRecord, unchecked
 //	leader id=N epoch=N       the quorum reports a leader
 //	image                     compact summary of the controller's image
 //	unregister id=N           UnregisterBroker
@@ -271,6 +274,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			t.Fatal(err)
 		}
 		return ""
+	case "set-feature":
+		var name string
+		var level int
+		d.ScanArgs(t, "name", &name)
+		d.ScanArgs(t, "level", &level)
+		if _, err := h.q.Append(ctx, []metadata.Record{&metadata.FeatureLevelRecord{Name: name, FeatureLevel: int16(level)}}); err != nil {
+			t.Fatal(err)
+		}
+		return ""
 	case "leader":
 		var id, epoch int
 		d.ScanArgs(t, "id", &id)
@@ -364,6 +376,14 @@ func (h *harness) register(t *testing.T, d *datadriven.TestData) string {
 		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, minV, maxV
 		req.Features = []kmsg.BrokerRegistrationRequestFeature{f}
 	}
+	if arg, ok := d.Arg("feature"); ok {
+		lo, _ := strconv.Atoi(arg.Vals[1])
+		hi, _ := strconv.Atoi(arg.Vals[2])
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = arg.Vals[0], int16(lo), int16(hi)
+		req.Features = append(req.Features, f)
+	}
+	d.MaybeScanArgs(t, "prev-epoch", &req.PreviousBrokerEpoch)
 	req.IsMigratingZkBroker = d.HasArg("zk")
 	epoch, err := h.c.registerBroker(context.Background(), req)
 	if err != nil {
@@ -517,6 +537,12 @@ func formatRecord(r metadata.Record, names map[[16]byte]string) string {
 		}
 		if r.RemovingReplicas != nil {
 			s += " removing=" + ints(r.RemovingReplicas)
+		}
+		if r.EligibleLeaderReplicas != nil {
+			s += " elr=" + ints(r.EligibleLeaderReplicas)
+		}
+		if r.LastKnownELR != nil {
+			s += " last-known-elr=" + ints(r.LastKnownELR)
 		}
 		if r.Directories != nil {
 			dirs := make([]string, len(r.Directories))

@@ -51,8 +51,9 @@ func (c *Controller) unregisterBrokerRecords(img *metadata.Image, id int32) ([]m
 	if b == nil {
 		return nil, errWith(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", id)
 	}
+	// The partitions whose ISR or ELR it is in, as Kafka walks both.
 	records := c.leaderAndIsrUpdates(img, id, metadata.NoLeader, partitionsWhere(img, func(p *metadata.Partition) bool {
-		return slices.Contains(p.ISR, id)
+		return slices.Contains(p.ISR, id) || slices.Contains(p.EligibleLeaderReplicas, id)
 	}))
 	return append(records, &metadata.UnregisterBrokerRecord{BrokerID: id, BrokerEpoch: b.Epoch}), apiError{}
 }

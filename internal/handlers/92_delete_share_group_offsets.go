@@ -19,14 +19,13 @@ package handlers
 
 import (
 	"context"
-	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator/group"
 	"gregor/internal/network"
-	"gregor/internal/sharestate"
 )
 
 var deleteShareGroupOffsetsAPI = api{key: 92, min: 0, max: 0, handle: (*Handlers).deleteShareGroupOffsets, needs: hasShares}
@@ -87,7 +86,8 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 			msg := "The group has no state for topic " + rt.Topic + "."
 			ot.ErrorMessage = &msg
 		default:
-			ot.ErrorCode, ot.ErrorMessage = h.deleteShareTopicState(ctx, r.GroupID, st)
+			parts := group.SharePartitions{st.ID: append(slices.Clone(st.Initialized), st.Initializing...)}
+			ot.ErrorCode, ot.ErrorMessage = h.deleteSharePartitions(ctx, r.GroupID, parts)
 		}
 		if ot.ErrorCode == 0 {
 			deleted = append(deleted, st.ID)
@@ -118,18 +118,4 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 		}
 	}
 	return resp, nil
-}
-
-// deleteShareTopicState deletes the state of a topic's share-partitions of
-// a group; state already gone is no error.
-func (h *Handlers) deleteShareTopicState(ctx context.Context, groupID string, st *group.ShareStateTopic) (int16, *string) {
-	for _, ps := range [][]int32{st.Initialized, st.Initializing} {
-		for _, p := range ps {
-			err := h.d.SharePersister.Delete(ctx, sharestate.Key{GroupID: groupID, TopicID: st.ID, Partition: p})
-			if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return shareStateCode(err)
-			}
-		}
-	}
-	return 0, nil
 }

@@ -266,7 +266,7 @@ func (l *Log) scheduleFlush(offset int64) {
 		defer l.bg.Done()
 		for {
 			target := l.flushTarget.Load()
-			if err := l.flushUpTo(target); err != nil {
+			if err := l.flushUpTo(target, true); err != nil {
 				l.logger.Error("background flush failed", "dir", l.dir, "err", err)
 			}
 			l.flushRunning.Store(false)
@@ -283,12 +283,15 @@ func (l *Log) scheduleFlush(offset int64) {
 // point there.
 func (l *Log) Flush() error {
 	_, leo := l.snapshot()
-	return l.flushUpTo(leo)
+	return l.flushUpTo(leo, true)
 }
 
 // flushUpTo fsyncs the segments holding offsets in [recovery point, offset)
 // and advances the recovery point to offset (Kafka's LocalLog.flush).
-func (l *Log) flushUpTo(offset int64) error {
+// Without sync it only advances the recovery point, and forgets what it
+// would have fsynced: the caller makes the whole file system durable
+// before anything records that recovery point (Manager.Close).
+func (l *Log) flushUpTo(offset int64, sync bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	if l.filesClosed {
@@ -298,6 +301,9 @@ func (l *Log) flushUpTo(offset int64) error {
 		return err
 	}
 	for _, snap := range l.unsyncedSnapshots {
+		if !sync {
+			break
+		}
 		if err := syncFile(snap); err != nil {
 			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
 		}
@@ -307,7 +313,7 @@ func (l *Log) flushUpTo(offset int64) error {
 	// checkpoint naming that epoch is durable (persistEpochsLocked). Also
 	// when the recovery point does not move: Close flushes, and a clean
 	// shutdown trusts the checkpoint without a rescan.
-	if l.epochsNeedSync.Swap(false) {
+	if l.epochsNeedSync.Swap(false) && sync {
 		err := syncFile(filepath.Join(l.dir, LeaderEpochCheckpointFile))
 		if err == nil {
 			err = syncDir(l.dir)
@@ -325,12 +331,12 @@ func (l *Log) flushUpTo(offset int64) error {
 		return nil
 	}
 	first := max(floorSegment(segs, rp), 0)
-	for i := first; i < len(segs) && segs[i].baseOffset < offset; i++ {
+	for i := first; sync && i < len(segs) && segs[i].baseOffset < offset; i++ {
 		if err := segs[i].flush(); err != nil {
 			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
 		}
 	}
-	if l.dirNeedsSync.Swap(false) {
+	if l.dirNeedsSync.Swap(false) && sync {
 		if err := syncDir(l.dir); err != nil {
 			l.dirNeedsSync.Store(true)
 			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
@@ -505,7 +511,15 @@ func (l *Log) deleteExpiredSegmentsLocked(now time.Time) {
 
 // Close flushes, trims the indexes to their entries, and closes every file.
 // Segments waiting for deletion are deleted now.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(true) }
+
+// closeUnsynced is Close without a single fsync: for a caller that syncs
+// the log's whole file system next, before it records the recovery point
+// or a clean shutdown (Manager.Close). A broker stopping with 100,000
+// partitions written to would otherwise wait for several fsyncs of each.
+func (l *Log) closeUnsynced() error { return l.close(false) }
+
+func (l *Log) close(sync bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -516,13 +530,13 @@ func (l *Log) Close() error {
 	if l.OfflineError() != nil {
 		return l.releaseFilesLocked()
 	}
-	err := l.Flush()
+	_, leo := l.snapshot()
+	err := l.flushUpTo(leo, sync)
 	if err == nil {
 		// Kafka snapshots the producer state at the log end on close, so
 		// that the next start needs no replay.
-		_, leo := l.snapshot()
 		l.producers.lastMapOffset = leo
-		_, err = l.producers.takeSnapshot(true)
+		_, err = l.producers.takeSnapshot(sync)
 	}
 	l.flushMu.Lock()
 	l.filesClosed = true

@@ -16,6 +16,10 @@ const (
 	// GroupVersionFeature turns the KIP-848 consumer group protocol
 	// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) on at level 1.
 	GroupVersionFeature = "group.version"
+	// EligibleLeaderReplicasVersionFeature turns eligible leader replicas
+	// (KIP-966) on at level 1: the controller tracks ELR and LastKnownELR
+	// and elects from the ELR when the ISR is empty.
+	EligibleLeaderReplicasVersionFeature = "eligible.leader.replicas.version"
 	// TransactionVersionFeature is KIP-890's transaction.version: level 1
 	// writes flexible __transaction_state records, level 2 turns on
 	// transactions v2 (the epoch bump at every EndTxn, partitions added by
@@ -50,6 +54,11 @@ type FeatureSpec struct {
 //   - transaction.version 1 and 2 are Kafka's TV_1 and TV_2: new clusters
 //     get 2 from 4.0-IV2 on, 0 below it.
 var supportedFeatures = []FeatureSpec{
+	// Kafka's ELRV_1 needs metadata.version 4.0-IV1; Kafka 4.1 and 4.2 give
+	// it to new clusters (from 4.1-IV0 on), and so does Gregor at its latest
+	// metadata.version.
+	{Name: EligibleLeaderReplicasVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, LatestMetadataVersion},
+		Depends: []map[string]int16{nil, {MetadataVersionFeature: 23}}},
 	{Name: GroupVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, 22}, Depends: []map[string]int16{nil, nil}},
 	{Name: ShareVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, LatestMetadataVersion}, Depends: []map[string]int16{nil, nil}},
 	{Name: TransactionVersionFeature, Min: 0, Max: 2, DefaultFrom: []int16{MinMetadataVersion, 24, 24}, Depends: []map[string]int16{nil, nil, nil}},

@@ -45,6 +45,7 @@ const (
 	RemoveAccessControlEntryRecordType  int16 = 19
 	NoOpRecordType                      int16 = 20
 	RemoveUserScramCredentialRecordType int16 = 22
+	ClearElrRecordType                  int16 = 28
 )
 
 // frameVersion is MetadataRecordSerde's only supported frame version. Frame
@@ -126,6 +127,8 @@ func newRecord(typ int16) decodable {
 		return &RemoveAccessControlEntryRecord{}
 	case ClientQuotaRecordType:
 		return &ClientQuotaRecord{}
+	case ClearElrRecordType:
+		return &ClearElrRecord{}
 	}
 	return nil
 }

@@ -124,6 +124,8 @@ func sampleRecords() []Record {
 			Key: "producer_byte_rate", Value: 1048576},
 		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "ip", EntityName: strp("")}}, Key: "", Value: -0.5, Remove: true},
 		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{}, Key: "request_percentage"},
+		&ClearElrRecord{TopicName: "orders"},
+		&ClearElrRecord{},
 	)
 	return out
 }

@@ -462,10 +462,10 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
 	codeOf(t, "AlterUserScramCredentials with ALTER", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ResourceNotFound)
 	codeOf(t, "ListPartitionReassignments with DESCRIBE", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, nil)
-	codeOf(t, "UnregisterBroker with ALTER (forwarded, served)", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.BrokerIDNotRegistered)
 	if r := rawRequest[*kmsg.UpdateFeaturesResponse](t, cl, features); r.ErrorCode != 0 {
 		t.Errorf("UpdateFeatures with ALTER: %v %s", kerr.ErrorForCode(r.ErrorCode), *r.ErrorMessage)
 	}
+	codeOf(t, "UnregisterBroker with ALTER (forwarded, served)", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.BrokerIDNotRegistered)
 
 	// Node-to-node requests on the controller listener.
 	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))
@@ -609,7 +609,9 @@ func TestAuthzTopicAdmin(t *testing.T) {
 		alter := kmsg.NewPtrAlterConfigsRequest()
 		alter.Resources = []kmsg.AlterConfigsRequestResource{
 			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
-			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+			// The legacy set keeps the cluster-level min.insync.replicas
+			// that eligible leader replicas need.
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}, {Name: "min.insync.replicas", Value: kmsg.StringPtr("1")}}},
 		}
 		incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{

@@ -138,7 +138,13 @@ func (l *lifecycle) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 3
 	req.BrokerID, req.ClusterID, req.IncarnationID = s.cfg.NodeID, s.clusterID, l.incarnation
+	// The epoch the previous incarnation wrote at its clean shutdown (-1:
+	// none): the controller keeps this broker in the ELRs it is in only
+	// after a clean shutdown (KIP-966).
 	req.PreviousBrokerEpoch = -1
+	if s.logs != nil {
+		req.PreviousBrokerEpoch = s.logs.PreviousBrokerEpoch()
+	}
 	if s.cfg.BrokerRack != "" {
 		rack := s.cfg.BrokerRack
 		req.Rack = &rack
@@ -203,6 +209,9 @@ func (l *lifecycle) register(ctx context.Context) error {
 		}
 	}
 	l.epoch.Store(resp.BrokerEpoch)
+	if s.logs != nil {
+		s.logs.SetBrokerEpoch(resp.BrokerEpoch)
+	}
 	l.fenced.Store(true)
 	l.logger.Info("registered with the controller", "brokerEpoch", resp.BrokerEpoch)
 	return nil

@@ -258,6 +258,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			DeleteTopicEnable:                  s.cfg.DeleteTopicEnable,
 			LeaderOnlyISR:                      true,
 			UncleanLeaderElectionEnable:        s.cfg.UncleanLeaderElectionEnable,
+			MinInsyncReplicas:                  s.cfg.MinInsyncReplicas,
 			UncleanLeaderElectionCheckInterval: time.Duration(s.cfg.UncleanLeaderElectionIntervalMs) * time.Millisecond,
 			AutoLeaderRebalanceEnable:          s.cfg.AutoLeaderRebalanceEnable,
 			LeaderImbalancePerBrokerPercentage: s.cfg.LeaderImbalancePerBrokerPercentage,
