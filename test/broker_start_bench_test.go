@@ -11,6 +11,7 @@ package test
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func brokerStartRun(t *testing.T, n int) startFigures {
 	restart := func() restartFigures {
 		var r restartFigures
 		launched := time.Now()
-		b.start()
+		b.startWithin(10 * time.Minute)
 		r.listen = time.Since(launched)
 		pc := newPinnedClient(t, b.addr())
 		r.led, r.produce = -1, -1
@@ -143,6 +144,11 @@ func brokerStartRun(t *testing.T, n int) startFigures {
 		t.Fatalf("broker did not exit within 5m of SIGTERM:\n%s", b.log())
 	}
 	b.stop() // checks the exit status
+	for _, line := range strings.Split(b.log(), "\n") {
+		if strings.Contains(line, "shutdown stage took long") {
+			t.Logf("broker: %s", line)
+		}
+	}
 	f.clean = restart()
 	waitIdle(t, c, time.Minute)
 	b.kill9()

@@ -736,73 +736,47 @@ func (s *Server) ClusterID() string { return s.clusterID }
 // and the clean-shutdown marker.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
-	if s.lifecycle != nil {
-		s.lifecycle.shutdown(ctx)
+	// stage runs one part of the stop when it exists; a slow one is
+	// logged, so that an operator waiting for a large broker to stop sees
+	// where the time goes.
+	stage := func(name string, exists bool, stop func() error) {
+		if !exists {
+			return
+		}
+		t0 := time.Now()
+		errs = append(errs, stop())
+		if d := time.Since(t0); d >= time.Second {
+			s.logger.Info("shutdown stage took long", "stage", name, "took", d.Round(time.Millisecond))
+		}
 	}
+	nop := func(f func()) func() error { return func() error { f(); return nil } }
+	stage("controlled shutdown", s.lifecycle != nil, nop(func() { s.lifecycle.shutdown(ctx) }))
 	s.endWaiting()
-	if s.replica != nil {
-		// Long-polling fetches answer now instead of holding the drain
-		// below until their max wait.
-		s.replica.ReleaseFetches()
-	}
-	if s.brokerNet != nil {
-		errs = append(errs, s.brokerNet.Shutdown(ctx))
-	}
-	if s.stopShares != nil {
-		// Before the persister's peers and coordinators close.
-		s.stopShares()
-	}
-	if s.ctrlNet != nil {
-		errs = append(errs, s.ctrlNet.Shutdown(ctx))
-	}
-	if s.loaderQueue != nil {
-		// Before the publishers close: no image reaches them afterwards.
-		s.loaderQueue.Close()
-	}
-	if s.txnMarkers != nil {
-		s.txnMarkers.Close()
-	}
-	if s.peers != nil {
-		s.peers.Close()
-	}
-	if s.producerIDs != nil {
-		s.producerIDs.Close()
-	}
-	if s.replica != nil {
-		s.replica.Close()
-	}
-	if s.groups != nil {
-		s.groups.Close()
-	}
-	if s.txns != nil {
-		s.txns.Close()
-	}
-	if s.shareState != nil {
-		s.shareState.Close()
-	}
-	if s.controller != nil {
-		errs = append(errs, s.controller.Close())
-	}
-	if s.quorum != nil {
-		errs = append(errs, s.quorum.Close())
-	}
-	if s.transport != nil {
-		s.transport.Close()
-	}
+	// Long-polling fetches answer now instead of holding the drain below
+	// until their max wait.
+	stage("release fetches", s.replica != nil, nop(func() { s.replica.ReleaseFetches() }))
+	stage("broker listeners", s.brokerNet != nil, func() error { return s.brokerNet.Shutdown(ctx) })
+	// Before the persister's peers and coordinators close.
+	stage("share groups", s.stopShares != nil, nop(func() { s.stopShares() }))
+	stage("controller listener", s.ctrlNet != nil, func() error { return s.ctrlNet.Shutdown(ctx) })
+	// Before the publishers close: no image reaches them afterwards.
+	stage("metadata loader", s.loaderQueue != nil, nop(func() { s.loaderQueue.Close() }))
+	stage("transaction markers", s.txnMarkers != nil, nop(func() { s.txnMarkers.Close() }))
+	stage("peer clients", s.peers != nil, nop(func() { s.peers.Close() }))
+	stage("producer ids", s.producerIDs != nil, nop(func() { s.producerIDs.Close() }))
+	stage("replica manager", s.replica != nil, nop(func() { s.replica.Close() }))
+	stage("group coordinator", s.groups != nil, nop(func() { s.groups.Close() }))
+	stage("transaction coordinator", s.txns != nil, nop(func() { s.txns.Close() }))
+	stage("share coordinator", s.shareState != nil, nop(func() { s.shareState.Close() }))
+	stage("controller", s.controller != nil, func() error { return s.controller.Close() })
+	stage("quorum", s.quorum != nil, func() error { return s.quorum.Close() })
+	stage("raft transport", s.transport != nil, nop(func() { s.transport.Close() }))
 	if s.cancel != nil {
 		s.cancel()
 	}
-	if s.sec != nil {
-		s.sec.close()
-	}
-	if s.http != nil {
-		errs = append(errs, s.http.Shutdown(ctx))
-	}
-	if s.console != nil {
-		s.console.Close()
-	}
-	if s.logs != nil {
-		errs = append(errs, s.logs.Close())
-	}
+	stage("security", s.sec != nil, nop(func() { s.sec.close() }))
+	stage("http", s.http != nil, func() error { return s.http.Shutdown(ctx) })
+	stage("console", s.console != nil, nop(func() { s.console.Close() }))
+	stage("logs", s.logs != nil, func() error { return s.logs.Close() })
 	return errors.Join(errs...)
 }
