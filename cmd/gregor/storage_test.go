@@ -238,7 +238,8 @@ func TestFormatFeatures(t *testing.T) {
 		want string // error, or "" to succeed
 	}{
 		{[]string{"--feature", "share.version=2"}, "no feature share.version with level 2 (supported: 0 to 1)"},
-		{[]string{"--feature", "transaction.version=2"}, "unsupported feature: transaction.version. Supported features are: eligible.leader.replicas.version, group.version, share.version"},
+		{[]string{"--feature", "transaction.version=3"}, "no feature transaction.version with level 3 (supported: 0 to 2)"},
+		{[]string{"--feature", "no.such.version=1"}, "unsupported feature: no.such.version. Supported features are: eligible.leader.replicas.version, group.version, share.version, transaction.version"},
 		{[]string{"--feature", "share.version"}, "--feature: can't parse feature=level string share.version: equals sign not found"},
 		{[]string{"--release-version", "4.0", "--feature", "metadata.version=22"}, "use --release-version instead of --feature metadata.version=X to avoid ambiguity"},
 		{[]string{"--release-version", "2.8"}, `unknown release version "2.8"; supported: 3.3-IV3 to 4.0-IV3`},
@@ -265,7 +266,7 @@ func TestFormatFeatures(t *testing.T) {
 	if got, err := formatFeatureLevels("3.9", nil); err != nil || got["metadata.version"] != 21 || got["group.version"] != 0 || got["share.version"] != 0 {
 		t.Errorf("--release-version 3.9: %v %v", got, err)
 	}
-	if got := levels("metadata.version=22"); got["group.version"] != 1 || got["share.version"] != 0 {
+	if got := levels("metadata.version=22"); got["group.version"] != 1 || got["share.version"] != 0 || got["transaction.version"] != 0 {
 		t.Errorf("--feature metadata.version=22: %v", got)
 	}
 
@@ -291,8 +292,8 @@ func TestFormatFeatures(t *testing.T) {
 	for _, f := range resp.FinalizedFeatures {
 		got[f.Name] = f.MaxVersionLevel
 	}
-	if len(got) != 3 || got["metadata.version"] != 25 || got["group.version"] != 1 || got["eligible.leader.replicas.version"] != 1 {
-		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 eligible.leader.replicas.version=1 and no share.version", got)
+	if len(got) != 4 || got["metadata.version"] != 25 || got["group.version"] != 1 || got["eligible.leader.replicas.version"] != 1 || got["transaction.version"] != 2 {
+		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 eligible.leader.replicas.version=1 transaction.version=2 and no share.version", got)
 	}
 }
 

@@ -21,7 +21,8 @@ func TestFeatureCommands(t *testing.T) {
 	want := "Feature: eligible.leader.replicas.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
 		"Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
 		"Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 4.0-IV3\tEpoch: N\n" +
-		"Feature: share.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n"
+		"Feature: share.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: N\n" +
+		"Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2\tEpoch: N\n"
 	if got := describe(); got != want {
 		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
 	}
@@ -36,7 +37,7 @@ func TestFeatureCommands(t *testing.T) {
 		t.Fatalf("upgrade to an unsupported level: %v\n%s", r.err, r.out)
 	}
 	c.fails("1 out of 1 operation(s) failed", "feature", "upgrade", "--feature", "share.version=0")
-	c.fails("1 out of 1 operation(s) failed", "feature", "upgrade", "--feature", "transaction.version=2")
+	c.fails("1 out of 1 operation(s) failed", "feature", "upgrade", "--feature", "no.such.version=1")
 
 	if out := c.ok("feature", "disable", "--feature", "share.version", "--dry-run"); out != "share.version can be disabled.\n" {
 		t.Fatalf("dry run: %q", out)
@@ -73,7 +74,7 @@ func TestFeatureCommands(t *testing.T) {
 	if out := c.ok("feature", "downgrade", "--feature", "metadata.version=23"); out != "metadata.version was downgraded to 23.\n" {
 		t.Fatalf("downgrade to 4.0-IV1: %q", out)
 	}
-	if out := c.ok("feature", "upgrade", "--release-version", "4.0"); out != "eligible.leader.replicas.version was upgraded to 1.\ngroup.version was upgraded to 1.\nmetadata.version was upgraded to 25.\nshare.version was upgraded to 1.\n" {
+	if out := c.ok("feature", "upgrade", "--release-version", "4.0"); out != "eligible.leader.replicas.version was upgraded to 1.\ngroup.version was upgraded to 1.\nmetadata.version was upgraded to 25.\nshare.version was upgraded to 1.\ntransaction.version was upgraded to 2.\n" {
 		t.Fatalf("upgrade --release-version 4.0: %q", out)
 	}
 	if got := describe(); got != want {
@@ -99,9 +100,9 @@ func TestFeatureCommands(t *testing.T) {
 
 func TestFeatureVersionMapping(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
-		{"", "metadata.version=25 (4.0-IV3)\neligible.leader.replicas.version=1\ngroup.version=1\nshare.version=1\n"},
-		{"--release-version 4.0-IV0", "metadata.version=22 (4.0-IV0)\neligible.leader.replicas.version=0\ngroup.version=1\nshare.version=0\n"},
-		{"--release-version 3.9", "metadata.version=21 (3.9-IV0)\neligible.leader.replicas.version=0\ngroup.version=0\nshare.version=0\n"},
+		{"", "metadata.version=25 (4.0-IV3)\neligible.leader.replicas.version=1\ngroup.version=1\nshare.version=1\ntransaction.version=2\n"},
+		{"--release-version 4.0-IV0", "metadata.version=22 (4.0-IV0)\neligible.leader.replicas.version=0\ngroup.version=1\nshare.version=0\ntransaction.version=0\n"},
+		{"--release-version 3.9", "metadata.version=21 (3.9-IV0)\neligible.leader.replicas.version=0\ngroup.version=0\nshare.version=0\ntransaction.version=0\n"},
 	} {
 		args := append([]string{"feature", "version-mapping"}, strings.Fields(tc.args)...)
 		r := runCommand(t, "", args...)

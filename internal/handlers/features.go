@@ -26,3 +26,11 @@ func (h *Handlers) consumerGroupProtocolEnabled() bool {
 	}
 	return h.image().Features[metadata.GroupVersionFeature] >= 1
 }
+
+// transactionsV2 is Kafka's transaction.version at least 2 (KIP-890 part
+// 2): Produce v12+ and TxnOffsetCommit v5+ add their partitions to the
+// producer's transaction on its behalf. Older clients, and every client
+// below level 2, add partitions themselves (transactions v1).
+func (h *Handlers) transactionsV2() bool {
+	return h.image().Features[metadata.TransactionVersionFeature] >= 2
+}

@@ -20,6 +20,11 @@ const (
 	// (KIP-966) on at level 1: the controller tracks ELR and LastKnownELR
 	// and elects from the ELR when the ISR is empty.
 	EligibleLeaderReplicasVersionFeature = "eligible.leader.replicas.version"
+	// TransactionVersionFeature is KIP-890's transaction.version: level 1
+	// writes flexible __transaction_state records, level 2 turns on
+	// transactions v2 (the epoch bump at every EndTxn, partitions added by
+	// their leaders at Produce v12+ and TxnOffsetCommit v5+).
+	TransactionVersionFeature = "transaction.version"
 )
 
 // FeatureSpec is one feature this build supports: the levels it can run
@@ -46,6 +51,8 @@ type FeatureSpec struct {
 //     4.0-IV3 and its share groups are 4.2's, so a new Gregor cluster gets
 //     share.version=1 at its latest metadata.version (Kafka 4.2's default
 //     for a new cluster), and 0 below it.
+//   - transaction.version 1 and 2 are Kafka's TV_1 and TV_2: new clusters
+//     get 2 from 4.0-IV2 on, 0 below it.
 var supportedFeatures = []FeatureSpec{
 	// Kafka's ELRV_1 needs metadata.version 4.0-IV1; Kafka 4.1 and 4.2 give
 	// it to new clusters (from 4.1-IV0 on), and so does Gregor at its latest
@@ -54,6 +61,7 @@ var supportedFeatures = []FeatureSpec{
 		Depends: []map[string]int16{nil, {MetadataVersionFeature: 23}}},
 	{Name: GroupVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, 22}, Depends: []map[string]int16{nil, nil}},
 	{Name: ShareVersionFeature, Min: 0, Max: 1, DefaultFrom: []int16{MinMetadataVersion, LatestMetadataVersion}, Depends: []map[string]int16{nil, nil}},
+	{Name: TransactionVersionFeature, Min: 0, Max: 2, DefaultFrom: []int16{MinMetadataVersion, 24, 24}, Depends: []map[string]int16{nil, nil, nil}},
 }
 
 // SupportedFeatures returns the features this build supports, metadata.version

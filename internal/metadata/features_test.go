@@ -38,9 +38,11 @@ func TestMetadataVersions(t *testing.T) {
 
 func TestDefaultFeatureLevels(t *testing.T) {
 	for mv, want := range map[int16]map[string]int16{
-		25: {MetadataVersionFeature: 25, GroupVersionFeature: 1, ShareVersionFeature: 1, EligibleLeaderReplicasVersionFeature: 1},
-		22: {MetadataVersionFeature: 22, GroupVersionFeature: 1, ShareVersionFeature: 0, EligibleLeaderReplicasVersionFeature: 0},
-		21: {MetadataVersionFeature: 21, GroupVersionFeature: 0, ShareVersionFeature: 0, EligibleLeaderReplicasVersionFeature: 0},
+		25: {MetadataVersionFeature: 25, GroupVersionFeature: 1, ShareVersionFeature: 1, EligibleLeaderReplicasVersionFeature: 1, TransactionVersionFeature: 2},
+		24: {MetadataVersionFeature: 24, GroupVersionFeature: 1, ShareVersionFeature: 0, EligibleLeaderReplicasVersionFeature: 0, TransactionVersionFeature: 2},
+		23: {MetadataVersionFeature: 23, GroupVersionFeature: 1, ShareVersionFeature: 0, EligibleLeaderReplicasVersionFeature: 0, TransactionVersionFeature: 0},
+		22: {MetadataVersionFeature: 22, GroupVersionFeature: 1, ShareVersionFeature: 0, EligibleLeaderReplicasVersionFeature: 0, TransactionVersionFeature: 0},
+		21: {MetadataVersionFeature: 21, GroupVersionFeature: 0, ShareVersionFeature: 0, EligibleLeaderReplicasVersionFeature: 0, TransactionVersionFeature: 0},
 	} {
 		if got := DefaultFeatureLevels(mv); !maps.Equal(got, want) {
 			t.Errorf("at %d: %v, want %v", mv, got, want)

@@ -47,7 +47,7 @@ func TestApiVersionsAdvertisesKafka40Floors(t *testing.T) {
 	for _, f := range resp.FinalizedFeatures {
 		finalized[f.Name] = f.MaxVersionLevel
 	}
-	if want := map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1}; !maps.Equal(finalized, want) {
+	if want := map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1, "transaction.version": 2}; !maps.Equal(finalized, want) {
 		t.Errorf("finalized features: %+v, want %v", resp.FinalizedFeatures, want)
 	}
 }

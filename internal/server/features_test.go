@@ -64,7 +64,7 @@ func TestFeatureGating(t *testing.T) {
 	if _, err := ts.admin().CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
-	defaults := map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1}
+	defaults := map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1, "transaction.version": 2}
 	if got := finalized(apiVersionsAt(t, cl, 4)); !maps.Equal(got, defaults) {
 		t.Fatalf("a new cluster's features %v, want %v", got, defaults)
 	}
@@ -80,7 +80,7 @@ func TestFeatureGating(t *testing.T) {
 
 	setFeature(t, cl, "share.version", 0, 2, false)
 	resp := apiVersionsAt(t, cl, 4)
-	if got := finalized(resp); got["share.version"] != 0 || len(got) != 3 || resp.FinalizedFeaturesEpoch <= 0 {
+	if got := finalized(resp); got["share.version"] != 0 || len(got) != 4 || resp.FinalizedFeaturesEpoch <= 0 {
 		t.Fatalf("after disabling share groups: %v epoch %d", got, resp.FinalizedFeaturesEpoch)
 	}
 	advertised := map[int16]bool{}
@@ -224,7 +224,7 @@ func TestApiVersionsFeatures(t *testing.T) {
 		}
 		return out
 	}
-	all := map[string][2]int16{"metadata.version": {7, 25}, "group.version": {0, 1}, "share.version": {0, 1}, "eligible.leader.replicas.version": {0, 1}}
+	all := map[string][2]int16{"metadata.version": {7, 25}, "group.version": {0, 1}, "share.version": {0, 1}, "eligible.leader.replicas.version": {0, 1}, "transaction.version": {0, 2}}
 	cl := ts.client()
 	if got := names(apiVersionsAt(t, cl, 4)); !maps.Equal(got, all) {
 		t.Errorf("v4 supported features %v, want %v", got, all)
@@ -243,7 +243,7 @@ func TestApiVersionsFeatures(t *testing.T) {
 	}
 	defer ctrl.Close()
 	resp := apiVersionsAt(t, ctrl, 4)
-	if got := names(resp); !maps.Equal(got, all) || !maps.Equal(finalized(resp), map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1}) {
+	if got := names(resp); !maps.Equal(got, all) || !maps.Equal(finalized(resp), map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1, "transaction.version": 2}) {
 		t.Fatalf("controller listener: supported %v finalized %v", got, finalized(resp))
 	}
 	// The controller listener answers UpdateFeatures itself; its answer
@@ -292,4 +292,14 @@ func TestConsumerProtocolNeedsConfig(t *testing.T) {
 	if err != nil || r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("consumer group heartbeat without the consumer protocol: %v %+v", err, r)
 	}
+}
+
+// setTxnVersion finalizes transaction.version at level (a safe downgrade or
+// an upgrade) and waits until the broker's ApiVersions shows it.
+func setTxnVersion(t *testing.T, cl *kgo.Client, level int16) {
+	t.Helper()
+	setFeature(t, cl, "transaction.version", level, 2, false)
+	waitFor(t, "transaction.version finalized", 20*time.Second, func() bool {
+		return finalized(apiVersionsAt(t, cl, 4))["transaction.version"] == level
+	})
 }
