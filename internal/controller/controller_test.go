@@ -165,14 +165,14 @@ func TestBootstrapAndRestart(t *testing.T) {
 		t.Fatalf("features = %v, want %v", img.Features, want)
 	}
 	b := img.Brokers[1]
-	// Offset 0 opens the epoch, 1-4 are the activation's feature levels
+	// Offset 0 opens the epoch, 1-5 are the activation's feature levels
 	// (metadata.version, then eligible.leader.replicas.version,
-	// group.version, share.version), 5 the cluster-level
-	// min.insync.replicas that eligible leader replicas need.
+	// group.version, share.version, transaction.version), 6 the
+	// cluster-level min.insync.replicas that eligible leader replicas need.
 	if v := img.ClusterConfigs()["min.insync.replicas"]; v != "1" {
 		t.Fatalf("cluster-level min.insync.replicas %q", v)
 	}
-	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 6 ||
+	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 7 ||
 		!reflect.DeepEqual(b.SupportedFeatures, metadata.SupportedBrokerFeatures()) {
 		t.Fatalf("registration = %+v", b)
 	}
