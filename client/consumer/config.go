@@ -36,12 +36,12 @@ type Config struct {
 	EnableAutoCommit   bool          // enable.auto.commit (true)
 	AutoCommitInterval time.Duration // auto.commit.interval.ms (5 s)
 
-	RequestTimeout         time.Duration // request.timeout.ms (30 s)
-	DefaultAPITimeout      time.Duration // default.api.timeout.ms (60 s)
-	RetryBackoff           time.Duration // retry.backoff.ms (100 ms)
-	AllowAutoCreateTopics  bool          // allow.auto.create.topics (true)
-	CheckCRCs              bool          // check.crcs: always checked here; false is accepted and ignored
-	ClientRack             string        // client.rack: accepted; this client fetches from leaders only
+	RequestTimeout        time.Duration // request.timeout.ms (30 s)
+	DefaultAPITimeout     time.Duration // default.api.timeout.ms (60 s)
+	RetryBackoff          time.Duration // retry.backoff.ms (100 ms)
+	AllowAutoCreateTopics bool          // allow.auto.create.topics (true)
+	CheckCRCs             bool          // check.crcs: always checked here; false is accepted and ignored
+	ClientRack            string        // client.rack: accepted; this client fetches from leaders only
 
 	// Dial opens connections; nil is a plain TCP dialer.
 	Dial wire.DialFunc
