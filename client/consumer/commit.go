@@ -200,7 +200,7 @@ func (e *engine) commitSync(ctx context.Context, offs map[TopicPartition]OffsetA
 		p := kmsg.NewOffsetCommitRequestTopicPartition()
 		p.Partition = tp.Partition
 		p.Offset = om.Offset
-		p.LeaderEpoch = om.LeaderEpoch
+		p.LeaderEpoch = om.epoch()
 		p.Metadata = kmsg.StringPtr(om.Metadata)
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
@@ -282,7 +282,7 @@ func (e *engine) fetchCommitted(ctx context.Context, tps []TopicPartition) (map[
 				if p.Offset < 0 {
 					continue // nothing committed
 				}
-				om := OffsetAndMetadata{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch}
+				om := withEpoch(p.Offset, p.LeaderEpoch)
 				if p.Metadata != nil {
 					om.Metadata = *p.Metadata
 				}

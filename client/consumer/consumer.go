@@ -10,7 +10,10 @@ import (
 // Consumer reads records from Kafka partitions: Kafka's KafkaConsumer in
 // assign mode. Like Java's, it is meant for one goroutine: Poll, Seek,
 // Commit and the rest are safe to call concurrently but interleave in no
-// defined order.
+// defined order. The blocking calls other than Poll (Position, Committed,
+// CommitSync, OffsetsForTimes, BeginningOffsets, EndOffsets and Close's
+// commit) end when their ctx does or after default.api.timeout.ms,
+// whichever comes first.
 type Consumer[K, V any] struct {
 	e            *engine
 	keyDes       Deserializer[K]
@@ -192,9 +195,14 @@ func (c *Consumer[K, V]) rewind(ds []drained, di, ri int) {
 	}
 }
 
-// Seek sets the offset the next Poll of tp starts at (with the leader
-// epoch of a committed offset, or -1).
-func (c *Consumer[K, V]) Seek(tp TopicPartition, offset OffsetAndMetadata) error {
+// Seek sets the offset the next Poll of tp starts at.
+func (c *Consumer[K, V]) Seek(tp TopicPartition, offset int64) error {
+	return c.e.seek(tp, OffsetAndMetadata{Offset: offset})
+}
+
+// SeekTo is Seek to a committed position: its leader epoch is kept with the
+// position and committed with it.
+func (c *Consumer[K, V]) SeekTo(tp TopicPartition, offset OffsetAndMetadata) error {
 	return c.e.seek(tp, offset)
 }
 
@@ -238,23 +246,31 @@ func (c *Consumer[K, V]) OffsetsForTimes(ctx context.Context, times map[TopicPar
 		}
 		q[tp] = t.UnixMilli()
 	}
+	ctx, cancel := c.e.apiCtx(ctx)
+	defer cancel()
 	return c.e.offsetsFor(ctx, q)
 }
 
 // BeginningOffsets returns the partitions' first offsets.
 func (c *Consumer[K, V]) BeginningOffsets(ctx context.Context, partitions []TopicPartition) (map[TopicPartition]int64, error) {
+	ctx, cancel := c.e.apiCtx(ctx)
+	defer cancel()
 	return c.e.endOffsets(ctx, partitions, -2)
 }
 
 // EndOffsets returns the partitions' end offsets (the last stable offsets
 // under read_committed).
 func (c *Consumer[K, V]) EndOffsets(ctx context.Context, partitions []TopicPartition) (map[TopicPartition]int64, error) {
+	ctx, cancel := c.e.apiCtx(ctx)
+	defer cancel()
 	return c.e.endOffsets(ctx, partitions, -1)
 }
 
 // Committed returns the group's committed offsets of the partitions;
 // partitions with none are missing from the map.
 func (c *Consumer[K, V]) Committed(ctx context.Context, partitions []TopicPartition) (map[TopicPartition]OffsetAndMetadata, error) {
+	ctx, cancel := c.e.apiCtx(ctx)
+	defer cancel()
 	return c.e.fetchCommitted(ctx, partitions)
 }
 
@@ -270,6 +286,8 @@ func (c *Consumer[K, V]) CommitSync(ctx context.Context, offsets map[TopicPartit
 		offsets = c.e.positionsLocked()
 		c.e.mu.Unlock()
 	}
+	ctx, cancel := c.e.apiCtx(ctx)
+	defer cancel()
 	return c.e.commitSync(ctx, offsets)
 }
 

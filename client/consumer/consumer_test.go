@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"sync"
 	"testing"
@@ -227,7 +228,7 @@ func TestSeekPauseResume(t *testing.T) {
 		}
 		pollNone(t, c)
 
-		if err := c.Seek(p0, OffsetAndMetadata{Offset: 45, LeaderEpoch: -1}); err != nil {
+		if err := c.Seek(p0, 45); err != nil {
 			t.Fatal(err)
 		}
 		if got := values(pollN(t, c, 5)); !reflect.DeepEqual(got, []string{"a45", "a46", "a47", "a48", "a49"}) {
@@ -256,7 +257,7 @@ func TestSeekPauseResume(t *testing.T) {
 		if pos, err := c.Position(ctx, p1); err != nil || pos != 50 {
 			t.Fatalf("position after SeekToEnd: %d, %v", pos, err)
 		}
-		if err := c.Seek(TopicPartition{topic, 7}, OffsetAndMetadata{}); err == nil {
+		if err := c.Seek(TopicPartition{topic, 7}, 0); err == nil {
 			t.Fatal("seek of an unassigned partition succeeded")
 		}
 
@@ -289,14 +290,14 @@ func TestOffsetResetNone(t *testing.T) {
 		if _, err := c.Poll(ctx); !errors.As(err, &noOff) {
 			t.Fatalf("poll without a position and reset none: %v", err)
 		}
-		if err := c.Seek(tp, OffsetAndMetadata{Offset: 100, LeaderEpoch: -1}); err != nil {
+		if err := c.Seek(tp, 100); err != nil {
 			t.Fatal(err)
 		}
 		var oor *OffsetOutOfRangeError
 		if _, err := c.Poll(ctx); !errors.As(err, &oor) || !errors.Is(err, kerr.OffsetOutOfRange) || oor.Offset != 100 {
 			t.Fatalf("poll out of range with reset none: %v", err)
 		}
-		if err := c.Seek(tp, OffsetAndMetadata{Offset: 8, LeaderEpoch: -1}); err != nil {
+		if err := c.Seek(tp, 8); err != nil {
 			t.Fatal(err)
 		}
 		if got := values(pollN(t, c, 2)); !reflect.DeepEqual(got, []string{"v8", "v9"}) {
@@ -309,7 +310,7 @@ func TestOffsetResetNone(t *testing.T) {
 		if err := e.Assign([]TopicPartition{tp}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Seek(tp, OffsetAndMetadata{Offset: 100, LeaderEpoch: -1}); err != nil {
+		if err := e.Seek(tp, 100); err != nil {
 			t.Fatal(err)
 		}
 		if got := pollN(t, e, 10); got[0].Offset != 0 {
@@ -364,11 +365,11 @@ func TestCommitAndCommitted(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := c.Committed(ctx, []TopicPartition{p0, p1})
-		if err != nil || got[p0].Offset != 20 || got[p1].Offset != 20 {
-			t.Fatalf("committed after CommitSync: %v, %v", got, err)
+		if err != nil || got[p0].Offset != 20 || got[p1].Offset != 20 || !got[p0].HasLeaderEpoch {
+			t.Fatalf("committed after CommitSync of the positions (with their leader epoch): %v, %v", got, err)
 		}
 		done := make(chan error, 1)
-		c.CommitAsync(map[TopicPartition]OffsetAndMetadata{p0: {Offset: 7, LeaderEpoch: -1, Metadata: "m"}},
+		c.CommitAsync(map[TopicPartition]OffsetAndMetadata{p0: {Offset: 7, Metadata: "m"}},
 			func(_ map[TopicPartition]OffsetAndMetadata, err error) { done <- err })
 		select {
 		case err := <-done:
@@ -379,7 +380,7 @@ func TestCommitAndCommitted(t *testing.T) {
 			t.Fatal("CommitAsync callback never ran")
 		}
 		got, err = c.Committed(ctx, []TopicPartition{p0})
-		if err != nil || got[p0].Offset != 7 || got[p0].Metadata != "m" {
+		if err != nil || got[p0].Offset != 7 || got[p0].Metadata != "m" || got[p0].HasLeaderEpoch {
 			t.Fatalf("committed after CommitAsync: %v, %v", got, err)
 		}
 		rec.mu.Lock()
@@ -484,7 +485,7 @@ func TestDeserializationError(t *testing.T) {
 	if pos, _ := c.Position(ctx, tp); pos != 3 {
 		t.Fatalf("position at the bad record: %d", pos)
 	}
-	if err := c.Seek(tp, OffsetAndMetadata{Offset: 4, LeaderEpoch: -1}); err != nil {
+	if err := c.Seek(tp, 4); err != nil {
 		t.Fatal(err)
 	}
 	if got := values(pollN(t, c, 1)); got[0] != "v4" {
@@ -515,5 +516,37 @@ func TestConfigFromProperties(t *testing.T) {
 	bad.AutoOffsetReset = "smallest"
 	if err := bad.validate(); err == nil {
 		t.Fatal("auto.offset.reset=smallest accepted")
+	}
+}
+
+// TestBlockingCallsBounded: with no broker reachable, the blocking calls
+// give up after default.api.timeout.ms even with a context that never ends.
+func TestBlockingCallsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := testConfig(addr)
+	cfg.GroupID = "g"
+	cfg.DefaultAPITimeout = 300 * time.Millisecond
+	c := newStringConsumer(t, cfg)
+	tp := TopicPartition{"t", 0}
+	if err := c.Assign([]TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Committed(ctx, []TopicPartition{tp}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("committed: %v", err)
+	}
+	if err := c.CommitSync(ctx, map[TopicPartition]OffsetAndMetadata{tp: {Offset: 1}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("commit: %v", err)
+	}
+	if _, err := c.Position(ctx, tp); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("position: %v", err)
+	}
+	if _, err := c.EndOffsets(ctx, []TopicPartition{tp}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("end offsets: %v", err)
 	}
 }

@@ -133,6 +133,12 @@ func (e *engine) wakeFetcher() {
 
 var errClosed = errors.New("consumer closed")
 
+// apiCtx bounds a blocking call by default.api.timeout.ms as well as by
+// ctx, as Kafka's consumer bounds its blocking calls.
+func (e *engine) apiCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.cfg.DefaultAPITimeout)
+}
+
 // assign replaces the assignment. Partitions kept keep their position and
 // buffer; new ones start from the committed offset (else auto.offset.reset).
 func (e *engine) assign(tps []TopicPartition) error {
@@ -215,7 +221,7 @@ func (e *engine) seek(tp TopicPartition, om OffsetAndMetadata) error {
 	if err != nil {
 		return err
 	}
-	e.moveLocked(ps, posKnown, om.Offset, om.LeaderEpoch)
+	e.moveLocked(ps, posKnown, om.Offset, om.epoch())
 	return nil
 }
 
@@ -267,6 +273,8 @@ func (e *engine) paused() []TopicPartition {
 // position waits until tp's position is known (looking it up as Poll
 // would) and returns it.
 func (e *engine) position(ctx context.Context, tp TopicPartition) (int64, error) {
+	ctx, cancel := e.apiCtx(ctx)
+	defer cancel()
 	for {
 		e.mu.Lock()
 		ps, err := e.partLocked(tp)
@@ -301,7 +309,7 @@ func (e *engine) positionsLocked() map[TopicPartition]OffsetAndMetadata {
 	offs := map[TopicPartition]OffsetAndMetadata{}
 	for _, ps := range e.order {
 		if ps.reset == posKnown && ps.err == nil {
-			offs[ps.tp] = OffsetAndMetadata{Offset: ps.position, LeaderEpoch: ps.epoch}
+			offs[ps.tp] = withEpoch(ps.position, ps.epoch)
 		}
 	}
 	return offs
@@ -388,7 +396,9 @@ func (e *engine) close(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	if len(offs) > 0 {
-		err = e.commitSync(ctx, offs)
+		cctx, cancel := e.apiCtx(ctx)
+		err = e.commitSync(cctx, offs)
+		cancel()
 	}
 	e.mu.Lock()
 	e.closed = true

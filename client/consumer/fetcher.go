@@ -208,7 +208,9 @@ func (e *engine) sendFetches() {
 
 	for node, rq := range byNode {
 		res := fetchResult{node: node, parts: rq.parts}
-		cn, err := e.cl.Conn(e.ctx, node)
+		dctx, cancel := context.WithTimeout(e.ctx, e.cfg.RequestTimeout)
+		cn, err := e.cl.Conn(dctx, node)
+		cancel()
 		if err != nil {
 			res.err = err
 			e.addResult(res)
@@ -517,7 +519,7 @@ func (e *engine) resolvePositions() (retry bool) {
 			}
 			if om, ok := offs[w.ps.tp]; ok {
 				w.ps.reset = posKnown
-				w.ps.position, w.ps.fetchPos, w.ps.epoch = om.Offset, om.Offset, om.LeaderEpoch
+				w.ps.position, w.ps.fetchPos, w.ps.epoch = om.Offset, om.Offset, om.epoch()
 				continue
 			}
 			if e.cfg.AutoOffsetReset == "none" {

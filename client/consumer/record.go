@@ -37,9 +37,26 @@ type Record[K, V any] struct {
 // OffsetAndMetadata is a committed position: Kafka's OffsetAndMetadata.
 // Offset is the next record to read, not the last one read.
 type OffsetAndMetadata struct {
-	Offset      int64
-	LeaderEpoch int32 // -1 when unknown
-	Metadata    string
+	Offset int64
+	// LeaderEpoch is the leader epoch of the record before Offset; used
+	// only when HasLeaderEpoch is true (Kafka's Optional leaderEpoch), so
+	// OffsetAndMetadata{Offset: n} commits no epoch.
+	LeaderEpoch    int32
+	HasLeaderEpoch bool
+	Metadata       string
+}
+
+// epoch is the leader epoch to send: -1 when there is none.
+func (om OffsetAndMetadata) epoch() int32 {
+	if om.HasLeaderEpoch {
+		return om.LeaderEpoch
+	}
+	return -1
+}
+
+// withEpoch returns the OffsetAndMetadata of offset and epoch (-1: none).
+func withEpoch(offset int64, epoch int32) OffsetAndMetadata {
+	return OffsetAndMetadata{Offset: offset, LeaderEpoch: epoch, HasLeaderEpoch: epoch >= 0}
 }
 
 // OffsetAndTimestamp is OffsetsForTimes' answer for one partition.
