@@ -31,7 +31,7 @@ func BenchmarkConsumeVsFranz(b *testing.B) {
 			for i := range value {
 				value[i] = byte('a' + i%26)
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(br.addr), kgo.ProducerLinger(5*time.Millisecond),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr), kgo.ProducerLinger(5*time.Millisecond),
 				kgo.ProducerBatchMaxBytes(256<<10), kgo.MaxBufferedRecords(1<<20))
 			if err != nil {
 				b.Fatal(err)
@@ -55,7 +55,7 @@ func BenchmarkConsumeVsFranz(b *testing.B) {
 			runtime.ReadMemStats(&ms)
 			b.ResetTimer()
 			start := time.Now() // from the client's creation, as for franz-go
-			cfg := DefaultConfig(br.addr)
+			cfg := DefaultConfig(br.Addr)
 			cfg.AutoOffsetReset = "earliest"
 			c, err := New[[]byte, []byte](cfg, ByteArrayDeserializer{}, ByteArrayDeserializer{})
 			if err != nil {
@@ -84,7 +84,7 @@ func BenchmarkConsumeVsFranz(b *testing.B) {
 			runtime.ReadMemStats(&ms)
 			b.ResetTimer()
 			start := time.Now() // franz-go starts fetching when the client is made
-			cl, err := kgo.NewClient(kgo.SeedBrokers(br.addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 				topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()},
 			}))
 			if err != nil {

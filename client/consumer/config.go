@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"gregor/client/internal/props"
@@ -94,42 +92,13 @@ func ParseProperties(r io.Reader) (map[string]string, error) { return props.Pars
 // ...) are refused: this consumer has no Subscribe yet.
 func ConfigFromProperties(p map[string]string) (Config, error) {
 	cfg := DefaultConfig()
-	var errs []error
-	ms := func(k, v string, dst *time.Duration) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a non-negative number of milliseconds", k, v))
-			return
-		}
-		*dst = time.Duration(n) * time.Millisecond
-	}
-	num := func(k, v string, lo, hi int64) int64 {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("%s: %q is not a number in %d..%d", k, v, lo, hi))
-		}
-		return n
-	}
-	boolean := func(k, v string, dst *bool) {
-		switch strings.ToLower(v) {
-		case "true":
-			*dst = true
-		case "false":
-			*dst = false
-		default:
-			errs = append(errs, fmt.Errorf("%s: %q is not true or false", k, v))
-		}
-	}
+	var pv props.Values
+	ms, num, boolean := pv.Millis, pv.Int, pv.Bool
 	const maxInt32 = 1<<31 - 1
 	for k, v := range p {
 		switch k {
 		case "bootstrap.servers":
-			cfg.BootstrapServers = nil
-			for _, s := range strings.Split(v, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					cfg.BootstrapServers = append(cfg.BootstrapServers, s)
-				}
-			}
+			cfg.BootstrapServers = props.List(v)
 		case "client.id":
 			cfg.ClientID = v
 		case "group.id":
@@ -166,15 +135,15 @@ func ConfigFromProperties(p map[string]string) (Config, error) {
 			cfg.ClientRack = v
 		case "security.protocol":
 			if v != "PLAINTEXT" {
-				errs = append(errs, fmt.Errorf("security.protocol: %q is not supported by this client (PLAINTEXT only)", v))
+				pv.Errs = append(pv.Errs, fmt.Errorf("security.protocol: %q is not supported by this client (PLAINTEXT only)", v))
 			}
 		default:
 			if !ignoredProperties[k] {
-				errs = append(errs, fmt.Errorf("%s: not a consumer property this client implements", k))
+				pv.Errs = append(pv.Errs, fmt.Errorf("%s: not a consumer property this client implements", k))
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(pv.Errs...); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func consumeScenario(t *testing.T, b *broker) map[int32][]string {
 	for p, codec := range codecs {
 		b.produce(t, topic, int32(p), fmt.Sprintf("p%d-v", p), per, codec)
 	}
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.MaxPollRecords = 7
 	cfg.MaxPartitionFetchBytes = 2048 // several fetches per partition
 	c := newStringConsumer(t, cfg)
@@ -70,7 +71,7 @@ func consumeScenario(t *testing.T, b *broker) map[int32][]string {
 
 func TestConsumeAllCodecs(t *testing.T) {
 	outcomes := map[string]map[int32][]string{}
-	bothBrokers(t, func(t *testing.T, b *broker) { outcomes[b.name] = consumeScenario(t, b) })
+	bothBrokers(t, func(t *testing.T, b *broker) { outcomes[b.Name] = consumeScenario(t, b) })
 	if t.Failed() {
 		return
 	}
@@ -93,7 +94,7 @@ func (b *broker) transactions(t *testing.T, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	txn := func(id string) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.TransactionalID(id),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.TransactionalID(id),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +172,7 @@ func TestReadCommittedSkipsAborted(t *testing.T) {
 		b.transactions(t, topic)
 		tp := TopicPartition{topic, 0}
 
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.IsolationLevel = "read_committed"
 		rc := newStringConsumer(t, cfg)
 		if err := rc.Assign([]TopicPartition{tp}); err != nil {
@@ -212,7 +213,7 @@ func TestSeekPauseResume(t *testing.T) {
 		b.produce(t, topic, 0, "a", 50, kgo.NoCompression())
 		b.produce(t, topic, 1, "b", 50, kgo.NoCompression())
 		p0, p1 := TopicPartition{topic, 0}, TopicPartition{topic, 1}
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.AutoOffsetReset = "latest"
 		c := newStringConsumer(t, cfg)
 		if err := c.Assign([]TopicPartition{p0, p1}); err != nil {
@@ -278,7 +279,7 @@ func TestOffsetResetNone(t *testing.T) {
 		b.createTopic(t, topic, 1)
 		b.produce(t, topic, 0, "v", 10, kgo.NoCompression())
 		tp := TopicPartition{topic, 0}
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.AutoOffsetReset = "none"
 		c := newStringConsumer(t, cfg)
 		if err := c.Assign([]TopicPartition{tp}); err != nil {
@@ -347,8 +348,8 @@ func TestCommitAndCommitted(t *testing.T) {
 		b.produce(t, topic, 0, "a", 20, kgo.NoCompression())
 		b.produce(t, topic, 1, "b", 20, kgo.NoCompression())
 		p0, p1 := TopicPartition{topic, 0}, TopicPartition{topic, 1}
-		cfg := testConfig(b.addr)
-		cfg.GroupID = "g-" + b.name
+		cfg := testConfig(b.Addr)
+		cfg.GroupID = "g-" + b.Name
 		cfg.EnableAutoCommit = false
 		rec := &commitRecorder{}
 		c := newStringConsumer(t, cfg, rec)
@@ -411,7 +412,7 @@ func TestCommitAndCommitted(t *testing.T) {
 			t.Fatalf("committed after Close with auto commit: %v, %v", got, err)
 		}
 
-		noGroup := newStringConsumer(t, testConfig(b.addr))
+		noGroup := newStringConsumer(t, testConfig(b.Addr))
 		if err := noGroup.CommitSync(ctx, map[TopicPartition]OffsetAndMetadata{p0: {Offset: 1}}); !errors.Is(err, errNoGroup) {
 			t.Fatalf("commit without group.id: %v", err)
 		}
@@ -426,15 +427,15 @@ func TestLeaderChange(t *testing.T) {
 	const topic = "moving"
 	b.createTopic(t, topic, 1)
 	b.produce(t, topic, 0, "v", 100, kgo.NoCompression())
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.MaxPollRecords = 10
 	c := newStringConsumer(t, cfg)
 	if err := c.Assign([]TopicPartition{{topic, 0}}); err != nil {
 		t.Fatal(err)
 	}
 	got := values(pollN(t, c, 10))
-	old := b.fake.LeaderFor(topic, 0)
-	if err := b.fake.MoveTopicPartition(topic, 0, (old+1)%3); err != nil {
+	old := b.Fake.LeaderFor(topic, 0)
+	if err := b.Fake.MoveTopicPartition(topic, 0, (old+1)%3); err != nil {
 		t.Fatal(err)
 	}
 	b.produce(t, topic, 0, "w", 50, kgo.NoCompression())
@@ -464,7 +465,7 @@ func TestDeserializationError(t *testing.T) {
 		}
 		return string(data), nil
 	})
-	c, err := New[string, string](testConfig(b.addr), StringDeserializer{}, des)
+	c, err := New[string, string](testConfig(b.Addr), StringDeserializer{}, des)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,6 +512,12 @@ func TestConfigFromProperties(t *testing.T) {
 	}
 	if _, err := ConfigFromProperties(map[string]string{"partition.assignment.strategy": "range"}); err == nil {
 		t.Fatal("a group membership property was accepted")
+	}
+	_, err = ConfigFromProperties(map[string]string{"fetch.max.wait.ms": "-1", "enable.auto.commit": "yes", "max.poll.records": "0"})
+	for _, k := range []string{"fetch.max.wait.ms", "enable.auto.commit", "max.poll.records"} {
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Fatalf("bad %s not reported: %v", k, err)
+		}
 	}
 	bad := DefaultConfig("x:1")
 	bad.AutoOffsetReset = "smallest"
