@@ -71,7 +71,8 @@ func (c *Consumer[K, V]) Assignment() []TopicPartition { return c.e.assignment()
 // Poll returns the next records of the assigned partitions, at most
 // max.poll.records, as soon as some are buffered; the fetcher keeps
 // fetching ahead while the application works. When ctx ends first Poll
-// returns no records and ctx's error. A partition error (offset out of
+// returns no records and ctx's error; with no partition assigned it
+// returns an error at once. A partition error (offset out of
 // range with auto.offset.reset=none, no committed offset, a fetch the
 // broker refused) is returned once nothing else is ready, and again until
 // the application seeks the partition. Poll also commits the positions
@@ -83,6 +84,11 @@ func (c *Consumer[K, V]) Poll(ctx context.Context) ([]Record[K, V], error) {
 		if e.closed {
 			e.mu.Unlock()
 			return nil, errClosed
+		}
+		if len(e.order) == 0 {
+			// As Kafka's consumer: polling nothing is a mistake, not a wait.
+			e.mu.Unlock()
+			return nil, errNoAssignment
 		}
 		e.maybeAutoCommitLocked()
 		ds, err := e.drainLocked(e.cfg.MaxPollRecords)
@@ -109,6 +115,8 @@ func (c *Consumer[K, V]) Poll(ctx context.Context) ([]Record[K, V], error) {
 		}
 	}
 }
+
+var errNoAssignment = errors.New("poll: no partitions are assigned to this consumer")
 
 // DeserializationError is a record the key or value deserializer refused
 // (Kafka's RecordDeserializationException). The partition's position stays

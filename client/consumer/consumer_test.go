@@ -557,3 +557,46 @@ func TestBlockingCallsBounded(t *testing.T) {
 		t.Fatalf("end offsets: %v", err)
 	}
 }
+
+// TestAutoCommit: with enable.auto.commit, Poll commits the positions every
+// auto.commit.interval.ms; Poll without an assignment is an error.
+func TestAutoCommit(t *testing.T) {
+	b := startKfake(t)
+	const topic = "auto"
+	b.createTopic(t, topic, 1)
+	b.produce(t, topic, 0, "v", 30, kgo.NoCompression())
+	tp := TopicPartition{topic, 0}
+	cfg := testConfig(b.Addr)
+	cfg.GroupID = "auto"
+	cfg.AutoCommitInterval = 50 * time.Millisecond
+	rec := &commitRecorder{}
+	c := newStringConsumer(t, cfg, rec)
+	if _, err := c.Poll(context.Background()); !errors.Is(err, errNoAssignment) {
+		t.Fatalf("poll without assignment: %v", err)
+	}
+	if err := c.Assign([]TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	}
+	pollN(t, c, 30)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, _ = c.Poll(ctx) // drives the auto commit
+		cancel()
+		got, err := c.Committed(context.Background(), []TopicPartition{tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[tp].Offset == 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("auto commit never committed 30: %v", got)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.commits) == 0 {
+		t.Fatal("OnCommit not called for auto commits")
+	}
+}
