@@ -68,9 +68,12 @@ func DefaultConfig(bootstrap ...string) Config {
 	}
 }
 
-// ignoredProperties are Java consumer properties with no meaning for this
-// client (Java class names, JMX, socket sizes the OS picks), accepted so a
-// Java client's file works unchanged.
+// ignoredProperties are Java consumer properties accepted, with no effect,
+// so a Java client's file works unchanged: Java class names, JMX, socket
+// sizes the OS picks, and three this client has no counterpart for yet:
+// metadata.max.age.ms (metadata is refreshed after errors only),
+// retry.backoff.max.ms (the backoff stays retry.backoff.ms) and
+// exclude.internal.topics (it matters to Subscribe, which is not here).
 var ignoredProperties = map[string]bool{
 	"key.deserializer": true, "value.deserializer": true, "interceptor.classes": true,
 	"metric.reporters": true, "metrics.num.samples": true, "metrics.recording.level": true,
