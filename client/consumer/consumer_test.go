@@ -600,3 +600,50 @@ func TestAutoCommit(t *testing.T) {
 		t.Fatal("OnCommit not called for auto commits")
 	}
 }
+
+// TestPrefetch: while the application does not poll, the fetcher keeps
+// fetching a partition until max.partition.fetch.bytes is buffered, and no
+// further; Poll then returns from the buffer.
+func TestPrefetch(t *testing.T) {
+	b := startKfake(t)
+	const topic = "prefetch"
+	b.createTopic(t, topic, 1)
+	for range 20 { // 20 batches of 50 records, about 1.2 KiB each
+		b.produce(t, topic, 0, "v", 50, kgo.NoCompression())
+	}
+	tp := TopicPartition{topic, 0}
+	cfg := testConfig(b.Addr)
+	cfg.MaxPollRecords = 1
+	cfg.MaxPartitionFetchBytes = 4096
+	c := newStringConsumer(t, cfg)
+	if err := c.Assign([]TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	}
+	pollN(t, c, 1)
+	state := func() (buffered int, fetchPos, position int64, inFlight bool) {
+		c.e.mu.Lock()
+		defer c.e.mu.Unlock()
+		ps := c.e.parts[tp]
+		return ps.bufBytes, ps.fetchPos, ps.position, ps.inFlight
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		buffered, _, _, inFlight := state()
+		if buffered >= int(cfg.MaxPartitionFetchBytes) && !inFlight {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fetcher buffered %d bytes, not the %d it may", buffered, cfg.MaxPartitionFetchBytes)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	buffered, fetchPos, position, _ := state()
+	// One fetch past the bound at most: it started below it.
+	if buffered > 2*int(cfg.MaxPartitionFetchBytes) || position != 1 || fetchPos <= 50 || fetchPos >= 1000 {
+		t.Fatalf("buffered %d bytes, fetch position %d, position %d", buffered, fetchPos, position)
+	}
+	got := values(pollN(t, c, 1))
+	if got[0] != "v1" {
+		t.Fatalf("second poll: %v", got)
+	}
+}
