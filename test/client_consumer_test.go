@@ -85,6 +85,24 @@ func TestClientConsumerLeaderKill(t *testing.T) {
 		}
 	}
 	read(half / 2)
+	// The consumer's first OffsetFetch made __consumer_offsets; the kill
+	// may take its coordinator too, so wait for a full ISR there as well.
+	c.eventually("__consumer_offsets with full ISRs", 60*time.Second, func() error {
+		md, err := adm.Metadata(ctx, "__consumer_offsets")
+		if err != nil {
+			return err
+		}
+		td := md.Topics["__consumer_offsets"]
+		if td.Err != nil || len(td.Partitions) == 0 {
+			return fmt.Errorf("__consumer_offsets: %v", td.Err)
+		}
+		for _, pd := range td.Partitions {
+			if pd.Leader < 0 || len(pd.ISR) != 3 {
+				return fmt.Errorf("__consumer_offsets-%d: leader %d isr %v", pd.Partition, pd.Leader, pd.ISR)
+			}
+		}
+		return nil
+	})
 	for _, b := range c.brokers {
 		if b.id == l {
 			b.kill9()
@@ -104,6 +122,12 @@ func TestClientConsumerLeaderKill(t *testing.T) {
 	produce(half)
 	read(2 * half)
 	if err := cns.CommitSync(ctx, nil); err != nil {
+		md, _ := adm.Metadata(ctx, "__consumer_offsets")
+		for _, pd := range md.Topics["__consumer_offsets"].Partitions {
+			if pd.Leader < 0 || pd.Err != nil {
+				t.Logf("__consumer_offsets-%d: leader %d isr %v err %v", pd.Partition, pd.Leader, pd.ISR, pd.Err)
+			}
+		}
 		t.Fatal(err)
 	}
 	got, err := cns.Committed(ctx, []consumer.TopicPartition{tp})
