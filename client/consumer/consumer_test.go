@@ -587,17 +587,15 @@ func TestAutoCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[tp].Offset == 30 {
+		rec.mu.Lock()
+		seen := len(rec.commits) // OnCommit runs once the response is in, maybe after Committed saw it
+		rec.mu.Unlock()
+		if got[tp].Offset == 30 && seen > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("auto commit never committed 30: %v", got)
+			t.Fatalf("auto commit: committed %v, OnCommit called %d times", got, seen)
 		}
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.commits) == 0 {
-		t.Fatal("OnCommit not called for auto commits")
 	}
 }
 
