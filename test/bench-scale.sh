@@ -28,6 +28,13 @@
 #               time until the other leads every partition (Metadata, then
 #               an accepted produce) and until the process exits, at 1k, 10k
 #               and 100k partitions in one run (GREGOR_BENCH_CS_PARTITIONS).
+#   broker-start  TestBrokerStartBench: 1 controller + 1 broker, RF=1, a
+#               record in every partition; SIGTERM → exit, then start →
+#               listening, → leading every partition, → a produce taken; the
+#               same after kill -9; at 1k and 100k (GREGOR_BENCH_START_PARTITIONS).
+#   gain-leadership  TestBenchGainLeadership (replica): one delta makes a
+#               broker lead 10k partitions it followed (the broker side of
+#               another's controlled shutdown).
 #   failover    TestFailoverBench: kill -9 of a partition leader -> first
 #               acknowledged produce, fast fence on and off, franz-go and
 #               librdkafka defaults; TestClusterBenchFailover: kill -9 of the
@@ -46,6 +53,7 @@ if [ "$mode" = quick ]; then
 	export GREGOR_BENCH_SECONDS=${GREGOR_BENCH_SECONDS:-5}
 	export GREGOR_BENCH_MB=${GREGOR_BENCH_MB:-256}
 	export GREGOR_BENCH_CS_PARTITIONS=${GREGOR_BENCH_CS_PARTITIONS:-1000,10000}
+	export GREGOR_BENCH_START_PARTITIONS=${GREGOR_BENCH_START_PARTITIONS:-1000,10000}
 fi
 
 status=0
@@ -65,6 +73,8 @@ TMPDIR=${TMPDIR_FAST:-/dev/shm} run metadata-broker ./internal/replica/ 'TestBen
 run metadata-controller ./internal/controller/ 'TestBenchControlledShutdown$'
 run partitions ./internal/log/ 'TestScaleBench$|TestRecoveryBoundedByCheckpointBench$'
 run controlled-shutdown ./test/ 'TestControlledShutdownBench$' -tags e2e
+run broker-start ./test/ 'TestBrokerStartBench$' -tags e2e
+run gain-leadership ./internal/replica/ 'TestBenchGainLeadership$'
 run failover-partition ./test/ 'TestFailoverBench$' -tags e2e
 run failover-controller ./test/ 'TestClusterBenchFailover$' -tags e2e
 

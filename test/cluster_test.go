@@ -195,8 +195,15 @@ func (c *cluster) format(n *node) {
 // once it has caught up with the metadata).
 func (n *node) start() {
 	n.t.Helper()
+	n.startWithin(30 * time.Second)
+}
+
+// startWithin is start for a node that may take longer to listen (a
+// broker loading 100,000 logs after a crash).
+func (n *node) startWithin(timeout time.Duration) {
+	n.t.Helper()
 	n.launch()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(timeout)
 	for {
 		conn, err := net.DialTimeout("tcp", n.addr(), time.Second)
 		if err == nil {
@@ -209,7 +216,7 @@ func (n *node) start() {
 		default:
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("node %d did not listen on %s within 30s:\n%s", n.id, n.addr(), n.log())
+			n.t.Fatalf("node %d did not listen on %s within %v:\n%s", n.id, n.addr(), timeout, n.log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

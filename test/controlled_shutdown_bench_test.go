@@ -179,11 +179,29 @@ func csLeader(p int32, even, odd int32) int32 {
 	return odd
 }
 
-// csCreate creates the topics, as many per CreateTopics request as the
-// controller takes (10,000 records: a TopicRecord and a PartitionRecord
-// per partition), with partition p's replicas [even, odd] for even p and
-// [odd, even] otherwise.
+// csCreate creates the topics, with partition p's replicas [even, odd] for
+// even p and [odd, even] otherwise.
 func csCreate(t *testing.T, c *cluster, topics []string, per int, even, odd int32) {
+	t.Helper()
+	createTopicsInSteps(t, c, topics, per, func(rt *kmsg.CreateTopicsRequestTopic) {
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		for p := range int32(per) {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition = p
+			ra.Replicas = []int32{even, odd}
+			if p%2 == 1 {
+				ra.Replicas = []int32{odd, even}
+			}
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+	})
+}
+
+// createTopicsInSteps creates the topics of per partitions each, as many
+// per CreateTopics request as the controller takes (10,000 records: a
+// TopicRecord and a PartitionRecord per partition); shape sets each
+// topic's partitions and replicas.
+func createTopicsInSteps(t *testing.T, c *cluster, topics []string, per int, shape func(*kmsg.CreateTopicsRequestTopic)) {
 	t.Helper()
 	cl := c.client()
 	defer cl.Close()
@@ -194,16 +212,8 @@ func csCreate(t *testing.T, c *cluster, topics []string, per int, even, odd int3
 		req.TimeoutMillis = 120_000
 		for _, name := range batch {
 			rt := kmsg.NewCreateTopicsRequestTopic()
-			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
-			for p := range int32(per) {
-				ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-				ra.Partition = p
-				ra.Replicas = []int32{even, odd}
-				if p%2 == 1 {
-					ra.Replicas = []int32{odd, even}
-				}
-				rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-			}
+			rt.Topic = name
+			shape(&rt)
 			req.Topics = append(req.Topics, rt)
 		}
 		c.eventually(fmt.Sprintf("create %s..%s", batch[0], batch[len(batch)-1]), 10*time.Minute, func() error {

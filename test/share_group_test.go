@@ -4,6 +4,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -141,4 +142,21 @@ func TestShareGroupLeaderKill(t *testing.T) {
 	}
 	t.Logf("%d records delivered, %d acknowledged; %d held when the leader died, %d deliveries were repeats",
 		len(delivered), len(acknowledged), len(held), redelivered)
+	// Every record accepted: DescribeShareGroupOffsets v1 answers the
+	// start offset at the end and no lag (KIP-1226; the end offset asked
+	// of the partition's leader, which need not be the coordinator).
+	c.eventually("start offset at the end, lag 0", 60*time.Second, func() error {
+		d, err := adm.DescribeShareGroupOffsets(ctx, group)
+		if err == nil {
+			err = d.Error()
+		}
+		if err != nil {
+			return err
+		}
+		o, ok := d[group].Offsets[topic][0]
+		if !ok || o.Err != nil || o.StartOffset != total || o.Lag != 0 {
+			return fmt.Errorf("partition 0: %+v", o)
+		}
+		return nil
+	})
 }

@@ -37,6 +37,8 @@ func newStorageCommand() *cobra.Command {
 	var (
 		clusterID, configFile string
 		overrides, addScram   []string
+		features              []string
+		releaseVersion        string
 		ignoreFormatted       bool
 		standalone            bool
 	)
@@ -61,7 +63,7 @@ func newStorageCommand() *cobra.Command {
 					return err
 				}
 			}
-			bootstrap, err := bootstrapRecords(addScram)
+			bootstrap, err := bootstrapRecords(releaseVersion, features, addScram)
 			if err != nil {
 				return err
 			}
@@ -96,6 +98,10 @@ func newStorageCommand() *cobra.Command {
 			"'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'")
 	format.Flags().BoolVarP(&standalone, "standalone", "s", false,
 		"format a controller as the only voter of its metadata quorum (Kafka 4.0's single-node quorum); the config must name no other voter")
+	format.Flags().StringVarP(&releaseVersion, "release-version", "r", "",
+		"the release `VERSION` whose feature levels the cluster starts with, e.g. 3.9-IV0 (default "+latestRelease()+"; see gregor feature version-mapping)")
+	format.Flags().StringArrayVarP(&features, "feature", "f", nil,
+		"a feature level for the new cluster, `NAME=LEVEL` (repeatable), e.g. share.version=0")
 	format.MarkFlagRequired("cluster-id")
 	cmd.AddCommand(format)
 	return cmd
@@ -125,11 +131,23 @@ func checkStandalone(cfg *config.Broker) error {
 		"format each node without --standalone, with the same controller.quorum.voters", cfg.NodeID, strings.Join(names, ","))
 }
 
+// latestRelease is the release name of the latest metadata.version.
+func latestRelease() string {
+	name, _ := metadata.MetadataVersionName(metadata.LatestMetadataVersion)
+	return name
+}
+
 // bootstrapRecords is the metadata a new cluster starts with, as
-// kafka-storage's Formatter builds it: metadata.version, then a
-// UserScramCredentialRecord per --add-scram.
-func bootstrapRecords(addScram []string) ([]metadata.Record, error) {
-	records := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
+// kafka-storage's Formatter builds it: the feature levels (metadata.version
+// from --release-version or --feature metadata.version=N, else the latest;
+// every other feature from --feature, else its default at that
+// metadata.version), then a UserScramCredentialRecord per --add-scram.
+func bootstrapRecords(releaseVersion string, features, addScram []string) ([]metadata.Record, error) {
+	levels, err := formatFeatureLevels(releaseVersion, features)
+	if err != nil {
+		return nil, err
+	}
+	records := metadata.FeatureLevelRecords(levels)
 	for _, arg := range addScram {
 		spec, err := sasl.ParseScramSpec(arg)
 		if err != nil {
@@ -161,4 +179,62 @@ func writeBootstrap(metadataLogDir string, records []metadata.Record) error {
 		return fmt.Errorf("create metadata log dir: %w", err)
 	}
 	return raft.WriteBootstrapCheckpoint(metadataLogDir, records)
+}
+
+// formatFeatureLevels is Kafka's Formatter.calculateEffectiveFeatureLevels:
+// the levels a new cluster starts with, checked as Kafka checks them.
+func formatFeatureLevels(releaseVersion string, features []string) (map[string]int16, error) {
+	given := map[string]int16{}
+	for _, f := range features {
+		name, level, err := metadata.ParseFeatureLevel(f)
+		if err != nil {
+			return nil, fmt.Errorf("--feature: %w", err)
+		}
+		given[name] = level
+	}
+	mv := metadata.LatestMetadataVersion
+	if level, ok := given[metadata.MetadataVersionFeature]; ok {
+		if releaseVersion != "" {
+			return nil, fmt.Errorf("use --release-version instead of --feature %s=X to avoid ambiguity", metadata.MetadataVersionFeature)
+		}
+		if _, known := metadata.MetadataVersionName(level); !known {
+			return nil, fmt.Errorf("unknown metadata.version %d; supported: %d (%s) to %d (%s)", level,
+				metadata.MinMetadataVersion, metadata.FeatureLevelString(metadata.MetadataVersionFeature, metadata.MinMetadataVersion),
+				metadata.LatestMetadataVersion, latestRelease())
+		}
+		mv = level
+	} else if releaseVersion != "" {
+		level, ok := metadata.ParseMetadataVersion(releaseVersion)
+		if !ok {
+			return nil, fmt.Errorf("unknown release version %q; supported: %s to %s", releaseVersion,
+				metadata.FeatureLevelString(metadata.MetadataVersionFeature, metadata.MinMetadataVersion), latestRelease())
+		}
+		mv = level
+	}
+	levels := metadata.DefaultFeatureLevels(mv)
+	for name, level := range given {
+		if name == metadata.MetadataVersionFeature {
+			continue
+		}
+		spec, ok := metadata.LookupFeature(name)
+		if !ok {
+			var names []string
+			for _, f := range metadata.SupportedFeatures()[1:] {
+				names = append(names, f.Name)
+			}
+			return nil, fmt.Errorf("unsupported feature: %s. Supported features are: %s", name, strings.Join(names, ", "))
+		}
+		if level < spec.Min || level > spec.Max {
+			return nil, fmt.Errorf("no feature %s with level %d (supported: %d to %d)", name, level, spec.Min, spec.Max)
+		}
+		levels[name] = level
+	}
+	for name, level := range levels {
+		if spec, ok := metadata.LookupFeature(name); ok {
+			if err := metadata.ValidateFeatureLevel(spec, level, levels); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return levels, nil
 }

@@ -88,33 +88,9 @@ func TestFormatAddScram(t *testing.T) {
 		t.Fatalf("no bootstrap.checkpoint: %v", err)
 	}
 
-	props, err := loadProperties("", overrides)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := config.Load(props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := startFormatted(t, ctx, overrides)
 	described, err := kadm.NewClient(cl).DescribeUserSCRAMs(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -251,4 +227,105 @@ func TestFlagValueNames(t *testing.T) {
 	if usage := cmd.LocalFlags().FlagUsages(); !strings.Contains(usage, "-t, --cluster-id ID ") {
 		t.Errorf("storage format usage:\n%s", usage)
 	}
+}
+
+// TestFormatFeatures: `storage format --feature` and --release-version
+// choose the feature levels a new cluster starts with, checked as
+// kafka-storage checks them; the cluster then runs at those levels.
+func TestFormatFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // error, or "" to succeed
+	}{
+		{[]string{"--feature", "share.version=2"}, "no feature share.version with level 2 (supported: 0 to 1)"},
+		{[]string{"--feature", "transaction.version=3"}, "no feature transaction.version with level 3 (supported: 0 to 2)"},
+		{[]string{"--feature", "no.such.version=1"}, "unsupported feature: no.such.version. Supported features are: eligible.leader.replicas.version, group.version, share.version, transaction.version"},
+		{[]string{"--feature", "share.version"}, "--feature: can't parse feature=level string share.version: equals sign not found"},
+		{[]string{"--release-version", "4.0", "--feature", "metadata.version=22"}, "use --release-version instead of --feature metadata.version=X to avoid ambiguity"},
+		{[]string{"--release-version", "2.8"}, `unknown release version "2.8"; supported: 3.3-IV3 to 4.0-IV3`},
+		{[]string{"--feature", "metadata.version=5"}, "unknown metadata.version 5; supported: 7 (3.3-IV3) to 25 (4.0-IV3)"},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"format", "--cluster-id", server.RandomUUID(), "--override", "log.dirs=" + dir,
+			"--override", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--override", "controller.quorum.voters=1@127.0.0.1:0"}, tc.args...)
+		if _, err := runStorage(t, args...); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v: a failed format wrote %d files", tc.args, len(entries))
+		}
+	}
+	levels := func(args ...string) map[string]int16 {
+		t.Helper()
+		out, err := formatFeatureLevels("", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, err := formatFeatureLevels("3.9", nil); err != nil || got["metadata.version"] != 21 || got["group.version"] != 0 || got["share.version"] != 0 {
+		t.Errorf("--release-version 3.9: %v %v", got, err)
+	}
+	if got := levels("metadata.version=22"); got["group.version"] != 1 || got["share.version"] != 0 || got["transaction.version"] != 0 {
+		t.Errorf("--feature metadata.version=22: %v", got)
+	}
+
+	// share.version=0 at format: the cluster starts with share groups off.
+	dir := t.TempDir()
+	overrides := []string{"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.quorum.voters=1@127.0.0.1:0",
+		"log.dirs=" + dir, "gregor.http.listen="}
+	args := []string{"format", "--cluster-id", server.RandomUUID(), "--feature", "share.version=0"}
+	for _, o := range overrides {
+		args = append(args, "--override", o)
+	}
+	if out, err := runStorage(t, args...); err != nil {
+		t.Fatalf("format: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := startFormatted(t, ctx, overrides)
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		got[f.Name] = f.MaxVersionLevel
+	}
+	if len(got) != 4 || got["metadata.version"] != 25 || got["group.version"] != 1 || got["eligible.leader.replicas.version"] != 1 || got["transaction.version"] != 2 {
+		t.Fatalf("finalized features %v, want metadata.version=25 group.version=1 eligible.leader.replicas.version=1 transaction.version=2 and no share.version", got)
+	}
+}
+
+// startFormatted starts a node on directories `storage format` prepared,
+// with the given overrides, and returns a client of it; the node and the
+// client stop when the test ends.
+func startFormatted(t *testing.T, ctx context.Context, overrides []string) *kgo.Client {
+	t.Helper()
+	props, err := loadProperties("", overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

@@ -1,10 +1,12 @@
 // Package cli holds Gregor's operator commands (topic, produce, consume,
-// group, share-group, config, user, acl, quota, cluster, log, bench). They
-// talk to any Kafka cluster through franz-go's kgo and kadm clients (log
-// dump reads segment files), and their flags follow Kafka's own tools
-// (kafka-topics, kafka-console-producer/consumer, kafka-consumer-groups,
-// kafka-share-groups, kafka-configs, kafka-acls, kafka-dump-log, the perf
-// tests) so that a Kafka operator's habits carry over.
+// group, share-group, config, user, acl, quota, cluster, feature, reassign,
+// leader, transactions, log, bench). They talk to any Kafka cluster through
+// franz-go's kgo and kadm clients (log dump reads segment files), and their
+// flags follow Kafka's own tools (kafka-topics, kafka-console-producer/
+// consumer, kafka-consumer-groups, kafka-share-groups, kafka-configs,
+// kafka-acls, kafka-cluster, kafka-features, kafka-reassign-partitions,
+// kafka-leader-election, kafka-dump-log, the perf tests) so that a Kafka
+// operator's habits carry over.
 //
 // Each command writes its results to the cobra command's output writer and
 // returns one-line errors; the binary prints them and exits non-zero.
@@ -49,6 +51,9 @@ func Commands() []*cobra.Command {
 		NewACLCommand(),
 		NewQuotaCommand(),
 		NewClusterCommand(),
+		NewFeatureCommand(),
+		NewReassignCommand(),
+		NewLeaderCommand(),
 		NewTransactionsCommand(),
 		NewLogCommand(),
 		NewBenchCommand(),
@@ -455,4 +460,17 @@ func (c *connFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, a
 	}
 	defer adm.Close()
 	return fn(ctx, adm)
+}
+
+// withClient runs fn with a client whose context ends with --timeout, and
+// closes the client afterwards.
+func (c *connFlags) withClient(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo.Client) error) error {
+	ctx, cancel := c.deadline(cmd)
+	defer cancel()
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(ctx, cl)
 }

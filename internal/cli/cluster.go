@@ -15,12 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// NewClusterCommand returns `cluster describe` and `cluster quorum`.
+// NewClusterCommand returns `cluster describe`, `cluster quorum`, `cluster
+// unregister` and `cluster decommission` (cluster_decommission.go).
 func NewClusterCommand() *cobra.Command {
 	conn := &connFlags{}
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Show the cluster: id, controller, brokers",
+		Short: "Show the cluster (id, controller, brokers, quorum); unregister or decommission a broker",
 	}
 	conn.register(cmd, cmd.PersistentFlags())
 	describe := &cobra.Command{
@@ -69,7 +70,7 @@ func NewClusterCommand() *cobra.Command {
 			return describeQuorum(ctx, cl, cmd.OutOrStdout())
 		},
 	}
-	cmd.AddCommand(describe, quorum)
+	cmd.AddCommand(describe, quorum, newClusterUnregister(conn), newClusterDecommission(conn))
 	return cmd
 }
 

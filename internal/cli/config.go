@@ -154,7 +154,7 @@ func newConfigGet(conn *connFlags, ent *entityFlags) *cobra.Command {
 					fmt.Fprintf(out, "Dynamic configs for %s are:\n", e)
 				}
 				for _, c := range configs {
-					if !all && !isDynamic(c.Source) {
+					if !all && c.Source != dynamicSource(e.topic, e.name) {
 						continue
 					}
 					fmt.Fprintf(out, "  %s=%s sensitive=%t synonyms={%s}\n", c.Key, configValue(c), c.Sensitive, synonyms(c))
@@ -167,13 +167,18 @@ func newConfigGet(conn *connFlags, ent *entityFlags) *cobra.Command {
 	return cmd
 }
 
-func isDynamic(s kmsg.ConfigSource) bool {
-	switch s {
-	case kmsg.ConfigSourceDynamicTopicConfig, kmsg.ConfigSourceDynamicBrokerConfig,
-		kmsg.ConfigSourceDynamicDefaultBrokerConfig, kmsg.ConfigSourceDynamicBrokerLoggerConfig:
-		return true
+// dynamicSource is the one source kafka-configs --describe shows without
+// --all for an entity: a topic's own dynamic configs, the cluster-wide
+// broker defaults, or one broker's dynamic configs (a value inherited from
+// a wider level is not the entity's).
+func dynamicSource(topic bool, name string) kmsg.ConfigSource {
+	switch {
+	case topic:
+		return kmsg.ConfigSourceDynamicTopicConfig
+	case name == "":
+		return kmsg.ConfigSourceDynamicDefaultBrokerConfig
 	}
-	return false
+	return kmsg.ConfigSourceDynamicBrokerConfig
 }
 
 func synonyms(c kadm.Config) string {

@@ -146,12 +146,14 @@ func printShareOffsets(ctx context.Context, out io.Writer, adm *kadm.Client, gro
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tSTART-OFFSET")
+	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tSTART-OFFSET\tLAG")
 	for _, o := range rows {
 		if o.Err != nil {
 			return fmt.Errorf("start offset of %s-%d: %w", o.Topic, o.Partition, o.Err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", group, o.Topic, o.Partition, offsetOrDash(o.StartOffset))
+		// LAG: records from the start offset to the end not yet
+		// acknowledged or archived (KIP-1226); "-" when not known.
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", group, o.Topic, o.Partition, offsetOrDash(o.StartOffset), offsetOrDash(o.Lag))
 	}
 	return tw.Flush()
 }

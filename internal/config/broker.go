@@ -62,6 +62,12 @@ type Broker struct {
 	QuotaWindowSizeSeconds           int // quota.window.size.seconds
 	ControllerQuotaWindowNum         int // controller.quota.window.num
 	ControllerQuotaWindowSizeSeconds int // controller.quota.window.size.seconds
+	// Replication throttles (KIP-73); the rates are the static layer under
+	// the dynamic broker configs.
+	LeaderReplicationThrottledRate    int64 // leader.replication.throttled.rate
+	FollowerReplicationThrottledRate  int64 // follower.replication.throttled.rate
+	ReplicationQuotaWindowNum         int   // replication.quota.window.num
+	ReplicationQuotaWindowSizeSeconds int   // replication.quota.window.size.seconds
 
 	// Log defaults: the server defaults of topic configurations.
 	LogSegmentBytes                         int32    // log.segment.bytes
@@ -483,6 +489,10 @@ func loadTunables(b *Broker, v values) {
 	b.QuotaWindowSizeSeconds = v.int("quota.window.size.seconds")
 	b.ControllerQuotaWindowNum = v.int("controller.quota.window.num")
 	b.ControllerQuotaWindowSizeSeconds = v.int("controller.quota.window.size.seconds")
+	b.LeaderReplicationThrottledRate = v.i64("leader.replication.throttled.rate")
+	b.FollowerReplicationThrottledRate = v.i64("follower.replication.throttled.rate")
+	b.ReplicationQuotaWindowNum = v.int("replication.quota.window.num")
+	b.ReplicationQuotaWindowSizeSeconds = v.int("replication.quota.window.size.seconds")
 
 	b.ReplicaLagTimeMaxMs = v.i64("replica.lag.time.max.ms")
 	b.ReplicaFetchMaxBytes = v.i32("replica.fetch.max.bytes")

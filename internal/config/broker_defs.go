@@ -134,6 +134,17 @@ var brokerDefList = []Def{
 		"How many windows a client's byte and request-time rates are measured over."),
 	bdef("quota.window.size.seconds", Int, ptr("1"), atLeast(1), ReadOnly,
 		"The span of each window of the client quotas' rates, in seconds."),
+	// Replication throttles (KIP-73): the rates the reassignment tool sets,
+	// applied to the replicas the topics' *.replication.throttled.replicas
+	// name.
+	bdef("leader.replication.throttled.rate", Long, ptr(maxLong), atLeast(0), ClusterWide,
+		"Bytes per second a leader sends to the throttled follower replicas of its partitions (fetch responses)."),
+	bdef("follower.replication.throttled.rate", Long, ptr(maxLong), atLeast(0), ClusterWide,
+		"Bytes per second this broker's replica fetchers take for its throttled follower replicas."),
+	bdef("replication.quota.window.num", Int, ptr("11"), atLeast(1), ReadOnly,
+		"How many windows the replication throttles' rates are measured over."),
+	bdef("replication.quota.window.size.seconds", Int, ptr("1"), atLeast(1), ReadOnly,
+		"The span of each window of the replication throttles' rates, in seconds."),
 	bdef("controller.quota.window.num", Int, ptr("11"), atLeast(1), ReadOnly,
 		"How many windows the controller mutation quota's token bucket holds (its burst)."),
 	bdef("controller.quota.window.size.seconds", Int, ptr("1"), atLeast(1), ReadOnly,

@@ -194,14 +194,8 @@ func resetSpec(to, value string) (offsetreset.Spec, error) {
 		}
 		return offsetreset.Spec{Target: offsetreset.Offset, Offset: n}, err
 	case "datetime":
-		if ms, err := strconv.ParseInt(value, 10, 64); err == nil {
-			return offsetreset.Spec{Target: offsetreset.Datetime, Millis: ms}, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, value)
-		if err != nil {
-			return offsetreset.Spec{}, badRequest("time %q: give ms since the epoch or RFC 3339 (2006-01-02T15:04:05Z)", value)
-		}
-		return offsetreset.Spec{Target: offsetreset.Datetime, Millis: t.UnixMilli()}, nil
+		ms, err := parseMillis(value)
+		return offsetreset.Spec{Target: offsetreset.Datetime, Millis: ms}, err
 	case "shift":
 		n, err := num("shift")
 		return offsetreset.Spec{Target: offsetreset.Shift, Shift: n}, err
@@ -298,4 +292,16 @@ func (c *Console) deleteGroup(ctx context.Context, r *http.Request, cl *kgo.Clie
 	}
 	c.logAction(r, "delete group", "", "group", group)
 	return map[string]string{"deleted": group}, nil
+}
+
+// parseMillis reads a time: ms since the epoch, or RFC 3339.
+func parseMillis(value string) (int64, error) {
+	if ms, err := strconv.ParseInt(value, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return 0, badRequest("time %q: give ms since the epoch or RFC 3339 (2006-01-02T15:04:05Z)", value)
+	}
+	return t.UnixMilli(), nil
 }

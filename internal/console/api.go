@@ -126,14 +126,9 @@ type quorumMember struct {
 }
 
 func (c *Console) cluster(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
-	req := kmsg.NewPtrDescribeClusterRequest()
-	req.IncludeFencedBrokers = true // v2; older brokers list the unfenced only
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := describeCluster(ctx, cl)
 	if err != nil {
-		return nil, fmt.Errorf("describe cluster: %w", err)
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, fmt.Errorf("describe cluster: %w", err)
+		return nil, err
 	}
 	// A KRaft broker's DescribeCluster names a broker as the controller (the
 	// clients cannot reach the controllers), so the active controller is

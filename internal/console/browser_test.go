@@ -316,6 +316,13 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	if p := evalJS[string](b, `document.getElementById("browse-partition").value`); p != "1" {
 		t.Errorf("record browser on partition %q, want the record's 1", p)
 	}
+	do("find it by a substring of its value",
+		chromedp.SendKeys(css("#search-value"), "from the console"),
+		chromedp.Click(css("#search-submit")),
+		chromedp.WaitVisible(css(`#search-results tr[data-partition="1"][data-offset="0"]`)))
+	if p := text("#search-progress"); !strings.Contains(p, "found 1.") {
+		t.Errorf("search for the produced record: %q", p)
+	}
 
 	do("refused config value",
 		chromedp.Click(css(`#topic-configs tr[data-config="retention.ms"] a.edit`)),

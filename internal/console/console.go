@@ -1,8 +1,10 @@
 // Package console is Gregor's web console, served on the gregor.http.listen
 // listener next to /metrics. It shows the brokers and the controller
-// quorum, topics and their partitions and configs, consumer groups with
-// their members and lag, a live throughput chart, and a few records of a
-// partition; and it acts: creates and deletes topics, produces test
+// quorum, a page per broker (brokers.go), topics and their partitions and
+// configs, consumer groups with their members and lag, a live throughput
+// chart, a few records of a partition and a search of a topic's records
+// on a scan budget (search.go), its lists paged, sorted and filtered on
+// the server (lists.go); and it acts: creates and deletes topics, produces test
 // records, sets and deletes topic configs (actions.go, which says who may
 // act and how cross-site requests are refused), adds partitions, elects
 // leaders, resets a group's offsets and deletes a group (actions_admin.go).
@@ -200,7 +202,8 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/cluster", c.api(c.cluster))
 	mux.HandleFunc("GET /api/topics", c.api(c.topics))
 	mux.HandleFunc("GET /api/topics/{topic}", c.api(c.topic))
-	mux.HandleFunc("GET /api/topics/{topic}/records", c.api(c.records))
+	mux.HandleFunc("GET /api/topics/{topic}/records", c.recordsHTTP)
+	mux.HandleFunc("GET /api/brokers/{id}", c.api(c.brokerDetail))
 	mux.HandleFunc("GET /api/groups", c.api(c.groups))
 	mux.HandleFunc("GET /api/groups/{group}", c.api(c.group))
 	mux.HandleFunc("GET /api/throughput", c.api(c.throughputSeries))

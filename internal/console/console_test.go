@@ -109,8 +109,9 @@ func TestClusterAndTopics(t *testing.T) {
 		t.Errorf("quorum = %+v", *q)
 	}
 
-	var topics []topicJSON
-	getJSON(t, n.url("/api/topics"), http.StatusOK, &topics)
+	var listed pageJSON[topicJSON]
+	getJSON(t, n.url("/api/topics?internal=true"), http.StatusOK, &listed)
+	topics := listed.Items
 	i := slices.IndexFunc(topics, func(tj topicJSON) bool { return tj.Name == "console-t" })
 	if i < 0 {
 		t.Fatalf("console-t not in %+v", topics)
@@ -156,6 +157,7 @@ type recordsJSON struct {
 	EndOffset   int64 `json:"endOffset"`
 	From        int64 `json:"from"`
 	Records     []struct {
+		Partition int32 `json:"partition"`
 		Offset    int64 `json:"offset"`
 		Timestamp int64 `json:"timestamp"`
 		Key       *struct {
@@ -286,13 +288,14 @@ func TestGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var groups []struct {
+	var listed pageJSON[struct {
 		Group   string `json:"group"`
 		State   string `json:"state"`
 		Members int    `json:"members"`
 		Lag     int64  `json:"lag"`
-	}
-	getJSON(t, n.url("/api/groups"), http.StatusOK, &groups)
+	}]
+	getJSON(t, n.url("/api/groups"), http.StatusOK, &listed)
+	groups := listed.Items
 	if len(groups) != 2 || groups[0].Group != "idle-g" || groups[1].Group != "live-g" {
 		t.Fatalf("groups = %+v", groups)
 	}

@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,6 +48,25 @@ func TestActiveControllerIsTheQuorumLeader(t *testing.T) {
 		len(cluster.Brokers) != 1 || cluster.Brokers[0].ID != 2 {
 		t.Fatalf("active controller %d, quorum %+v, brokers %+v: want controller 1 (the quorum leader), broker 2",
 			cluster.ControllerID, cluster.Quorum, cluster.Brokers)
+	}
+
+	// The broker follows the quorum as an observer: its raft-metrics say
+	// so, and its poll idle ratio counts the time it applied records.
+	mresp, err := http.Get(b.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	text, _ := io.ReadAll(mresp.Body)
+	if !strings.Contains(string(text), "\nkafka_server_raft_metrics_current_state{state=\"observer\"} 1\n") {
+		t.Errorf("broker 2's /metrics has no observer state")
+	}
+	m := regexp.MustCompile(`(?m)^kafka_server_raft_metrics_poll_idle_ratio_avg ([0-9.e+-]+)$`).FindSubmatch(text)
+	if m == nil {
+		t.Fatal("broker 2's /metrics has no poll idle ratio")
+	}
+	if r, err := strconv.ParseFloat(string(m[1]), 64); err != nil || !(r > 0 && r < 1) {
+		t.Errorf("broker 2's poll idle ratio %s, want in (0, 1)", m[1])
 	}
 }
 
@@ -118,11 +142,54 @@ func TestStoppedBrokerShownFenced(t *testing.T) {
 	if len(topic.PartitionList) != 1 || topic.PartitionList[0].Leader != -1 || topic.PartitionList[0].EndOffset != -1 {
 		t.Errorf("offline topic: %+v", topic.PartitionList)
 	}
-	var topics []topicJSON
-	getJSON(t, b.url("/api/topics"), http.StatusOK, &topics)
+	var listed pageJSON[topicJSON]
+	getJSON(t, b.url("/api/topics"), http.StatusOK, &listed)
+	topics := listed.Items
 	if len(topics) < 2 {
 		t.Errorf("topic list with a topic offline: %+v", topics)
 	}
+
+	// The stopped broker's page: fenced, its replicas listed from the
+	// metadata, its log dirs missing with the reason; the live one's with
+	// its copies' sizes. The controller is node 1, on a node of its own.
+	var down, up brokerJSON
+	getJSON(t, b.url("/api/brokers/3"), http.StatusOK, &down)
+	if !down.Fenced || down.Controller || down.ControllerID != 1 || down.Partitions.Total != 5 || down.LogDirsError == "" || len(down.LogDirs) != 0 {
+		t.Errorf("stopped broker 3's page: %+v", down)
+	}
+	getJSON(t, b.url("/api/brokers/2?q=sized&sort=size&order=desc&limit=2"), http.StatusOK, &up)
+	if up.Fenced || up.Partitions.Total != 4 || len(up.Partitions.Items) != 2 || len(up.LogDirs) != 1 || up.LogDirs[0].Size <= 0 || up.LogDirs[0].Error != "" {
+		t.Errorf("broker 2's page: %+v", up)
+	}
+	for _, p := range up.Partitions.Items {
+		if p.Topic != "sized" || p.Size <= 0 || !p.InSync && p.Role == "leader" {
+			t.Errorf("broker 2's partition %+v", p)
+		}
+	}
+	if len(up.Configs) == 0 || up.ConfigsError != "" {
+		t.Errorf("broker 2's configs: %d, error %q", len(up.Configs), up.ConfigsError)
+	}
+	var e struct{ Error string }
+	getJSON(t, b.url("/api/brokers/9"), http.StatusNotFound, &e)
+	getJSON(t, b.url("/api/brokers/x"), http.StatusBadRequest, &e)
+
+	// The same in the browser: the stopped broker's page says it is down,
+	// names the controller, and why its log dirs are missing.
+	if chromium() == "" {
+		return
+	}
+	br := newBrowser(t)
+	br.do("open the stopped broker's page",
+		chromedp.Navigate(b.url("/#/brokers/3")),
+		chromedp.WaitVisible(br.css("#broker-logdirs-error")),
+		chromedp.WaitVisible(br.css(`#broker-partitions tr[data-topic="lonely"]`)))
+	if cards := br.text("main .cards"); !strings.Contains(cards, "fenced (down)") || !strings.Contains(cards, "node 1") {
+		t.Errorf("stopped broker's cards %q: want fenced and controller node 1", cards)
+	}
+	if row := br.text(`#broker-partitions tr[data-topic="lonely"]`); !strings.Contains(row, "leader") && !strings.Contains(row, "follower") {
+		t.Errorf("lonely's row on broker 3 %q", row)
+	}
+	br.checkExceptions()
 }
 
 // startSeparateRoles starts controller 1 on a node of its own and a broker

@@ -1,16 +1,20 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"gregor/internal/metrics"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/internal/metrics"
 )
 
 // groupSummary is one row of /api/groups.
@@ -86,23 +90,56 @@ type sharePartitionView struct {
 	Members     []string `json:"members"`   // client ids of the members assigned it
 }
 
-func (c *Console) groups(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
+// groupSorts are the keys /api/groups sorts by: what ListGroups tells of
+// every group. Members and lag are asked for the page's groups only.
+var groupSorts = sorter[groupSummary]{
+	"group":       func(a, b groupSummary) int { return 0 },
+	"state":       func(a, b groupSummary) int { return cmp.Compare(a.State, b.State) },
+	"type":        func(a, b groupSummary) int { return cmp.Compare(groupType(a), groupType(b)) },
+	"coordinator": func(a, b groupSummary) int { return cmp.Compare(a.Coordinator, b.Coordinator) },
+}
+
+// groupType is the type a group's row shows: classic, consumer or share,
+// or the protocol type from a broker that does not say.
+func groupType(g groupSummary) string {
+	if g.Type != "" {
+		return g.Type
+	}
+	return g.ProtocolType
+}
+
+// groups is /api/groups: a page of the groups (lists.go), of one type with
+// ?type=classic|consumer|share. ListGroups lists them all; the page's
+// groups are then described (their lag, or a share group's members).
+func (c *Console) groups(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
+	lq, err := parseListQuery(r, slices.Sorted(maps.Keys(groupSorts)), "group")
+	if err != nil {
+		return nil, err
+	}
+	typ := r.URL.Query().Get("type")
 	adm := kadm.NewClient(cl)
 	listed, err := adm.ListGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
-	out := []groupSummary{}
-	if len(listed) == 0 {
-		return out, nil
+	rows := []groupSummary{}
+	for _, lg := range listed.Sorted() {
+		s := groupSummary{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Type: lg.GroupType, Coordinator: lg.Coordinator, Lag: -1}
+		if lq.matches(lg.Group) && (typ == "" || groupType(s) == typ) {
+			rows = append(rows, s)
+		}
+	}
+	pg := paginate(rows, lq, groupSorts, func(g groupSummary) string { return g.Group })
+	if len(pg.Items) == 0 {
+		return pg, nil
 	}
 	// Share groups commit no offsets: they are described, not lagged.
 	var committing, shares []string
-	for _, lg := range listed.Sorted() {
-		if lg.GroupType == "share" {
-			shares = append(shares, lg.Group)
+	for _, g := range pg.Items {
+		if g.Type == "share" {
+			shares = append(shares, g.Group)
 		} else {
-			committing = append(committing, lg.Group)
+			committing = append(committing, g.Group)
 		}
 	}
 	lags := kadm.DescribedGroupLags{}
@@ -117,25 +154,24 @@ func (c *Console) groups(ctx context.Context, _ *http.Request, cl *kgo.Client) (
 			return nil, fmt.Errorf("describe share groups: %w", err)
 		}
 	}
-	for _, lg := range listed.Sorted() {
-		s := groupSummary{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Type: lg.GroupType, Coordinator: lg.Coordinator, Lag: -1}
-		if d, ok := described[lg.Group]; ok && lg.GroupType == "share" {
+	for i := range pg.Items {
+		s := &pg.Items[i]
+		if d, ok := described[s.Group]; ok && s.Type == "share" {
 			if d.Err != nil {
 				s.Error = d.Err.Error()
 			} else {
 				s.State, s.Members = d.GroupState, len(d.Members)
 			}
 		}
-		if l, ok := lags[lg.Group]; ok {
+		if l, ok := lags[s.Group]; ok {
 			if err := l.Error(); err != nil {
 				s.Error = err.Error()
 			} else {
 				s.State, s.Members, s.Lag = l.State, len(l.Members), committedLag(l.Lag)
 			}
 		}
-		out = append(out, s)
 	}
-	return out, nil
+	return pg, nil
 }
 
 // committedLag sums the lag of partitions with a commit (a partition

@@ -152,6 +152,42 @@ func seed(t *testing.T, n *node, topic, group string, committed int64) {
 	}
 }
 
+// pageJSON is a page of a list API (?q=&sort=&order=&offset=&limit=).
+type pageJSON[T any] struct {
+	Total  int    `json:"total"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+	Sort   string `json:"sort"`
+	Order  string `json:"order"`
+	Items  []T    `json:"items"`
+}
+
+// brokerJSON is /api/brokers/{id}.
+type brokerJSON struct {
+	ID           int32 `json:"id"`
+	Fenced       bool  `json:"fenced"`
+	Controller   bool  `json:"controller"`
+	ControllerID int32 `json:"controllerId"`
+	Partitions   pageJSON[struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		Role      string `json:"role"`
+		InSync    bool   `json:"inSync"`
+		Size      int64  `json:"size"`
+	}] `json:"partitions"`
+	LogDirs []struct {
+		Path       string `json:"path"`
+		Error      string `json:"error"`
+		Partitions int    `json:"partitions"`
+		Size       int64  `json:"size"`
+	} `json:"logDirs"`
+	LogDirsError string `json:"logDirsError"`
+	Configs      []struct {
+		Name, Value, Source string
+	} `json:"configs"`
+	ConfigsError string `json:"configsError"`
+}
+
 // getJSON fetches url, checks the status and decodes the body into v.
 func getJSON(t *testing.T, url string, status int, v any) {
 	t.Helper()

@@ -193,14 +193,15 @@ func TestLoginHandler(t *testing.T) {
 		t.Fatalf("/api/session after login: %d %v", status, v)
 	}
 	// The API reads the cluster through the visitor's client.
-	var topics []map[string]any
+	var listed struct{ Items []map[string]any }
 	req, _ := http.NewRequest("GET", srv.URL+"/api/topics", nil)
 	r, err := browser.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	json.NewDecoder(r.Body).Decode(&topics)
+	json.NewDecoder(r.Body).Decode(&listed)
 	r.Body.Close()
+	topics := listed.Items
 	if r.StatusCode != 200 || !slices.ContainsFunc(topics, func(t map[string]any) bool { return t["name"] == "visible" }) {
 		t.Fatalf("/api/topics as alice: %d %v", r.StatusCode, topics)
 	}

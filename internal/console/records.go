@@ -16,7 +16,8 @@ import (
 )
 
 // Browsing is bounded so that a page never pulls a partition into the
-// process: a count, bytes per fetch, bytes shown per key or value, time.
+// process: a count, bytes per fetch, bytes shown per key or value, time
+// (and the scan budget of search.go).
 const (
 	defaultRecords = 20
 	maxRecords     = 100
@@ -40,6 +41,7 @@ type headerView struct {
 }
 
 type recordView struct {
+	Partition int32        `json:"partition"`
 	Offset    int64        `json:"offset"`
 	Timestamp int64        `json:"timestamp"` // ms since the epoch
 	Key       *bytesView   `json:"key"`       // null for a null key
@@ -49,17 +51,33 @@ type recordView struct {
 
 type recordsView struct {
 	Topic       string       `json:"topic"`
-	Partition   int32        `json:"partition"`
-	StartOffset int64        `json:"startOffset"`
-	EndOffset   int64        `json:"endOffset"`
-	From        int64        `json:"from"`
+	Partition   int32        `json:"partition"`   // -1 for a search of every partition
+	StartOffset int64        `json:"startOffset"` // of Partition; -1 for every partition
+	EndOffset   int64        `json:"endOffset"`   // of Partition; -1 for every partition
+	From        int64        `json:"from"`        // the first offset read; -1 for every partition
 	Records     []recordView `json:"records"`
+	// Search is a search's progress (search.go); absent when browsing.
+	Search *searchProgress `json:"search,omitempty"`
 }
 
-// records reads up to limit records of a partition from an offset:
-// ?partition=N&offset=(N|earliest|latest)&limit=N. The default offset,
-// latest, shows the last limit records.
+// records is /api/topics/{topic}/records. Browsing reads up to limit
+// records of a partition from an offset:
+// ?partition=N&offset=(N|earliest|latest)&limit=N; the default offset,
+// latest, shows the last limit records. Any of the search parameters
+// (search.go) makes it a search instead.
 func (c *Console) records(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
+	if isSearch(r.URL.Query()) {
+		s, err := prepareSearch(ctx, r, cl)
+		if err != nil {
+			return nil, err
+		}
+		v := s.view()
+		v.Search, err = s.run(ctx, cl, func(rec *kgo.Record) error {
+			v.Records = append(v.Records, viewRecord(rec))
+			return nil
+		})
+		return v, err
+	}
 	topic := r.PathValue("topic")
 	q := r.URL.Query()
 	partition, err := intParam(q.Get("partition"), 0, 0, 1<<31-1)
@@ -79,13 +97,9 @@ func (c *Console) records(ctx context.Context, r *http.Request, cl *kgo.Client) 
 	if _, ok := td.Partitions[p]; !ok {
 		return nil, notFound("topic %q has no partition %d", topic, p)
 	}
-	starts, err := adm.ListStartOffsets(ctx, topic)
+	starts, ends, err := listStartEnd(ctx, adm, topic)
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets: %w", err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
+		return nil, err
 	}
 	start, _ := starts.Lookup(topic, p)
 	end, _ := ends.Lookup(topic, p)
@@ -107,76 +121,55 @@ func (c *Console) records(ctx context.Context, r *http.Request, cl *kgo.Client) 
 	if v.From >= end.Offset {
 		return v, nil
 	}
-	v.Records, err = consume(ctx, cl, topic, p, v.From, end.Offset, limit)
+	s := &search{topic: topic, ranges: []scanRange{{Partition: p, Next: v.From, End: end.Offset}},
+		limit: limit, maxRecords: maxScanRecords, maxBytes: maxScanBytes, wait: browseWait}
+	_, err = s.run(ctx, cl, func(rec *kgo.Record) error {
+		v.Records = append(v.Records, viewRecord(rec))
+		return nil
+	})
 	return v, err
 }
 
-// consume reads [from, end) of one partition, at most limit records, with a
-// client of its own (a consuming client cannot be shared) made with base's
-// options: the same broker, TLS and, for a logged-in visitor, credentials.
-func consume(ctx context.Context, base *kgo.Client, topic string, p int32, from, end int64, limit int) ([]recordView, error) {
-	opts := append(base.Opts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxBytes(maxFetchBytes),
-		kgo.FetchMaxPartitionBytes(maxFetchBytes),
-		kgo.FetchMaxWait(250*time.Millisecond),
-	)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("consume %s-%d: %w", topic, p, err)
+// listStartEnd lists the start and end offsets of topic's partitions.
+func listStartEnd(ctx context.Context, adm *kadm.Client, topic string) (starts, ends kadm.ListedOffsets, err error) {
+	if starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
+		return nil, nil, fmt.Errorf("list start offsets: %w", err)
 	}
-	defer cl.Close()
-	// Transaction markers and compacted-away offsets never come back as
-	// records, so reaching end is not guaranteed: the wait bounds it.
-	ctx, cancel := context.WithTimeout(ctx, browseWait)
-	defer cancel()
-	out := []recordView{}
-	for len(out) < limit {
-		fetches := cl.PollRecords(ctx, limit-len(out))
-		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("consume %s-%d: %w", topic, p, fe.Err)
-		}
-		last := int64(-1)
-		fetches.EachRecord(func(rec *kgo.Record) {
-			if len(out) < limit {
-				out = append(out, viewRecord(rec))
-			}
-			last = rec.Offset
-		})
-		if last+1 >= end || ctx.Err() != nil {
-			break
-		}
+	if ends, err = adm.ListEndOffsets(ctx, topic); err != nil {
+		return nil, nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	return out, nil
+	return starts, ends, nil
 }
 
-func viewRecord(rec *kgo.Record) recordView {
+func viewRecord(rec *kgo.Record) recordView { return viewRecordUpTo(rec, maxShownBytes) }
+
+// viewRecordUpTo shows a record with its key, value and header values cut
+// at limit bytes (a download's are whole: limit < 0).
+func viewRecordUpTo(rec *kgo.Record, limit int) recordView {
 	rv := recordView{
+		Partition: rec.Partition,
 		Offset:    rec.Offset,
 		Timestamp: rec.Timestamp.UnixMilli(),
-		Key:       viewBytes(rec.Key),
-		Value:     viewBytes(rec.Value),
+		Key:       viewBytes(rec.Key, limit),
+		Value:     viewBytes(rec.Value, limit),
 		Headers:   []headerView{},
 	}
 	for _, h := range rec.Headers {
-		rv.Headers = append(rv.Headers, headerView{Key: h.Key, Value: viewBytes(h.Value)})
+		rv.Headers = append(rv.Headers, headerView{Key: h.Key, Value: viewBytes(h.Value, limit)})
 	}
 	return rv
 }
 
-// viewBytes shows b as text or hex; nil stays nil (a null key or value is
-// not an empty one).
-func viewBytes(b []byte) *bytesView {
+// viewBytes shows b as text or hex, cut at limit bytes unless limit < 0;
+// nil stays nil (a null key or value is not an empty one).
+func viewBytes(b []byte, limit int) *bytesView {
 	if b == nil {
 		return nil
 	}
 	v := &bytesView{Size: len(b)}
 	shown := b
-	if len(shown) > maxShownBytes {
-		shown, v.Truncated = shown[:maxShownBytes], true
+	if limit >= 0 && len(shown) > limit {
+		shown, v.Truncated = shown[:limit], true
 		// Do not cut text in the middle of a UTF-8 sequence: a valid
 		// b's prefix is invalid only by its last, cut sequence.
 		if utf8.Valid(b) {

@@ -98,8 +98,9 @@ func TestShareGroups(t *testing.T) {
 	}
 	var groups []summary
 	waitUntil(t, "share-g listed Stable with its member", func() bool {
-		groups = nil
-		getJSON(t, n.url("/api/groups"), http.StatusOK, &groups)
+		var listed pageJSON[summary]
+		getJSON(t, n.url("/api/groups"), http.StatusOK, &listed)
+		groups = listed.Items
 		return len(groups) == 2 && groups[1].State == "Stable" && groups[1].Members == 1
 	})
 	if g := groups[0]; g.Group != "idle-g" || g.Lag != 6 || g.Error != "" {

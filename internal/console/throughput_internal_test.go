@@ -166,7 +166,7 @@ func TestAllTopics(t *testing.T) {
 }
 
 func TestViewBytes(t *testing.T) {
-	if viewBytes(nil) != nil {
+	if viewBytes(nil, maxShownBytes) != nil {
 		t.Error("nil bytes must stay null")
 	}
 	for _, tc := range []struct {
@@ -178,19 +178,19 @@ func TestViewBytes(t *testing.T) {
 		{[]byte{0x01, 0x02}, "hex", "0102"},
 		{[]byte{0xff, 'a'}, "hex", "ff61"},
 	} {
-		v := viewBytes(tc.in)
+		v := viewBytes(tc.in, maxShownBytes)
 		if v.Encoding != tc.encoding || v.Data != tc.out || v.Size != len(tc.in) || v.Truncated {
 			t.Errorf("viewBytes(%q) = %+v", tc.in, v)
 		}
 	}
 	// Long text is cut at a rune boundary; long binary at maxShownBytes.
 	long := []byte(strings.Repeat("a", maxShownBytes-1) + "é" + "tail")
-	v := viewBytes(long)
+	v := viewBytes(long, maxShownBytes)
 	if v.Encoding != "text" || !v.Truncated || v.Size != len(long) || v.Data != strings.Repeat("a", maxShownBytes-1) {
 		t.Errorf("long text: encoding %s truncated %v size %d len %d", v.Encoding, v.Truncated, v.Size, len(v.Data))
 	}
 	bin := make([]byte, maxShownBytes+10)
-	v = viewBytes(bin)
+	v = viewBytes(bin, maxShownBytes)
 	if v.Encoding != "hex" || !v.Truncated || len(v.Data) != 2*maxShownBytes {
 		t.Errorf("long binary: encoding %s truncated %v len %d", v.Encoding, v.Truncated, len(v.Data))
 	}

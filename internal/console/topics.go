@@ -1,10 +1,12 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -123,21 +125,48 @@ func summarize(td kadm.TopicDetail, o offsetsAndSizes) topicSummary {
 	return s
 }
 
-func (c *Console) topics(ctx context.Context, _ *http.Request, cl *kgo.Client) (any, error) {
+// topicSorts are the keys /api/topics sorts by: what Metadata tells of
+// every topic. Records and size need ListOffsets and DescribeLogDirs, asked
+// for the page's topics only.
+var topicSorts = sorter[topicSummary]{
+	"name":              func(a, b topicSummary) int { return 0 },
+	"partitions":        func(a, b topicSummary) int { return cmp.Compare(a.Partitions, b.Partitions) },
+	"replicationFactor": func(a, b topicSummary) int { return cmp.Compare(a.ReplicationFactor, b.ReplicationFactor) },
+	"underReplicated":   func(a, b topicSummary) int { return cmp.Compare(a.UnderReplicated, b.UnderReplicated) },
+	"offline":           func(a, b topicSummary) int { return cmp.Compare(a.Offline, b.Offline) },
+}
+
+// topics is /api/topics: a page of the topics (lists.go), internal ones
+// only with ?internal=true. One Metadata request names and describes
+// every topic; offsets and sizes are asked for the page's topics only.
+func (c *Console) topics(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
+	lq, err := parseListQuery(r, slices.Sorted(maps.Keys(topicSorts)), "name")
+	if err != nil {
+		return nil, err
+	}
+	internal := r.URL.Query().Get("internal") == "true"
 	adm := kadm.NewClient(cl)
 	tds, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
-	o := c.loadOffsetsAndSizes(ctx, adm, tds)
-	out := []topicSummary{}
-	for _, name := range tds.Names() {
-		if tds[name].Err != nil {
+	rows := []topicSummary{}
+	for name, td := range tds {
+		if td.Err != nil || td.IsInternal && !internal || !lq.matches(name) {
 			continue
 		}
-		out = append(out, summarize(tds[name], o))
+		rows = append(rows, summarize(td, offsetsAndSizes{}))
 	}
-	return out, nil
+	pg := paginate(rows, lq, topicSorts, func(t topicSummary) string { return t.Name })
+	shown := kadm.TopicDetails{}
+	for _, t := range pg.Items {
+		shown[t.Name] = tds[t.Name]
+	}
+	o := c.loadOffsetsAndSizes(ctx, adm, shown)
+	for i, t := range pg.Items {
+		pg.Items[i] = summarize(tds[t.Name], o)
+	}
+	return pg, nil
 }
 
 func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (any, error) {
@@ -175,20 +204,27 @@ func (c *Console) topic(ctx context.Context, r *http.Request, cl *kgo.Client) (a
 		return nil, fmt.Errorf("describe configs of %q: %w", name, err)
 	}
 	if rc, err := rcs.On(name, nil); err == nil && rc.Err == nil {
-		for _, cfg := range rc.Configs {
-			cv := configView{Name: cfg.Key, Value: cfg.MaybeValue(), Source: cfg.Source.String(), Sensitive: cfg.Sensitive}
-			if cfg.Sensitive {
-				cv.Value = "(sensitive)"
-			}
-			v.Configs = append(v.Configs, cv)
-		}
-		sort.Slice(v.Configs, func(i, j int) bool { return v.Configs[i].Name < v.Configs[j].Name })
+		v.Configs = configViews(rc)
 	}
 	v.Groups, err = groupsOfTopic(ctx, adm, name)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// configViews are a resource's configs by name, sensitive values hidden.
+func configViews(rc kadm.ResourceConfig) []configView {
+	out := []configView{}
+	for _, cfg := range rc.Configs {
+		cv := configView{Name: cfg.Key, Value: cfg.MaybeValue(), Source: cfg.Source.String(), Sensitive: cfg.Sensitive}
+		if cfg.Sensitive {
+			cv.Value = "(sensitive)"
+		}
+		out = append(out, cv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // describeTopic is one topic's metadata, or 404.

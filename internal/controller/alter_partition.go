@@ -148,7 +148,7 @@ func (c *Controller) alterOnePartition(img *metadata.Image, req *kmsg.AlterParti
 		}
 	}
 
-	b := newPartitionChange(img, topic, p.Partition, nil)
+	b := c.newPartitionChange(img, topic, p.Partition, nil)
 	if c.uncleanLeaderElectionEnabled(img, topic.Name) {
 		b.election = electionUnclean
 	}

@@ -93,9 +93,11 @@ func benchRegister(t *testing.T, h *harness, id int32) {
 	l.Name, l.Host, l.Port = "PLAINTEXT", "localhost", uint16(9090+id)
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
 	req.LogDirs = [][16]byte{testID(fmt.Sprintf("dir%d", id))}
-	f := kmsg.NewBrokerRegistrationRequestFeature()
-	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, metadata.MinMetadataVersion, metadata.LatestMetadataVersion
-	req.Features = []kmsg.BrokerRegistrationRequestFeature{f}
+	for _, sf := range metadata.SupportedFeatures() {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = sf.Name, sf.Min, sf.Max
+		req.Features = append(req.Features, f)
+	}
 	if _, err := h.c.registerBroker(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

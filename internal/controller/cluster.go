@@ -99,10 +99,9 @@ func (c *Controller) bootstrapRecords(img *metadata.Image, brokers []*metadata.B
 			IncarnationID: incarnation,
 			BrokerEpoch:   epoch,
 			EndPoints:     []metadata.BrokerEndpoint{},
-			Features: []metadata.BrokerFeature{{Name: metadata.MetadataVersionFeature,
-				MinSupportedVersion: metadata.MinMetadataVersion, MaxSupportedVersion: metadata.LatestMetadataVersion}},
-			Rack:   b.Rack,
-			Fenced: false,
+			Features:      metadata.SupportedBrokerFeatures(),
+			Rack:          b.Rack,
+			Fenced:        false,
 		}
 		for _, e := range b.Listeners {
 			r.EndPoints = append(r.EndPoints, metadata.BrokerEndpoint{Name: e.Name, Host: e.Host, Port: uint16(e.Port), SecurityProtocol: e.SecurityProtocol})
@@ -113,15 +112,20 @@ func (c *Controller) bootstrapRecords(img *metadata.Image, brokers []*metadata.B
 }
 
 // bootstrapMetadata is what a log without metadata.version starts with:
-// Config.Bootstrap, with metadata.version first.
+// Config.Bootstrap, or without a metadata.version of its own, a new
+// cluster's default feature levels (metadata.DefaultFeatureLevels) and then
+// Config.Bootstrap.
 func (c *Controller) bootstrapMetadata() []metadata.Record {
-	for _, r := range c.cfg.Bootstrap {
-		if f, ok := r.(*metadata.FeatureLevelRecord); ok && f.Name == metadata.MetadataVersionFeature {
-			return slices.Clone(c.cfg.Bootstrap)
-		}
+	records := slices.Clone(c.cfg.Bootstrap)
+	if !slices.ContainsFunc(records, func(r metadata.Record) bool {
+		f, ok := r.(*metadata.FeatureLevelRecord)
+		return ok && f.Name == metadata.MetadataVersionFeature
+	}) {
+		records = append(metadata.FeatureLevelRecords(metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion)), records...)
 	}
-	mv := &metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}
-	return append([]metadata.Record{mv}, c.cfg.Bootstrap...)
+	// A cluster created with eligible leader replicas on gets the
+	// cluster-level min.insync.replicas it needs (as Kafka's activation).
+	return append(records, c.elrSafetyRecords(metadata.EmptyImage(), records)...)
 }
 
 func sameEndpoints(a, b []metadata.Endpoint) bool {

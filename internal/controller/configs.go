@@ -42,7 +42,7 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, e.code(), e.message
 				resp.Resources = append(resp.Resources, rr)
 			}
-			return records, resp
+			return append(records, clearELRRecords(img, records)...), resp
 		},
 		func(e *kerr.Error) *kmsg.IncrementalAlterConfigsResponse {
 			resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
@@ -81,7 +81,7 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, e.code(), e.message
 				resp.Resources = append(resp.Resources, rr)
 			}
-			return records, resp
+			return append(records, clearELRRecords(img, records)...), resp
 		},
 		func(e *kerr.Error) *kmsg.AlterConfigsResponse {
 			resp := kmsg.NewPtrAlterConfigsResponse()
@@ -207,9 +207,11 @@ func (c *Controller) alterResource(img *metadata.Image, res *kmsg.AlterConfigsRe
 	return c.configRecords(img, resource, current, changes, implicitDeletes)
 }
 
-// checkResourceKind is the broker-side preprocessing of a resource: only
-// topics, brokers and groups are handled, and a broker resource is the
-// cluster default ("") or this node.
+// checkResourceKind checks a resource's kind: only topics, brokers and
+// groups are handled, and a broker resource is the cluster default ("") or
+// a node id. Which node ids a client may name is the broker listener's
+// check (a broker alters its own configs and forwards them here; see
+// handlers.foreignBrokerResource), as in Kafka, whose controller takes any.
 func (c *Controller) checkResourceKind(res metadata.ConfigResource) apiError {
 	switch res.Type {
 	case metadata.ConfigResourceTopic:
@@ -223,12 +225,8 @@ func (c *Controller) checkResourceKind(res metadata.ConfigResource) apiError {
 		if res.Name == "" {
 			return apiError{}
 		}
-		id, err := strconv.ParseInt(res.Name, 10, 32)
-		if err != nil {
+		if _, err := strconv.ParseInt(res.Name, 10, 32); err != nil {
 			return errWith(kerr.InvalidRequest, "Node id must be an integer, but it is: %s", res.Name)
-		}
-		if int32(id) != c.cfg.NodeID {
-			return errWith(kerr.InvalidRequest, "Unexpected broker id, expected %d, but received %s", c.cfg.NodeID, res.Name)
 		}
 		return apiError{}
 	}
@@ -294,6 +292,9 @@ func (c *Controller) configRecords(img *metadata.Image, res metadata.ConfigResou
 			return nil, errWith(kerr.InvalidConfig, "%s", err.Error())
 		}
 	case metadata.ConfigResourceBroker:
+		if e := elrMinISRCheck(img, records); e.err != nil {
+			return nil, e
+		}
 		if c.cfg.ValidateBrokerConfig != nil {
 			for _, ch := range changes {
 				if err := c.cfg.ValidateBrokerConfig(ch.name, ch.value, res.Name != ""); err != nil {
@@ -379,4 +380,50 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// elrMinISRCheck is Kafka's check of min.insync.replicas while eligible
+// leader replicas are on: every broker must agree on which partitions are
+// under min ISR, so a broker-level value may not be set or removed, and the
+// cluster-level one may not be removed.
+func elrMinISRCheck(img *metadata.Image, records []metadata.Record) apiError {
+	if img.Features[metadata.EligibleLeaderReplicasVersionFeature] < 1 {
+		return apiError{}
+	}
+	for _, r := range records {
+		cr, ok := r.(*metadata.ConfigRecord)
+		if !ok || cr.Name != minInsyncReplicas || cr.ResourceType != metadata.ConfigResourceBroker {
+			continue
+		}
+		if cr.ResourceName != "" {
+			return errWith(kerr.InvalidConfig, "Broker-level %s cannot be altered while ELR is enabled.", minInsyncReplicas)
+		}
+		if cr.Value == nil {
+			return errWith(kerr.InvalidConfig, "Cluster-level %s cannot be removed while ELR is enabled.", minInsyncReplicas)
+		}
+	}
+	return apiError{}
+}
+
+// clearELRRecords is Kafka's createClearElrRecordsAsNeeded: while eligible
+// leader replicas are on, a change of min.insync.replicas clears the ELRs
+// it concerns (the topic's, or every topic's for the cluster default),
+// since they were kept for the old value.
+func clearELRRecords(img *metadata.Image, records []metadata.Record) []metadata.Record {
+	if img.Features[metadata.EligibleLeaderReplicasVersionFeature] < 1 {
+		return nil
+	}
+	var out []metadata.Record
+	for _, r := range records {
+		cr, ok := r.(*metadata.ConfigRecord)
+		if !ok || cr.Name != minInsyncReplicas {
+			continue
+		}
+		if cr.ResourceType == metadata.ConfigResourceTopic {
+			out = append(out, &metadata.ClearElrRecord{TopicName: cr.ResourceName})
+		} else {
+			out = append(out, &metadata.ClearElrRecord{})
+		}
+	}
+	return out
 }

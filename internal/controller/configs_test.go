@@ -99,7 +99,6 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		{"default topic", incResource(topic, "", incSet("retention.ms", "1")), kerr.InvalidRequest, "Default topic resources are not allowed."},
 		{"invalid topic name", incResource(topic, "a b", incSet("retention.ms", "1")), kerr.InvalidTopicException,
 			"Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"},
-		{"other broker", incResource(broker, "2", incSet("log.cleaner.threads", "2")), kerr.InvalidRequest, "Unexpected broker id, expected 1, but received 2"},
 		{"broker name not a number", incResource(broker, "x", incSet("log.cleaner.threads", "2")), kerr.InvalidRequest, "Node id must be an integer, but it is: x"},
 		{"broker validator", incResource(broker, "1", incSet("log.cleaner.threads", "0")), kerr.InvalidRequest, "Log cleaner threads cannot be less than 1"},
 		{"broker logger", incResource(kmsg.ConfigResourceTypeBrokerLogger, "1", incSet("kafka", "DEBUG")), kerr.InvalidRequest, "Unknown resource type 8"},
@@ -122,6 +121,12 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if n.c.Image().ClusterConfigs()["log.retention.ms"] != "9" || n.c.Image().TopicConfigs("t")["retention.ms"] != "200" {
 		t.Fatalf("configs = %v", maps.Collect(n.c.Image().AllConfigs()))
 	}
+
+	// Another node's configs: its broker listener checked the id and
+	// forwarded them here, so the controller does not compare the id with
+	// its own; it only wants a registered broker.
+	resp = n.incAlter(false, incResource(broker, "2", incSet("leader.replication.throttled.rate", "1000")))
+	wantErr(t, "other broker", resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage, kerr.BrokerIDNotRegistered, "No node with id 2 found.")
 
 	// validate_only answers without writing.
 	before = n.q.HighWatermark()
@@ -149,7 +154,9 @@ func TestAlterConfigsReplacesTheSet(t *testing.T) {
 	req := kmsg.NewPtrAlterConfigsRequest()
 	req.Resources = []kmsg.AlterConfigsRequestResource{
 		alterResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "300", "cleanup.policy", "compact"),
-		alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1"),
+		// A new cluster has eligible leader replicas on, which keeps the
+		// cluster-level min.insync.replicas: the legacy set names it.
+		alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1", "min.insync.replicas", "1"),
 	}
 	resp := n.c.AlterConfigs(context.Background(), req)
 	for _, r := range resp.Resources {
@@ -172,7 +179,8 @@ func TestAlterConfigsReplacesTheSet(t *testing.T) {
 		{"bad value", alterResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "abc"), kerr.InvalidConfig, "Invalid value abc for configuration retention.ms: Not a number of type LONG"},
 		{"null value", nullValue, kerr.InvalidRequest, "Null value not supported for : x"},
 		{"duplicate keys", alterResource(kmsg.ConfigResourceTypeTopic, "t", "a", "1", "a", "2"), kerr.InvalidRequest, "Error due to duplicate config keys"},
-		{"other broker", alterResource(kmsg.ConfigResourceTypeBroker, "5", "a", "1"), kerr.InvalidRequest, "Unexpected broker id, expected 1, but received 5"},
+		{"cluster min ISR dropped", alterResource(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1"), kerr.InvalidConfig,
+			"Cluster-level min.insync.replicas cannot be removed while ELR is enabled."},
 	}
 	for _, c := range cases {
 		req.Resources = []kmsg.AlterConfigsRequestResource{c.res}

@@ -128,6 +128,11 @@ type Config struct {
 	// more than this percentage of the partitions it is the preferred
 	// replica of are led by another broker (or by none).
 	LeaderImbalancePerBrokerPercentage int
+	// MinInsyncReplicas is the static min.insync.replicas (Kafka's default
+	// 1): with eligible leader replicas, the ISR size below which replicas
+	// that leave the ISR join the ELR, unless a topic or dynamic config
+	// says otherwise.
+	MinInsyncReplicas int32
 	// Bootstrap is the metadata the first active controller writes to an
 	// empty log, in one batch (Kafka's bootstrap.checkpoint, written by
 	// `storage format`): metadata.version and, with --add-scram, SCRAM

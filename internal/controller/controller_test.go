@@ -19,11 +19,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// node is a controller on a real single-voter quorum in a temporary dir.
+// node is a controller on a real one-voter quorum (a raft.Node whose only voter is itself) in a temporary dir.
 type node struct {
 	t   *testing.T
 	dir string
-	q   *raft.SingleVoter
+	q   *raft.Node
 	c   *Controller
 }
 
@@ -65,7 +65,7 @@ func registered(port int) []metadata.Endpoint {
 // brokers (broker 1 = this node).
 func startNode(t *testing.T, dir string, cfg Config, brokers ...BrokerRegistration) *node {
 	t.Helper()
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: dir, NodeID: cfg.NodeID, Logger: cfg.Logger})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: dir, NodeID: cfg.NodeID, Voters: []int32{cfg.NodeID}, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +156,24 @@ func TestBootstrapAndRestart(t *testing.T) {
 	cfg := testConfig()
 	n := startNode(t, dir, cfg)
 	img := n.c.Image()
-	if img.MetadataVersion() != metadata.LatestMetadataVersion {
-		t.Fatalf("metadata.version = %d", img.MetadataVersion())
+	// A new cluster's feature levels: the latest metadata.version and
+	// each other feature's default at it.
+	want := metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion)
+	maps.DeleteFunc(want, func(_ string, level int16) bool { return level == 0 }) // level 0: no record
+	if !reflect.DeepEqual(img.Features, want) ||
+		img.MetadataVersion() != metadata.LatestMetadataVersion || want[metadata.ShareVersionFeature] != 1 {
+		t.Fatalf("features = %v, want %v", img.Features, want)
 	}
 	b := img.Brokers[1]
-	// Offset 0 opens the epoch, 1 is the activation's metadata.version.
-	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 2 {
+	// Offset 0 opens the epoch, 1-4 are the activation's feature levels
+	// (metadata.version, then eligible.leader.replicas.version,
+	// group.version, share.version), 5 the cluster-level
+	// min.insync.replicas that eligible leader replicas need.
+	if v := img.ClusterConfigs()["min.insync.replicas"]; v != "1" {
+		t.Fatalf("cluster-level min.insync.replicas %q", v)
+	}
+	if b == nil || b.Fenced || !reflect.DeepEqual(b.Listeners, registered(9092)) || b.Epoch != 6 ||
+		!reflect.DeepEqual(b.SupportedFeatures, metadata.SupportedBrokerFeatures()) {
 		t.Fatalf("registration = %+v", b)
 	}
 	n.mustCreate(newTopic("orders", 2, 1, "cleanup.policy", "compact"))
@@ -215,7 +227,7 @@ func TestNotController(t *testing.T) {
 	_ = n.c.Close()
 	resp = n.createTopics(false, newTopic("a", 1, 1))
 	wantErr(t, "after controller close", resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage, kerr.NotController, "<nil>")
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: 1})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: 1, Voters: []int32{1}, Logger: testConfig().Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func (c *Controller) electLeader(img *metadata.Image, topicName string, partitio
 		(electionType == electionTypeUnclean && p.Leader != metadata.NoLeader) {
 		return nil, errDefault(kerr.ElectionNotNeeded)
 	}
-	b := newPartitionChange(img, topic, partition, nil)
+	b := c.newPartitionChange(img, topic, partition, nil)
 	b.election = electionPreferred
 	if electionType == electionTypeUnclean {
 		b.election = electionUnclean

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"gregor/internal/metadata"
@@ -44,8 +45,7 @@ const (
 	electionUnclean
 )
 
-// partitionChange is Kafka's PartitionChangeBuilder without eligible leader
-// replicas: from a partition, a target ISR, target replicas (with the
+// partitionChange is Kafka's PartitionChangeBuilder: from a partition, a target ISR, target replicas (with the
 // replicas a reassignment adds and removes), a target leader recovery state
 // and an election type it builds the PartitionChangeRecord that gets there,
 // or nil when nothing changes. Every build first completes a reassignment
@@ -56,6 +56,17 @@ const (
 // At metadata.version 3.6 and later an ISR change alone bumps only the
 // partition epoch; a new leader (set in the record) bumps the leader epoch
 // too, and so does a replica set that loses a member.
+//
+// With eligible leader replicas (KIP-966, eligible.leader.replicas.version
+// 1) the ISR may become empty. While the target ISR is smaller than the
+// topic's min.insync.replicas, the replicas that leave it join the ELR
+// (they hold every record up to the high watermark, which does not advance
+// below min ISR), unless they shut down uncleanly; an ISR back at min ISR
+// clears the ELR. With an empty ISR an acceptable ELR member is elected
+// cleanly (the ISR becomes it alone). LastKnownELR keeps the last leader
+// once the partition loses its leader with an empty ISR (Kafka's balanced
+// recovery): with ISR and ELR both empty, that replica is elected when it
+// comes back, as an unclean election (it may lack records).
 type partitionChange struct {
 	topicID        [16]byte
 	partition      int32
@@ -68,26 +79,61 @@ type partitionChange struct {
 	targetRemoving []int32
 	targetAdding   []int32
 	targetRecovery int8
+	// elrEnabled is eligible.leader.replicas.version >= 1; minISR the
+	// topic's effective min.insync.replicas (at most its replication
+	// factor); uncleanShutdown the replicas that may not join the ELR.
+	elrEnabled         bool
+	minISR             int
+	uncleanShutdown    []int32
+	targetELR          []int32
+	targetLastKnownELR []int32
 }
 
-func newPartitionChange(img *metadata.Image, topic *metadata.Topic, partition int32, acceptable func(int32) bool) *partitionChange {
+func (c *Controller) newPartitionChange(img *metadata.Image, topic *metadata.Topic, partition int32, acceptable func(int32) bool) *partitionChange {
 	p := topic.Partition(partition)
 	if acceptable == nil {
 		acceptable = func(r int32) bool { return isActive(img, r) }
 	}
 	return &partitionChange{
-		topicID:        topic.ID,
-		partition:      partition,
-		current:        p,
-		acceptable:     func(r int32) bool { return acceptable(r) && hasOnlineDir(img, p, r) },
-		defaultDir:     func(r int32) [16]byte { return defaultDir(img, r) },
-		targetISR:      slices.Clone(p.ISR),
-		targetReplicas: slices.Clone(p.Replicas),
-		targetRemoving: nonNil(p.RemovingReplicas),
-		targetAdding:   nonNil(p.AddingReplicas),
-		targetRecovery: p.LeaderRecoveryState,
+		topicID:            topic.ID,
+		partition:          partition,
+		current:            p,
+		acceptable:         func(r int32) bool { return acceptable(r) && hasOnlineDir(img, p, r) },
+		defaultDir:         func(r int32) [16]byte { return defaultDir(img, r) },
+		targetISR:          slices.Clone(p.ISR),
+		targetReplicas:     slices.Clone(p.Replicas),
+		targetRemoving:     nonNil(p.RemovingReplicas),
+		targetAdding:       nonNil(p.AddingReplicas),
+		targetRecovery:     p.LeaderRecoveryState,
+		elrEnabled:         img.Features[metadata.EligibleLeaderReplicasVersionFeature] >= 1,
+		minISR:             c.effectiveMinISR(img, topic),
+		targetELR:          nonNil(p.EligibleLeaderReplicas),
+		targetLastKnownELR: nonNil(p.LastKnownELR),
 	}
 }
+
+// effectiveMinISR is Kafka's getTopicEffectiveMinIsr: the topic's
+// min.insync.replicas (its config, this controller's dynamic broker
+// config, the cluster default, the static config), at most the topic's
+// replication factor.
+func (c *Controller) effectiveMinISR(img *metadata.Image, topic *metadata.Topic) int {
+	minISR := int(c.cfg.MinInsyncReplicas)
+	for _, configs := range []map[string]string{img.TopicConfigs(topic.Name), img.BrokerConfigs(c.cfg.NodeID), img.ClusterConfigs()} {
+		if v, ok := configs[minInsyncReplicas]; ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				minISR = n
+			}
+			break
+		}
+	}
+	if p := topic.Partition(0); p != nil && len(p.Replicas) < minISR {
+		minISR = len(p.Replicas)
+	}
+	return max(minISR, 1)
+}
+
+// minInsyncReplicas is the config's name.
+const minInsyncReplicas = "min.insync.replicas"
 
 // nonNil copies s; an empty s gives an empty, non-nil slice (in a change
 // record nil means "unchanged", empty means "none").
@@ -95,9 +141,21 @@ func nonNil(s []int32) []int32 {
 	return append([]int32{}, s...)
 }
 
-// validLeader: in the target ISR and acceptable.
+// validLeader: in the target ISR, or in the ELR when the ISR is empty,
+// and acceptable.
 func (b *partitionChange) validLeader(r int32) bool {
-	return slices.Contains(b.targetISR, r) && b.acceptable(r)
+	return (slices.Contains(b.targetISR, r) || (len(b.targetISR) == 0 && slices.Contains(b.targetELR, r))) && b.acceptable(r)
+}
+
+// lastKnownLeader is Kafka's canElectLastKnownLeader: with ELR on and the
+// ISR and ELR empty, the last leader (LastKnownELR's one member), if it
+// may lead.
+func (b *partitionChange) lastKnownLeader() (int32, bool) {
+	lke := b.current.LastKnownELR
+	if !b.elrEnabled || len(b.targetELR) > 0 || len(b.targetISR) > 0 || len(lke) != 1 || !b.acceptable(lke[0]) {
+		return metadata.NoLeader, false
+	}
+	return lke[0], true
 }
 
 // elect returns the leader after the election and whether it was unclean.
@@ -112,6 +170,9 @@ func (b *partitionChange) elect() (int32, bool) {
 	if i := slices.IndexFunc(replicas, b.validLeader); i >= 0 {
 		return replicas[i], false
 	}
+	if r, ok := b.lastKnownLeader(); ok {
+		return r, true
+	}
 	if b.election == electionUnclean {
 		if i := slices.IndexFunc(replicas, b.acceptable); i >= 0 {
 			return replicas[i], true
@@ -124,8 +185,15 @@ func (b *partitionChange) elect() (int32, bool) {
 func (b *partitionChange) build() *metadata.PartitionChangeRecord {
 	p := b.current
 	b.completeReassignment()
+	b.populateTargetELR()
 	rec := metadata.NewPartitionChangeRecord(b.topicID, b.partition)
 	if leader, unclean := b.elect(); leader != p.Leader {
+		if slices.Contains(b.targetELR, leader) {
+			// Elected from the ELR: it holds every record up to the high
+			// watermark, so it is the ISR, and leaves the ELR.
+			b.targetISR = []int32{leader}
+			b.targetELR = slices.DeleteFunc(b.targetELR, func(r int32) bool { return r == leader })
+		}
 		rec.Leader = leader
 		if unclean {
 			// The new leader's log becomes the truth: the ISR is it alone,
@@ -142,19 +210,76 @@ func (b *partitionChange) build() *metadata.PartitionChangeRecord {
 		// old epoch are fenced.
 		rec.Leader = p.Leader
 	}
+	b.setELR(rec)
 	// Without ELR the ISR never becomes empty: the last member stays.
-	if rec.ISR == nil && len(b.targetISR) > 0 && !slices.Equal(b.targetISR, p.ISR) {
-		rec.ISR = slices.Clone(b.targetISR)
+	if rec.ISR == nil && (len(b.targetISR) > 0 || b.elrEnabled) && !slices.Equal(b.targetISR, p.ISR) {
+		rec.ISR = nonNil(b.targetISR)
 	}
+	b.setLastKnownLeader(rec)
 	b.setAssignmentChanges(rec)
 	if b.targetRecovery != p.LeaderRecoveryState {
 		rec.LeaderRecoveryState = b.targetRecovery
 	}
 	if rec.Leader == metadata.NoLeaderChange && rec.ISR == nil && rec.LeaderRecoveryState == metadata.NoLeaderRecoveryStateChange &&
-		rec.Replicas == nil && rec.RemovingReplicas == nil && rec.AddingReplicas == nil && rec.Directories == nil {
+		rec.Replicas == nil && rec.RemovingReplicas == nil && rec.AddingReplicas == nil && rec.Directories == nil &&
+		rec.EligibleLeaderReplicas == nil && rec.LastKnownELR == nil {
 		return nil
 	}
+	if rec.EligibleLeaderReplicas != nil || rec.LastKnownELR != nil {
+		rec.RecordVersion = 2 // the ELR fields are v2's
+	}
 	return rec
+}
+
+// populateTargetELR is Kafka's maybePopulateTargetElr: below min ISR the
+// ELR gains the current ISR members that leave it (not those that shut
+// down uncleanly); at min ISR or above the ELR is empty.
+func (b *partitionChange) populateTargetELR() {
+	if !b.elrEnabled {
+		return
+	}
+	if len(b.targetISR) >= b.minISR {
+		b.targetELR, b.targetLastKnownELR = []int32{}, []int32{}
+		return
+	}
+	candidates := append(slices.Clone(b.targetELR), b.current.ISR...)
+	elr := []int32{}
+	for _, r := range candidates {
+		if !slices.Contains(b.targetISR, r) && !slices.Contains(b.uncleanShutdown, r) && !slices.Contains(elr, r) {
+			elr = append(elr, r)
+		}
+	}
+	slices.Sort(elr)
+	b.targetELR = elr
+}
+
+// setELR is Kafka's maybeUpdateRecordElr with the last known leader kept
+// in LastKnownELR: an unclean election or ELR off empties the ELR; the
+// record carries the ELR where it changes.
+func (b *partitionChange) setELR(rec *metadata.PartitionChangeRecord) {
+	if rec.ISR != nil || !b.elrEnabled {
+		b.targetELR = []int32{}
+	}
+	if !slices.Equal(b.targetELR, b.current.EligibleLeaderReplicas) {
+		rec.EligibleLeaderReplicas = nonNil(b.targetELR)
+	}
+}
+
+// setLastKnownLeader is Kafka's maybeUpdateLastKnownLeader: the first time
+// the ISR becomes empty LastKnownELR records the leader it had; once the
+// partition has a leader again it is cleared.
+func (b *partitionChange) setLastKnownLeader(rec *metadata.PartitionChangeRecord) {
+	if !b.elrEnabled {
+		return
+	}
+	p := b.current
+	lke := p.LastKnownELR
+	switch {
+	case rec.ISR != nil && len(rec.ISR) == 0 && (len(lke) != 1 || lke[0] != p.Leader):
+		rec.LastKnownELR = []int32{p.Leader}
+	case (rec.Leader >= 0 || (p.Leader != metadata.NoLeader && rec.Leader != metadata.NoLeader)) && len(lke) > 0:
+		rec.LastKnownELR = []int32{}
+	}
 }
 
 // setAssignmentChanges puts the replica set, its log directories and the
@@ -224,6 +349,12 @@ func applyChange(p *metadata.Partition, rec *metadata.PartitionChangeRecord) met
 	if rec.LeaderRecoveryState != metadata.NoLeaderRecoveryStateChange {
 		n.LeaderRecoveryState = rec.LeaderRecoveryState
 	}
+	if rec.EligibleLeaderReplicas != nil {
+		n.EligibleLeaderReplicas = slices.Clone(rec.EligibleLeaderReplicas)
+	}
+	if rec.LastKnownELR != nil {
+		n.LastKnownELR = slices.Clone(rec.LastKnownELR)
+	}
 	n.PartitionEpoch++
 	return n
 }
@@ -259,7 +390,7 @@ func (c *Controller) leaderAndIsrUpdates(img *metadata.Image, brokerToRemove, br
 	}
 	var records []metadata.Record
 	for _, tp := range parts {
-		b := newPartitionChange(img, tp.topic, tp.partition, acceptable)
+		b := c.newPartitionChange(img, tp.topic, tp.partition, acceptable)
 		if c.uncleanLeaderElectionEnabled(img, tp.topic.Name) {
 			b.election = electionUnclean
 		}

@@ -39,8 +39,11 @@ func (l *stateListener) HandleCommit(b raft.Batch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, r := range b.Records {
-		if reg, ok := r.(*metadata.RegisterBrokerRecord); ok {
-			l.registrationOffsets[reg.BrokerID] = b.BaseOffset + int64(i)
+		switch r := r.(type) {
+		case *metadata.RegisterBrokerRecord:
+			l.registrationOffsets[r.BrokerID] = b.BaseOffset + int64(i)
+		case *metadata.UnregisterBrokerRecord:
+			delete(l.registrationOffsets, r.BrokerID)
 		}
 	}
 }
@@ -192,11 +195,15 @@ func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistr
 			failure = err
 			return
 		}
-		if _, err := c.q.Append(ctx, []metadata.Record{rec}); err != nil {
+		existing := img.Brokers[req.BrokerID]
+		records := []metadata.Record{rec}
+		if uncleanShutdown(existing, req) {
+			records = append(c.uncleanShutdownRecords(img, req.BrokerID), rec)
+		}
+		if _, err := c.q.Append(ctx, records); err != nil {
 			failure = fmt.Errorf("%w: commit the registration of broker %d: %v", kafkaError(err), req.BrokerID, err)
 			return
 		}
-		existing := img.Brokers[req.BrokerID]
 		if existing == nil || existing.IncarnationID != req.IncarnationID {
 			// A new incarnation starts a new session.
 			if old := c.sessions[req.BrokerID]; old != nil {
@@ -344,3 +351,39 @@ func reservedDirectory(id [16]byte) bool {
 
 // uuidString formats an id as Kafka's Uuid.toString (URL-safe base64, no padding).
 func uuidString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// uncleanShutdown is Kafka's check of a registration (KAFKA-15586,
+// KAFKA-18635): a new incarnation of a registered broker whose previous
+// broker epoch, read from its clean-shutdown markers, is not the epoch it
+// was registered with did not shut down cleanly.
+func uncleanShutdown(existing *metadata.BrokerRegistration, req *kmsg.BrokerRegistrationRequest) bool {
+	return existing != nil && existing.IncarnationID != req.IncarnationID && req.PreviousBrokerEpoch != existing.Epoch
+}
+
+// uncleanShutdownRecords is Kafka's handleBrokerUncleanShutdown, run for a
+// broker that did not shut down cleanly while eligible leader replicas are on: the
+// broker may have lost records it had (a crash loses what the page cache
+// held), so it leaves every ISR and ELR it is in and may not lead until it
+// rejoins the ISR by catching up. Without ELR nothing changes: a restarted
+// broker left the ISR when it was fenced.
+func (c *Controller) uncleanShutdownRecords(img *metadata.Image, id int32) []metadata.Record {
+	if img.Features[metadata.EligibleLeaderReplicasVersionFeature] < 1 {
+		return nil
+	}
+	acceptable := func(r int32) bool { return r != id && isActive(img, r) }
+	var records []metadata.Record
+	for _, tp := range partitionsWhere(img, func(p *metadata.Partition) bool {
+		return slices.Contains(p.ISR, id) || slices.Contains(p.EligibleLeaderReplicas, id)
+	}) {
+		b := c.newPartitionChange(img, tp.topic, tp.partition, acceptable)
+		if c.uncleanLeaderElectionEnabled(img, tp.topic.Name) {
+			b.election = electionUnclean
+		}
+		b.uncleanShutdown = []int32{id}
+		b.targetISR = slices.DeleteFunc(b.targetISR, func(r int32) bool { return r == id })
+		if rec := b.build(); rec != nil {
+			records = append(records, rec)
+		}
+	}
+	return records
+}

@@ -22,12 +22,14 @@ import (
 )
 
 // TestLifecycle runs the golden scripts in testdata/lifecycle against a
-// controller on a real single-voter quorum with a fake clock. Rewrite the
+// controller on a real one-voter quorum (a raft.Node whose only voter is itself) with a fake clock. Rewrite the
 // expected output with `go test ./internal/controller -run TestLifecycle -rewrite`.
 //
 // Commands:
 //
 //	register id=N [inc=S] [rack=S] [dirs=(S,...)] [cluster=S] [mv=(MIN,MAX)] [zk]
+//	         [feature=(NAME,MIN,MAX)]  a supported feature besides metadata.version
+//	         [prev-epoch=N]            the epoch of a clean shutdown (default -1)
 //	heartbeat id=N [epoch=N] [offset=N|hw] [fence] [shutdown] [conn=S]
 //	                          conn names the connection it comes on (none: in process)
 //	close-conn name=S         the broker closes connection S (the peer-closed signal);
@@ -37,8 +39,10 @@ import (
 //	create-topic name=S partitions=N rf=N
 //	create-partitions name=S count=N
 //	set-config [topic=S|broker=N] key=S value=S   (neither: cluster default)
+//	set-feature name=S level=N                    a FeatureLevelRecord, unchecked
 //	leader id=N epoch=N       the quorum reports a leader
 //	image                     compact summary of the controller's image
+//	unregister id=N           UnregisterBroker
 //
 // and the replication commands of TestReplication (replication_test.go).
 //
@@ -105,7 +109,7 @@ func (r *recorder) drain(img *metadata.Image) string {
 type harness struct {
 	t     *testing.T
 	clock *fakeClock
-	q     *raft.SingleVoter
+	q     *raft.Node
 	c     *Controller
 	rec   *recorder
 	// conns are the named connections heartbeats came on: closed when the
@@ -158,9 +162,12 @@ func newHarness(t *testing.T) *harness {
 	cfg.Now = clock.Now
 	cfg.BrokerSessionTimeout = 9 * time.Second
 	cfg.FenceOnConnectionClose = true
+	// Only metadata.version, which the scripts' brokers register (the
+	// feature levels are features_test.go's subject).
+	cfg.Bootstrap = []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
 	probes := &probeSet{gone: map[string]bool{}, probed: map[string]int{}, release: make(chan struct{})}
 	cfg.ProbeGone = probes.probe
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Logger: cfg.Logger, Now: clock.Now})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: cfg.NodeID, Voters: []int32{cfg.NodeID}, Logger: cfg.Logger, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +274,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			t.Fatal(err)
 		}
 		return ""
+	case "set-feature":
+		var name string
+		var level int
+		d.ScanArgs(t, "name", &name)
+		d.ScanArgs(t, "level", &level)
+		if _, err := h.q.Append(ctx, []metadata.Record{&metadata.FeatureLevelRecord{Name: name, FeatureLevel: int16(level)}}); err != nil {
+			t.Fatal(err)
+		}
+		return ""
 	case "leader":
 		var id, epoch int
 		d.ScanArgs(t, "id", &id)
@@ -276,6 +292,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("active=%v\n", h.c.Active())
 	case "image":
 		return imageSummary(h.c.Image())
+	case "unregister":
+		var id int
+		d.ScanArgs(t, "id", &id)
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = int32(id)
+		resp := h.c.UnregisterBroker(ctx, req)
+		return fmt.Sprintf("%s %s\n", errName(resp.ErrorCode), deref(resp.ErrorMessage))
 	case "gone":
 		var addr string
 		d.ScanArgs(t, "addr", &addr)
@@ -353,6 +376,14 @@ func (h *harness) register(t *testing.T, d *datadriven.TestData) string {
 		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, minV, maxV
 		req.Features = []kmsg.BrokerRegistrationRequestFeature{f}
 	}
+	if arg, ok := d.Arg("feature"); ok {
+		lo, _ := strconv.Atoi(arg.Vals[1])
+		hi, _ := strconv.Atoi(arg.Vals[2])
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = arg.Vals[0], int16(lo), int16(hi)
+		req.Features = append(req.Features, f)
+	}
+	d.MaybeScanArgs(t, "prev-epoch", &req.PreviousBrokerEpoch)
 	req.IsMigratingZkBroker = d.HasArg("zk")
 	epoch, err := h.c.registerBroker(context.Background(), req)
 	if err != nil {
@@ -507,6 +538,12 @@ func formatRecord(r metadata.Record, names map[[16]byte]string) string {
 		if r.RemovingReplicas != nil {
 			s += " removing=" + ints(r.RemovingReplicas)
 		}
+		if r.EligibleLeaderReplicas != nil {
+			s += " elr=" + ints(r.EligibleLeaderReplicas)
+		}
+		if r.LastKnownELR != nil {
+			s += " last-known-elr=" + ints(r.LastKnownELR)
+		}
 		if r.Directories != nil {
 			dirs := make([]string, len(r.Directories))
 			for i, d := range r.Directories {
@@ -515,6 +552,8 @@ func formatRecord(r metadata.Record, names map[[16]byte]string) string {
 			s += " dirs=[" + strings.Join(dirs, ",") + "]"
 		}
 		return s
+	case *metadata.UnregisterBrokerRecord:
+		return fmt.Sprintf("UnregisterBroker id=%d epoch=%d", r.BrokerID, r.BrokerEpoch)
 	case *metadata.FeatureLevelRecord:
 		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.FeatureLevel)
 	case *metadata.ConfigRecord:

@@ -95,7 +95,7 @@ func TestStripedPlacementFencedBrokers(t *testing.T) {
 }
 
 func TestListenerSnapshotRegistrationOffsets(t *testing.T) {
-	q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: metadataDir(t), NodeID: 1})
+	q, err := raft.NewNode(raft.NodeConfig{Dir: metadataDir(t), NodeID: 1, Voters: []int32{1}, Logger: testConfig().Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

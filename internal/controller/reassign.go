@@ -191,7 +191,7 @@ func (c *Controller) changePartitionReassignment(img *metadata.Image, topic *met
 		}
 	}
 	r := newReassignmentReplicas(part.Replicas, target)
-	b := newPartitionChange(img, topic, partition, nil)
+	b := c.newPartitionChange(img, topic, partition, nil)
 	b.targetReplicas = r.replicas
 	// Kafka sets adding and removing only when not empty: a reorder of a
 	// partition being reassigned keeps them, and completes it only if the
@@ -231,7 +231,7 @@ func (c *Controller) cancelPartitionReassignment(img *metadata.Image, topic *met
 		}
 		isr = []int32{replicas[0]}
 	}
-	b := newPartitionChange(img, topic, partition, nil)
+	b := c.newPartitionChange(img, topic, partition, nil)
 	if unclean {
 		b.election = electionUnclean
 	}

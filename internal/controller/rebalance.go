@@ -109,7 +109,7 @@ func (c *Controller) leaderRebalanceRecords(img *metadata.Image) []metadata.Reco
 			if len(records) >= maxElectionsPerImbalance {
 				return records
 			}
-			b := newPartitionChange(img, tp.topic, tp.partition, nil)
+			b := c.newPartitionChange(img, tp.topic, tp.partition, nil)
 			b.election = electionPreferred
 			if !b.validLeader(broker) {
 				continue // the preferred replica cannot lead now
@@ -136,7 +136,7 @@ func (c *Controller) uncleanElectionRecords(img *metadata.Image) []metadata.Reco
 		if !c.uncleanLeaderElectionEnabled(img, tp.topic.Name) {
 			continue
 		}
-		b := newPartitionChange(img, tp.topic, tp.partition, nil)
+		b := c.newPartitionChange(img, tp.topic, tp.partition, nil)
 		b.election = electionUnclean
 		if rec := b.build(); rec != nil {
 			c.logger.Warn("unclean leader election for an offline partition", "topic", tp.topic.Name, "partition", tp.partition, "leader", rec.Leader)

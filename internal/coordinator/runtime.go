@@ -227,7 +227,12 @@ func (r *Runtime) run(s *shard) {
 	start := time.Now()
 	logEnd, err := r.load(s)
 	if err != nil {
-		r.cfg.Logger.Error("coordinator load failed", "topic", r.cfg.Topic, "partition", s.partition, "err", err)
+		if errors.Is(err, errUnloadedWhileLoading) {
+			// Leadership moved, or the broker is stopping: no failure.
+			r.cfg.Logger.Info("coordinator load abandoned", "topic", r.cfg.Topic, "partition", s.partition, "err", err)
+		} else {
+			r.cfg.Logger.Error("coordinator load failed", "topic", r.cfg.Topic, "partition", s.partition, "err", err)
+		}
 		<-s.stop
 		return
 	}
@@ -340,6 +345,9 @@ func (s *shard) failDeferred(err error) {
 // watermark: a new leader's can lag what the previous leader committed;
 // replica.Manager.ReadToLogEnd) and returns that log end. A
 // TransactionalShard gets transactional records and markers as such.
+// errUnloadedWhileLoading ends a load its shard's unload cut short.
+var errUnloadedWhileLoading = errors.New("unloaded while loading")
+
 func (r *Runtime) load(s *shard) (int64, error) {
 	now := r.cfg.Now()
 	txnShard, _ := s.impl.(TransactionalShard)
@@ -348,7 +356,7 @@ func (r *Runtime) load(s *shard) (int64, error) {
 	for {
 		select {
 		case <-s.stop:
-			return 0, errors.New("unloaded while loading")
+			return 0, errUnloadedWhileLoading
 		default:
 		}
 		if offset < 0 {

@@ -1,10 +1,10 @@
 package handlers
 
-// Produce (key 0), v0-11. Like Kafka 4.0 the range starts at v0 although
+// Produce (key 0), v0-12. Like Kafka 4.0 the range starts at v0 although
 // v0-2 are refused with UNSUPPORTED_VERSION on every partition
 // (KAFKA-18659: librdkafka before 2.11.1 turns compression off against a
-// broker whose Produce range does not start at 0); v12 belongs with the
-// transaction protocol of KIP-890 and v13 with topic ids. Requests of one
+// broker whose Produce range does not start at 0); v12 is transactions v2
+// (KIP-890 part 2, below), v13 (topic ids) is not served. Requests of one
 // connection are appended in the order they were sent. Each partition's
 // records are validated and appended by its leader (replica -> partition ->
 // log). Batches from idempotent producers are checked against the
@@ -18,8 +18,12 @@ package handlers
 // (KIP-890 part 1) the first transactional batch of a producer on a
 // partition is appended only once the transaction coordinator confirms the
 // partition is in the producer's transaction (txn_verify.go): otherwise
-// INVALID_TXN_STATE, or NOT_ENOUGH_REPLICAS (retriable) while the
-// coordinator cannot tell. acks must be -1, 0 or 1, else
+// INVALID_TXN_STATE (TRANSACTION_ABORTABLE for v11+ producers, as Kafka),
+// or NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot tell.
+// A Produce v12+ while transaction.version is 2 is a transactions
+// v2 producer, which sends no AddPartitionsToTxn: the partition leader asks
+// the coordinator to add the partition to the transaction (whatever the
+// verification setting) and appends once it has. acks must be -1, 0 or 1, else
 // INVALID_REQUIRED_ACKS for every partition. With acks=0 nothing is answered; if any partition failed, the
 // connection is closed, which is how Kafka tells an acks=0 producer that
 // something went wrong.
@@ -56,7 +60,11 @@ import (
 	"gregor/internal/replica"
 )
 
-var produceAPI = api{key: 0, min: 0, max: 11, handle: (*Handlers).produce}
+var produceAPI = api{key: 0, min: 0, max: 12, handle: (*Handlers).produce}
+
+// produceTV2Version is the first Produce version of transactions v2
+// producers (KIP-890 part 2).
+const produceTV2Version = 12
 
 // produceMinUsable is the lowest Produce version actually served (KIP-896).
 const produceMinUsable = 3

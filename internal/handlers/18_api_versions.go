@@ -1,8 +1,12 @@
 package handlers
 
 // ApiVersions (key 18), v0-4. Lists the APIs this listener serves with their
-// version ranges, and the finalized features (metadata.version) from the
-// metadata image. A request above v4 reaches here as a v0 request with
+// version ranges, the features this build supports and the finalized
+// feature levels of the metadata image, with the image's offset as their
+// epoch (DescribeFeatures is this request). As Kafka, a v0-3 answer leaves
+// out the supported features whose lowest level is 0, which older clients
+// cannot read (KAFKA-17492), and a finalized level 0 is no finalized
+// feature. A request above v4 reaches here as a v0 request with
 // UnsupportedVersion set (the network layer's KIP-511 path): the answer is a
 // v0 response with UNSUPPORTED_VERSION and ApiVersions' own range, so the
 // client can retry at a version both sides know. Client software name and version (v3+)
@@ -11,6 +15,7 @@ package handlers
 import (
 	"context"
 	"regexp"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,18 +51,32 @@ func (h *Handlers) apiVersions(_ context.Context, req *network.Request) (kmsg.Re
 		}
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
 	}
-	if h.d.Replica != nil {
-		img := h.image()
-		level := img.Features[metadata.MetadataVersionFeature]
-		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{
-			Name: metadata.MetadataVersionFeature, MinVersion: metadata.MinMetadataVersion, MaxVersion: metadata.LatestMetadataVersion,
-		}}
-		if level > 0 {
-			resp.FinalizedFeaturesEpoch = img.Offset
-			resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{
-				Name: metadata.MetadataVersionFeature, MinVersionLevel: level, MaxVersionLevel: level,
-			}}
-		}
+	if h.d.Image != nil {
+		h.appendFeatures(resp, r.Version)
 	}
 	return resp, nil
+}
+
+// appendFeatures adds the supported and finalized features to resp, an
+// answer at version v.
+func (h *Handlers) appendFeatures(resp *kmsg.ApiVersionsResponse, v int16) {
+	for _, f := range metadata.SupportedFeatures() {
+		if v < 4 && f.Min == 0 {
+			continue
+		}
+		resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: f.Name, MinVersion: f.Min, MaxVersion: f.Max})
+	}
+	img := h.image()
+	resp.FinalizedFeaturesEpoch = img.Offset
+	names := make([]string, 0, len(img.Features))
+	for name, level := range img.Features {
+		if level != 0 {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		level := img.Features[name]
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: name, MinVersionLevel: level, MaxVersionLevel: level})
+	}
 }

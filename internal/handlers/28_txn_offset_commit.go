@@ -1,7 +1,6 @@
 package handlers
 
-// TxnOffsetCommit (key 28), versions 0-4 (v5, KIP-890's implicit
-// verification, is not advertised): a transactional producer commits a
+// TxnOffsetCommit (key 28), versions 0-5: a transactional producer commits a
 // group's offsets inside its transaction (consume-transform-produce). The
 // request goes to the group's coordinator, which writes the offsets as a
 // transactional batch of the producer; they are committed by the
@@ -10,6 +9,13 @@ package handlers
 // or beyond a topic's partitions answer UNKNOWN_TOPIC_OR_PARTITION and are
 // not written, as in Kafka's handler. v0-1 clients predate
 // COORDINATOR_LOAD_IN_PROGRESS and get COORDINATOR_NOT_AVAILABLE instead.
+// v5 while transaction.version is 2 is a transactions v2 producer (KIP-890
+// part 2), which sends no AddOffsetsToTxn: the group's __consumer_offsets
+// partition is added to its transaction here first (AddPartitionsToTxn v5 to
+// the transaction coordinator), and the offsets are written only once it is.
+// A coordinator that cannot tell yet (CONCURRENT_TRANSACTIONS, moving)
+// answers COORDINATOR_NOT_AVAILABLE, which the producer retries, as Kafka's
+// group coordinator normalizes it; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
 //
 // Authorization (Kafka's): WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the group
@@ -23,10 +29,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator/group"
+	"gregor/internal/coordinator/txn"
 	"gregor/internal/network"
 )
 
-var txnOffsetCommitAPI = api{key: 28, min: 0, max: 4, handle: (*Handlers).txnOffsetCommit}
+var txnOffsetCommitAPI = api{key: 28, min: 0, max: 5, handle: (*Handlers).txnOffsetCommit}
+
+// txnOffsetCommitTV2Version is the first TxnOffsetCommit version of
+// transactions v2 producers (KIP-890 part 2).
+const txnOffsetCommitTV2Version = 5
 
 func (h *Handlers) txnOffsetCommit(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
@@ -78,6 +89,16 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *network.Request) (k
 			known.Topics = append(known.Topics, kt)
 		}
 	}
+	if len(known.Topics) > 0 && r.Version >= txnOffsetCommitTV2Version && h.transactionsV2() {
+		if code := h.addOffsetsPartition(ctx, r); code != 0 {
+			for _, t := range known.Topics {
+				for _, p := range t.Partitions {
+					codes[tp{t.Topic, p.Partition}] = code
+				}
+			}
+			known.Topics = nil
+		}
+	}
 	if len(known.Topics) > 0 {
 		respond, wait := awaitReply()
 		var got *kmsg.TxnOffsetCommitResponse
@@ -114,4 +135,23 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *network.Request) (k
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// addOffsetsPartition adds the group's __consumer_offsets partition to the
+// producer's transaction for a transactions v2 TxnOffsetCommit and returns
+// the error code its partitions get (0: added).
+func (h *Handlers) addOffsetsPartition(ctx context.Context, r *kmsg.TxnOffsetCommitRequest) int16 {
+	gp := h.groupPartition(r.Group)
+	topics := []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: OffsetsTopic, Partitions: []int32{gp}}}
+	add := func() map[txn.TopicPartition]int16 {
+		return h.verifyAtCoordinator(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, topics, true)
+	}
+	code := h.retryConcurrentAdd(ctx, add(), add)[txn.TopicPartition{Topic: OffsetsTopic, Partition: gp}]
+	switch kerr.ErrorForCode(code) {
+	case kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch.Code
+	case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator, kerr.NetworkException, kerr.UnknownTopicOrPartition:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
 }

@@ -4,7 +4,11 @@ package handlers
 // (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND for unknown ones).
 // An empty share group's share-partition state is deleted from the
 // share-group state persister first, then its records (as Kafka's
-// deleteShareGroups); a persister error is the group's error.
+// deleteShareGroups); a persister error is the group's error. Its topics
+// are marked deleting before the state goes, so that a member joining
+// meanwhile is not assigned partitions whose state is being deleted: the
+// deletion then ends NON_EMPTY_GROUP and the member's next heartbeat
+// initializes them anew.
 //
 // Each group needs DELETE, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 
@@ -63,35 +67,57 @@ func (h *Handlers) deleteShareGroupState(ctx context.Context, req *network.Reque
 		parts group.SharePartitions
 		stop  int16
 	)
-	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, groupID, func(s *group.Shard, _ group.Writer) {
-		if s.IsShareGroup(groupID) {
-			parts, stop = s.ShareGroupStateToDelete(groupID)
+	isShare := false
+	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, groupID, func(s *group.Shard, w group.Writer) {
+		if !s.IsShareGroup(groupID) {
+			return
+		}
+		isShare = true
+		if h.d.SharePersister == nil {
+			stop = kerr.CoordinatorNotAvailable.Code
+			return
+		}
+		var res group.Result
+		parts, stop, res = s.ShareGroupStateToDelete(groupID)
+		if err := finish(w, res); err != nil && stop == 0 {
+			// The mark is not written; the in-flight count it took is
+			// given back, as for a failed deletion.
+			s.ShareGroupStateDeleteFailed(groupID)
+			stop = group.AppendErrorCode(err)
 		}
 	})
 	if code != 0 {
 		return code
 	}
-	if stop != 0 {
+	if stop != 0 || !isShare {
 		return stop
 	}
-	if len(parts) > 0 && h.d.SharePersister == nil {
-		return kerr.CoordinatorNotAvailable.Code
+	if code, _ := h.deleteSharePartitions(ctx, groupID, parts); code != 0 {
+		h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, groupID, func(s *group.Shard, _ group.Writer) {
+			s.ShareGroupStateDeleteFailed(groupID)
+		})
+		return code
 	}
+	return 0
+}
+
+// deleteSharePartitions deletes the share-partition state of a group's
+// partitions from the persister: 0, or the code (and message) of the first
+// failure. State never initialized or already deleted
+// (UNKNOWN_TOPIC_OR_PARTITION) is no error.
+func (h *Handlers) deleteSharePartitions(ctx context.Context, groupID string, parts group.SharePartitions) (int16, *string) {
 	for topic, ps := range parts {
 		for _, p := range ps {
 			err := h.d.SharePersister.Delete(ctx, sharestate.Key{GroupID: groupID, TopicID: topic, Partition: p})
-			var ke *kerr.Error
-			switch {
-			case err == nil, errors.Is(err, kerr.UnknownTopicOrPartition):
-			case errors.As(err, &ke):
-				return ke.Code
-			case ctx.Err() != nil:
-				return kerr.RequestTimedOut.Code
-			default:
-				h.d.Logger.Warn("delete share-partition state", "group", groupID, "err", err)
-				return kerr.UnknownServerError.Code
+			if err == nil || errors.Is(err, kerr.UnknownTopicOrPartition) {
+				continue
 			}
+			code, msg := shareStateCode(err)
+			if code == kerr.UnknownServerError.Code {
+				h.d.Logger.Warn("delete share-partition state", "group", groupID, "err", err)
+			}
+			return code, msg
 		}
 	}
-	return 0
+	return 0, nil
 }

@@ -4,6 +4,9 @@ package handlers
 // of single topic or broker configs through the controller, validated and
 // persisted as ConfigRecords.
 //
+// On a broker listener a broker resource names the cluster default or this
+// broker (INVALID_REQUEST otherwise, config_node.go).
+//
 // Each resource needs ALTER_CONFIGS: on the topic for a topic
 // (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker
 // logger (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
@@ -11,6 +14,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/network"
@@ -20,12 +24,33 @@ var incrementalAlterConfigsAPI = api{key: 44, min: 0, max: 1, handle: (*Handlers
 
 func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	own, foreign := splitForeignBrokers(h, r.Resources,
+		func(res *kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+			return res.ResourceType, res.ResourceName
+		},
+		func(res *kmsg.IncrementalAlterConfigsRequestResource, msg *string) kmsg.IncrementalAlterConfigsResponseResource {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
+			return rr
+		})
+	if len(foreign) > 0 {
+		if len(own) == 0 {
+			resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+			resp.Resources = foreign
+			return resp, nil
+		}
+		rest := *r
+		rest.Resources = own
+		r = &rest
+	}
 	if h.trustedAdmin(ctx, req) {
-		return h.d.Controller.IncrementalAlterConfigs(ctx, r), nil
+		resp := h.d.Controller.IncrementalAlterConfigs(ctx, r)
+		resp.Resources = append(resp.Resources, foreign...)
+		return resp, nil
 	}
 	allowed := *r
 	allowed.Resources = nil
-	var denied []kmsg.IncrementalAlterConfigsResponseResource
+	denied := foreign
 	for _, res := range r.Resources {
 		code := h.configResourceDenied(ctx, req, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
 		if code == 0 {

@@ -9,6 +9,9 @@ package handlers
 // Needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
 // every subscribed topic named (else TOPIC_AUTHORIZATION_FAILED naming them),
 // as Kafka.
+//
+// While group.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -36,6 +39,11 @@ func (h *Handlers) groupTopics() group.Topics {
 
 func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !h.consumerGroupProtocolEnabled() {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.Version, resp.ErrorCode = r.Version, kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	clientID, clientHost := clientInfo(req)
 	topics := h.groupTopics()
 	if !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {

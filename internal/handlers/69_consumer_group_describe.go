@@ -7,10 +7,14 @@ package handlers
 // Asked for them, a group answered without error carries the principal's
 // authorized operations on it (KIP-430); the others keep the omitted
 // value, as in Kafka.
+//
+// While group.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator/group"
@@ -23,6 +27,15 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, req *network.Reque
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	resp.Version = r.Version
+	if !h.consumerGroupProtocolEnabled() {
+		// Kafka's getErrorResponse: every group, the code alone.
+		for _, id := range r.Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = id, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
 	for _, id := range r.Groups {
 		var rg kmsg.ConsumerGroupDescribeResponseGroup
 		code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDescribe, id, func(s *group.Shard, _ group.Writer) {

@@ -5,7 +5,8 @@ package handlers
 // ResponsePartitionLimit partitions per answer (capped at
 // max.request.partition.size.limit), continued from a cursor with the
 // NextCursor of the previous answer. An empty topic list means every
-// topic. Kafka 4.0's kafka-topics.sh --describe uses it.
+// topic. Kafka 4.0's kafka-topics.sh --describe uses it. Each partition
+// carries its eligible leader replicas and last known ELR.
 //
 // Each topic needs DESCRIBE on it: every topic lists only those; a topic
 // named without it is TOPIC_AUTHORIZATION_FAILED whether it exists or not
@@ -105,7 +106,13 @@ func (h *Handlers) describeTopicPartitions(ctx context.Context, req *network.Req
 			rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			rp.ErrorCode, rp.Partition, rp.LeaderID, rp.LeaderEpoch = mp.ErrorCode, mp.Partition, mp.Leader, mp.LeaderEpoch
 			rp.Replicas, rp.ISR, rp.OfflineReplicas = mp.Replicas, mp.ISR, mp.OfflineReplicas
+			// KIP-966's eligible leader replicas, as the controller keeps
+			// them (empty while eligible.leader.replicas.version is 0).
 			rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
+			if ip := t.Partition(mp.Partition); ip != nil {
+				rp.EligibleLeaderReplicas = append(rp.EligibleLeaderReplicas, ip.EligibleLeaderReplicas...)
+				rp.LastKnownELR = append(rp.LastKnownELR, ip.LastKnownELR...)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 			limit--
 		}

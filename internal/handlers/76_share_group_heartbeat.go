@@ -12,8 +12,9 @@ package handlers
 // partitions the heartbeat newly subscribed the group to are initialized
 // through Deps.SharePersister and reported back to the shard, which then
 // assigns them (the member learns of them at its next heartbeat). Without
-// a persister share groups are disabled and the request is answered
-// UNSUPPORTED_VERSION, as Kafka answers it while share.version is 0.
+// a persister, or while share.version is 0, share groups are disabled and
+// the request is answered UNSUPPORTED_VERSION, as Kafka answers it while
+// share.version is 0.
 //
 // Needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
 // every subscribed topic named (else TOPIC_AUTHORIZATION_FAILED naming
@@ -47,7 +48,7 @@ func (h *Handlers) shareGroupHeartbeat(ctx context.Context, req *network.Request
 		}
 		return resp, nil
 	}
-	if h.d.SharePersister == nil {
+	if h.d.SharePersister == nil || !h.shareGroupsEnabled() {
 		return fail(kerr.UnsupportedVersion.Code, "")
 	}
 	if !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.GroupID) {

@@ -8,6 +8,9 @@ package handlers
 // TOPIC_AUTHORIZATION_FAILED alone, nothing of it shown (as Kafka). Asked
 // for them, a group answered without error carries the principal's
 // authorized operations on it (KIP-430).
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -25,6 +28,15 @@ func (h *Handlers) shareGroupDescribe(ctx context.Context, req *network.Request)
 	r := req.Body.(*kmsg.ShareGroupDescribeRequest)
 	resp := kmsg.NewPtrShareGroupDescribeResponse()
 	resp.Version = r.Version
+	if !h.shareGroupsEnabled() {
+		// Kafka's getErrorResponse: every group, the code alone.
+		for _, id := range r.GroupIDs {
+			rg := kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID, rg.ErrorCode = id, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
 	img := h.image()
 	for _, id := range r.GroupIDs {
 		var rg kmsg.ShareGroupDescribeResponseGroup

@@ -32,6 +32,9 @@ package handlers
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED
 // for the whole request), READ on each topic (TOPIC_AUTHORIZATION_FAILED
 // for its partitions, after UNKNOWN_TOPIC_ID for an unknown id).
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -197,6 +200,10 @@ func validShareMember(member string) bool { return member != "" && len(member) <
 func (h *Handlers) shareFetch(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareFetchRequest)
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
+	if !h.shareGroupsEnabled() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	var group, member string
 	if r.GroupID != nil {
 		group = *r.GroupID

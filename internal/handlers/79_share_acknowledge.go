@@ -18,6 +18,9 @@ package handlers
 //
 // Authorization (Kafka's): READ on the group (GROUP_AUTHORIZATION_FAILED),
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -36,6 +39,10 @@ var shareAcknowledgeAPI = api{key: 79, min: 1, max: 2, handle: (*Handlers).share
 func (h *Handlers) shareAcknowledgeRequest(ctx context.Context, req *network.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareAcknowledgeRequest)
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	if !h.shareGroupsEnabled() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	var group, member string
 	if r.GroupID != nil {
 		group = *r.GroupID

@@ -16,6 +16,9 @@ package handlers
 // consumer group's id is GROUP_ID_NOT_FOUND; a topic or partition that
 // does not exist is UNKNOWN_TOPIC_OR_PARTITION; a start offset below -1
 // (-1: decided by share.auto.offset.reset) is INVALID_REQUEST.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
@@ -34,9 +37,16 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *network.Requ
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
 	resp.Version = r.Version
-	if !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.GroupID) {
+	code := int16(0)
+	switch {
+	case !h.shareGroupsEnabled():
+		code = kerr.UnsupportedVersion.Code
+	case !h.authorized(ctx, req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.GroupID):
+		code = kerr.GroupAuthorizationFailed.Code
+	}
+	if code != 0 {
 		// The whole request fails, every partition with it (as Kafka).
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		resp.ErrorCode = code
 		for _, rt := range r.Topics {
 			ot := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			ot.Topic = rt.Topic
@@ -109,7 +119,7 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *network.Requ
 		gcode int16
 		gmsg  string
 	)
-	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationRead, r.GroupID, func(s *group.Shard, w group.Writer) {
+	code = h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationRead, r.GroupID, func(s *group.Shard, w group.Writer) {
 		var res group.Result
 		epoch, gcode, gmsg, res = s.AlterShareGroupOffsets(r.GroupID)
 		if gcode == 0 {

@@ -13,17 +13,19 @@ package handlers
 // as OffsetDelete. An id naming no share group is GROUP_ID_NOT_FOUND, a
 // group with members NON_EMPTY_GROUP; a topic that does not exist, or that
 // the group has no state for, is UNKNOWN_TOPIC_OR_PARTITION.
+//
+// While share.version is 0 the request is answered UNSUPPORTED_VERSION (features.go),
+// as Kafka answers it.
 
 import (
 	"context"
-	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/internal/coordinator/group"
 	"gregor/internal/network"
-	"gregor/internal/sharestate"
 )
 
 var deleteShareGroupOffsetsAPI = api{key: 92, min: 0, max: 0, handle: (*Handlers).deleteShareGroupOffsets, needs: hasShares}
@@ -37,12 +39,19 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 		gcode  int16
 		gmsg   string
 	)
-	code := h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, r.GroupID, func(s *group.Shard, _ group.Writer) {
-		topics, gcode, gmsg = s.ShareGroupStateTopics(r.GroupID, true)
-	})
-	if code == 0 && gcode != 0 {
-		code = gcode
-		resp.ErrorMessage = &gmsg
+	var code int16
+	if !h.shareGroupsEnabled() {
+		code = kerr.UnsupportedVersion.Code
+		msg := kerr.UnsupportedVersion.Description
+		resp.ErrorMessage = &msg
+	} else {
+		code = h.onAuthorizedGroupShard(ctx, req, kmsg.ACLOperationDelete, r.GroupID, func(s *group.Shard, _ group.Writer) {
+			topics, gcode, gmsg = s.ShareGroupStateTopics(r.GroupID, true)
+		})
+		if code == 0 && gcode != 0 {
+			code = gcode
+			resp.ErrorMessage = &gmsg
+		}
 	}
 	if code != 0 {
 		resp.ErrorCode = code
@@ -77,7 +86,8 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 			msg := "The group has no state for topic " + rt.Topic + "."
 			ot.ErrorMessage = &msg
 		default:
-			ot.ErrorCode, ot.ErrorMessage = h.deleteShareTopicState(ctx, r.GroupID, st)
+			parts := group.SharePartitions{st.ID: append(slices.Clone(st.Initialized), st.Initializing...)}
+			ot.ErrorCode, ot.ErrorMessage = h.deleteSharePartitions(ctx, r.GroupID, parts)
 		}
 		if ot.ErrorCode == 0 {
 			deleted = append(deleted, st.ID)
@@ -108,18 +118,4 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *network.Req
 		}
 	}
 	return resp, nil
-}
-
-// deleteShareTopicState deletes the state of a topic's share-partitions of
-// a group; state already gone is no error.
-func (h *Handlers) deleteShareTopicState(ctx context.Context, groupID string, st *group.ShareStateTopic) (int16, *string) {
-	for _, ps := range [][]int32{st.Initialized, st.Initializing} {
-		for _, p := range ps {
-			err := h.d.SharePersister.Delete(ctx, sharestate.Key{GroupID: groupID, TopicID: st.ID, Partition: p})
-			if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return shareStateCode(err)
-			}
-		}
-	}
-	return 0, nil
 }

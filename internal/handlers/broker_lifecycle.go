@@ -13,13 +13,15 @@ import (
 )
 
 // Lifecycle is what a controller listener asks of this node's controller
-// for brokers: registration, heartbeats, producer id blocks.
+// for brokers: registration, heartbeats, producer id blocks, and an
+// operator's unregistration (64_unregister_broker.go).
 type Lifecycle interface {
 	RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse
 	// BrokerHeartbeat's peerClosed is the request's
 	// network.Request.PeerClosed (nil in process).
 	BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest, peerClosed <-chan struct{}) *kmsg.BrokerHeartbeatResponse
 	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (controller.ProducerIDsBlock, error)
+	UnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) *kmsg.UnregisterBrokerResponse
 }
 
 var brokerRegistrationAPI = api{key: 62, min: 0, max: 4, handle: (*Handlers).brokerRegistration}

@@ -204,6 +204,8 @@ func NotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.UpdateFeaturesResponse:
+		return r.ErrorCode == nc
 	case *kmsg.BrokerRegistrationResponse:
 		return r.ErrorCode == nc
 	case *kmsg.BrokerHeartbeatResponse:
@@ -226,6 +228,8 @@ func NotController(resp kmsg.Response) bool {
 	case *kmsg.AlterPartitionAssignmentsResponse:
 		return r.ErrorCode == nc
 	case *kmsg.ListPartitionReassignmentsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.UnregisterBrokerResponse:
 		return r.ErrorCode == nc
 	case *kmsg.DescribeQuorumResponse:
 		for _, t := range r.Topics {

@@ -60,7 +60,8 @@ type Deps struct {
 	Peers Peers
 
 	// Quorum is this node's metadata quorum voter (controller listeners;
-	// nil on a one-voter node, which has no peers or observers).
+	// the zero-config node's too: brokers may follow its log). Nil: the
+	// quorum APIs answer UNKNOWN_SERVER_ERROR.
 	Quorum Quorum
 	// QuorumStatus describes the metadata quorum (controller listeners).
 	QuorumStatus func() raft.QuorumStatus
@@ -105,6 +106,7 @@ type ControllerAPI interface {
 	CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse
 	DeleteAcls(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse
 	AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse
+	UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) *kmsg.UpdateFeaturesResponse
 }
 
 // api is one Kafka API served by a listener: its key, the versions served,
@@ -150,6 +152,7 @@ var brokerAPIs = []*api{
 	// Forwarded to the active controller.
 	&describeQuorumAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	// Replication.
 	&offsetForLeaderEpochAPI,
 	&describeTopicPartitionsAPI,
@@ -163,6 +166,8 @@ var brokerAPIs = []*api{
 	&describeACLsAPI, &createACLsAPI, &deleteACLsAPI,
 	// Client quotas: described from the image, altered by the controller.
 	&describeClientQuotasAPI, &alterClientQuotasAPI,
+	// Feature levels: described by ApiVersions, updated by the controller.
+	&updateFeaturesAPI,
 	// Answered by the socket server on SASL listeners (17_36_sasl.go).
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
@@ -179,11 +184,13 @@ var controllerAPIs = []*api{
 	// Kafka's controllers (ControllerApis) alter client quotas but leave
 	// describing them to the brokers.
 	&alterClientQuotasAPI,
+	&updateFeaturesAPI,
 	// The metadata quorum and the brokers' lifecycle (node to node).
 	&metadataFetchAPI, &fetchSnapshotAPI, &describeQuorumAPI,
 	&brokerRegistrationAPI, &brokerHeartbeatAPI, &allocateProducerIDsAPI,
 	&alterPartitionAPI, &electLeadersAPI,
 	&alterPartitionReassignmentsAPI, &listPartitionReassignmentsAPI,
+	&unregisterBrokerAPI,
 	&saslHandshakeAPI, &saslAuthenticateAPI,
 }
 

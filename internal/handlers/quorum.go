@@ -183,8 +183,7 @@ func (h *Handlers) fetchSnapshot(ctx context.Context, req *network.Request) (kms
 		return resp, nil
 	}
 	if h.d.Quorum == nil {
-		// A one-voter node serves no snapshots (as metadataFetch, no
-		// fetches): nobody follows its log over the network.
+		// No voter behind this listener (as metadataFetch).
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return resp, nil
 	}

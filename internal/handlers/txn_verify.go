@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,10 +29,18 @@ type txnVerification struct {
 // producer has no transaction open there yet (KIP-890 part 1, with
 // transaction.partition.verification.enable): one AddPartitionsToTxn
 // verify-only entry to the transactional id's coordinator, as Kafka's
-// AddPartitionsToTxnManager sends. Partitions not in the result need no
-// verification (and are appended as usual).
+// AddPartitionsToTxnManager sends. With transactions v2 (Produce v12+ while
+// transaction.version is 2, KIP-890 part 2) the producer sends no
+// AddPartitionsToTxn of its own: the entry adds the partitions to the
+// transaction instead (AddPartitionsToTxn v5, not verify-only), whatever
+// the verification setting, since nothing else would add them. Partitions
+// not in the result need no verification (and are appended as usual).
 func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest, writable map[string]bool) map[txn.TopicPartition]txnVerification {
-	if r.TransactionID == nil || h.d.Broker == nil || !h.d.Broker.TransactionPartitionVerification {
+	if r.TransactionID == nil || h.d.Broker == nil {
+		return nil
+	}
+	add := r.Version >= produceTV2Version && h.transactionsV2()
+	if !add && !h.d.Broker.TransactionPartitionVerification {
 		return nil
 	}
 	out := map[txn.TopicPartition]txnVerification{}
@@ -63,15 +72,26 @@ func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest,
 	if len(out) == 0 {
 		return nil
 	}
-	codes := h.verifyAtCoordinator(ctx, *r.TransactionID, pid, epoch, topics)
+	codes := h.verifyAtCoordinator(ctx, *r.TransactionID, pid, epoch, topics, add)
+	if add {
+		codes = h.retryConcurrentAdd(ctx, codes, func() map[txn.TopicPartition]int16 {
+			return h.verifyAtCoordinator(ctx, *r.TransactionID, pid, epoch, topics, add)
+		})
+	}
 	for tp, v := range out {
 		code := codes[tp]
 		switch kerr.ErrorForCode(code) {
 		case kerr.ProducerFenced:
 			code = kerr.InvalidProducerEpoch.Code
-		case kerr.TransactionAbortable, kerr.ClusterAuthorizationFailed:
-			// Produce below v12 predates TRANSACTION_ABORTABLE.
+		case kerr.ClusterAuthorizationFailed:
 			code = kerr.InvalidTxnState.Code
+		case kerr.TransactionAbortable:
+			// Produce v11 brought TRANSACTION_ABORTABLE (KIP-890);
+			// older producers know the partition was not added as
+			// INVALID_TXN_STATE, as Kafka maps it for them.
+			if r.Version < 11 {
+				code = kerr.InvalidTxnState.Code
+			}
 		}
 		switch kerr.ErrorForCode(code) {
 		case kerr.InvalidTxnState:
@@ -89,8 +109,9 @@ func (h *Handlers) verifyTxnProduce(ctx context.Context, r *kmsg.ProduceRequest,
 
 // verifyAtCoordinator asks the transactional id's coordinator (this broker's
 // shard, or another broker) whether the partitions are in the producer's
-// transaction, and returns each partition's code.
-func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID string, pid int64, epoch int16, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) map[txn.TopicPartition]int16 {
+// transaction, or with add to add them to it (transactions v2), and
+// returns each partition's code.
+func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID string, pid int64, epoch int16, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic, add bool) map[txn.TopicPartition]int16 {
 	all := func(code int16) map[txn.TopicPartition]int16 {
 		out := map[txn.TopicPartition]int16{}
 		for _, t := range topics {
@@ -111,15 +132,20 @@ func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID stri
 	if p.Leader == h.d.NodeID {
 		return h.addTxnPartitions(ctx, txn.AddPartitionsRequest{
 			TransactionalID: transactionalID, ProducerID: pid, ProducerEpoch: epoch, Version: addPartitionsToTxnAPI.max,
-		}, topics, true)
+		}, topics, !add)
 	}
 	if h.d.Peers == nil {
 		return all(kerr.CoordinatorNotAvailable.Code)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	// v5 is transactions v2's (KIP-890 part 2), as Kafka's
+	// AddPartitionsToTxnManager sends it to add; v4 verifies.
 	req.Version = 4
+	if add {
+		req.Version = 5
+	}
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly, tr.Topics = transactionalID, pid, epoch, true, topics
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly, tr.Topics = transactionalID, pid, epoch, !add, topics
 	req.Transactions = append(req.Transactions, tr)
 	kresp, err := h.d.Peers.Request(ctx, p.Leader, req)
 	if err != nil {
@@ -139,4 +165,41 @@ func (h *Handlers) verifyAtCoordinator(ctx context.Context, transactionalID stri
 		}
 	}
 	return out
+}
+
+// Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms defaults: how a partition
+// leader retries adding partitions while the coordinator still completes
+// the producer's previous transaction.
+const (
+	addPartitionsRetryBackoff    = 20 * time.Millisecond
+	addPartitionsRetryBackoffMax = 100 * time.Millisecond
+)
+
+// retryConcurrentAdd asks again while the coordinator answers
+// CONCURRENT_TRANSACTIONS to an add (transactions v2): the producer's
+// previous transaction, ended just before, is still writing its markers,
+// and waiting here briefly spares the producer a round trip (Kafka's
+// ReplicaManager retries likewise). It gives up with the last answer.
+func (h *Handlers) retryConcurrentAdd(ctx context.Context, codes map[txn.TopicPartition]int16, again func() map[txn.TopicPartition]int16) map[txn.TopicPartition]int16 {
+	concurrent := func(codes map[txn.TopicPartition]int16) bool {
+		for _, c := range codes {
+			if c == kerr.ConcurrentTransactions.Code {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(addPartitionsRetryBackoffMax)
+	for concurrent(codes) && time.Now().Add(addPartitionsRetryBackoff).Before(deadline) {
+		t := time.NewTimer(addPartitionsRetryBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return codes
+		case <-t.C:
+		}
+		codes = again()
+	}
+	return codes
 }

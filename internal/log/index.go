@@ -435,6 +435,42 @@ func (x *mmapIndex) replaceEntries(entries []byte) error {
 	return nil
 }
 
+// writeFinalUnmapped writes slot n, the final entry of a segment that rolls
+// or closes, with one pwrite when no mapping is there to write it into,
+// and reports whether it did. Mapping a page to store one entry and
+// unmapping it just after costs a page fault that reserves the block at
+// once: a broker closing 100,000 logs paid for that in each. The next
+// flush fsyncs the file, as after replaceEntries.
+func (x *mmapIndex) writeFinalUnmapped(n int, entry []byte) (bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return false, fmt.Errorf("index %s: %w", x.path, ErrClosed)
+	}
+	if x.mmap != nil {
+		return false, nil
+	}
+	f, err := openRegular(x.path, unix.O_RDWR|unix.O_CREAT, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("write index %s: %w", x.path, err)
+	}
+	defer f.Close()
+	end := int64(n+1) * int64(x.entrySize)
+	if _, err := f.WriteAt(entry, end-int64(x.entrySize)); err != nil {
+		return false, fmt.Errorf("write index %s: %w", x.path, err)
+	}
+	// Not mapped now, so the next user maps the file at its new size.
+	x.mapped = false
+	x.fileSize = max(x.fileSize, end)
+	if x.growTo <= x.fileSize {
+		x.growTo = 0
+	}
+	x.maxEntries = x.capacity()
+	x.unsynced = true
+	x.entries.Store(int64(n + 1))
+	return true, nil
+}
+
 // unsyncedNow reports whether a dropped mapping's writes await an fsync.
 func (x *mmapIndex) unsyncedNow() bool {
 	x.mu.RLock()
@@ -718,9 +754,15 @@ func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
 	// Only the append lock's holder writes, so n and the last entry hold.
 	// The final entry (skipFullCheck: roll, close) is followed by a trim:
 	// the file grows only to hold it.
+	var e [timeIndexEntrySize]byte
+	binary.BigEndian.PutUint64(e[:], uint64(ts))
+	binary.BigEndian.PutUint32(e[8:], uint32(offset-x.baseOffset))
 	slot := -1
 	if skipFullCheck {
 		slot = n
+		if written, err := x.writeFinalUnmapped(n, e[:]); written || err != nil {
+			return err
+		}
 	}
 	if err := x.ensureMappedFor(slot); err != nil {
 		return err
@@ -730,9 +772,6 @@ func (x *timeIndex) maybeAppend(ts, offset int64, skipFullCheck bool) error {
 	if n >= len(x.mmap)/timeIndexEntrySize {
 		return fmt.Errorf("append to full time index %s", x.path)
 	}
-	var e [timeIndexEntrySize]byte
-	binary.BigEndian.PutUint64(e[:], uint64(ts))
-	binary.BigEndian.PutUint32(e[8:], uint32(offset-x.baseOffset))
 	if err := x.writeEntry(n, e[:]); err != nil {
 		return err
 	}

@@ -267,6 +267,13 @@ func TestFinalTimeIndexEntryGrowsLittle(t *testing.T) {
 	if size != timeIndexEntrySize {
 		t.Fatalf("time index is %d bytes after the final entry, want %d", size, timeIndexEntrySize)
 	}
+	// Written without a mapping (writeFinalUnmapped), read through one.
+	x.rlockMapped()
+	ts, off := x.lastEntryLocked()
+	x.mu.RUnlock()
+	if ts != 100 || off != 0 || !x.unsyncedNow() {
+		t.Fatalf("final entry reads (%d, %d), unsynced %v; want (100, 0) awaiting the next flush", ts, off, x.unsyncedNow())
+	}
 	if err := x.maybeAppend(200, 1, false); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,37 @@ import (
 const LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
 
 // writeLeaderEpochCheckpoint replaces the partition's leader-epoch-checkpoint
-// atomically (temporary file, fsync, rename, directory fsync).
+// atomically and durably (temporary file, fsync, rename, directory fsync).
 func writeLeaderEpochCheckpoint(dir string, entries []EpochEntry) error {
+	return writeFileAtomic(filepath.Join(dir, LeaderEpochCheckpointFile), formatLeaderEpochs(entries))
+}
+
+// replaceLeaderEpochCheckpoint replaces the file by a rename, as
+// writeLeaderEpochCheckpoint, without the fsyncs: the caller has them done
+// later (Log.persistEpochsLocked). A crash before then leaves the old file,
+// or a torn one that loading rebuilds from the log.
+func replaceLeaderEpochCheckpoint(dir string, entries []EpochEntry) error {
+	path := filepath.Join(dir, LeaderEpochCheckpointFile)
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, formatLeaderEpochs(entries), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// formatLeaderEpochs renders entries in Kafka's checkpoint format.
+func formatLeaderEpochs(entries []EpochEntry) []byte {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "0\n%d\n", len(entries))
 	for _, e := range entries {
 		fmt.Fprintf(&buf, "%d %d\n", e.Epoch, e.StartOffset)
 	}
-	return writeFileAtomic(filepath.Join(dir, LeaderEpochCheckpointFile), buf.Bytes())
+	return buf.Bytes()
 }
 
 // readLeaderEpochCheckpoint reads the partition's leader-epoch-checkpoint. A
@@ -96,7 +119,15 @@ func (l *Log) loadLeaderEpochsLocked(hadCleanShutdown bool, recoveryPoint int64)
 	}
 	l.epochs.truncateFromEnd(leo)
 	l.epochs.truncateFromStart(l.logStartOffset.Load())
-	if entries := l.epochs.epochEntries(); readErr != nil || !slices.Equal(stored, entries) {
+	entries := l.epochs.epochEntries()
+	if errors.Is(readErr, os.ErrNotExist) && len(entries) == 0 && leo == l.logStartOffset.Load() {
+		// A new (or emptied) log: a missing file already means an empty
+		// cache, and the first epoch assigned writes it. Not writing an
+		// empty one spares a new partition two fsyncs, which is most of
+		// what creating thousands of partitions at once waits for.
+		return nil
+	}
+	if readErr != nil || !slices.Equal(stored, entries) {
 		if err := writeLeaderEpochCheckpoint(l.dir, entries); err != nil {
 			return fmt.Errorf("write leader epoch checkpoint: %w", err)
 		}

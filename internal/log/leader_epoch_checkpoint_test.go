@@ -101,7 +101,18 @@ func TestLeaderEpochCheckpointFormatRoundTrip(t *testing.T) {
 func TestLeaderEpochsFromLeaderAppends(t *testing.T) {
 	l, _ := openTestLog(t, testConfig())
 	defer l.Close()
-	wantLogEpochs(t, l) // a new log has an empty checkpoint file
+	// A new log writes no checkpoint until its first epoch: a missing file
+	// is an empty cache, and it stays so across a reopen.
+	if got := l.EpochEntries(); len(got) != 0 {
+		t.Fatalf("new log has epoch entries %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir(), LeaderEpochCheckpointFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("new log's %s: %v, want none", LeaderEpochCheckpointFile, err)
+	}
+	l = reopen(t, l, l.Dir(), true, 0, 0)
+	if got := l.EpochEntries(); len(got) != 0 {
+		t.Fatalf("reopened new log has epoch entries %v", got)
+	}
 	if _, ok := l.LatestEpoch(); ok {
 		t.Fatal("new log has a latest epoch")
 	}
@@ -397,5 +408,58 @@ func TestLeaderEpochQueriesDuringAppends(t *testing.T) {
 	wg.Wait()
 	if got := len(l.EpochEntries()); got != epochs {
 		t.Fatalf("%d entries, want %d", got, epochs)
+	}
+}
+
+// TestLeaderEpochSyncedBeforeRecoveryPoint: a new epoch's entry is in the
+// file at once and fsynced by the next flush, before the recovery point
+// passes its records (persistEpochsLocked). What a crash before that flush
+// can leave — the previous file, or a torn one — loses nothing: the
+// records above the recovery point are rescanned and give their epochs back.
+func TestLeaderEpochSyncedBeforeRecoveryPoint(t *testing.T) {
+	for _, crashLeaves := range []string{"previous file", "torn file"} {
+		t.Run(crashLeaves, func(t *testing.T) {
+			l, dir := openTestLog(t, testConfig())
+			lead := func(epoch int32) {
+				t.Helper()
+				if _, err := l.AppendAsLeader(simpleBatch(t, 0, 2, 1_700_000_000_000, 10), epoch, leaderOpts()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lead(3)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if l.epochsNeedSync.Load() {
+				t.Fatal("a flush left the checkpoint unsynced")
+			}
+			rp := l.RecoveryPoint()
+			previous, err := os.ReadFile(filepath.Join(dir, LeaderEpochCheckpointFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.AssignEpochStartOffset(5, l.LogEndOffset()); err != nil {
+				t.Fatal(err)
+			}
+			wantLogEpochs(t, l, EpochEntry{3, 0}, EpochEntry{5, 2}) // in the file at once
+			if !l.epochsNeedSync.Load() {
+				t.Fatal("a new epoch's checkpoint is not marked for the next flush")
+			}
+			lead(5)
+			// The crash: the new checkpoint never reached the disk, and the
+			// recovery point is where the last flush left it.
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			lost := previous
+			if crashLeaves == "torn file" {
+				lost = []byte("0\n2\n3 0\n5")
+			}
+			if err := os.WriteFile(filepath.Join(dir, LeaderEpochCheckpointFile), lost, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l = reopen(t, l, dir, false, rp, 0)
+			wantLogEpochs(t, l, EpochEntry{3, 0}, EpochEntry{5, 2})
+		})
 	}
 }

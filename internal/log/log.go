@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,10 @@ type Log struct {
 	// the directory because a segment file was created.
 	flushMu      sync.Mutex
 	dirNeedsSync atomic.Bool
+	// epochsNeedSync asks the next flush to fsync leader-epoch-checkpoint
+	// (and the directory, for its rename) before it moves the recovery
+	// point: see persistEpochsLocked.
+	epochsNeedSync atomic.Bool
 	// filesClosed is set, under flushMu, once Close has released the files.
 	filesClosed bool
 	// unsyncedSnapshots are producer snapshots written at roll, fsynced by
@@ -261,7 +266,7 @@ func (l *Log) scheduleFlush(offset int64) {
 		defer l.bg.Done()
 		for {
 			target := l.flushTarget.Load()
-			if err := l.flushUpTo(target); err != nil {
+			if err := l.flushUpTo(target, true); err != nil {
 				l.logger.Error("background flush failed", "dir", l.dir, "err", err)
 			}
 			l.flushRunning.Store(false)
@@ -278,12 +283,15 @@ func (l *Log) scheduleFlush(offset int64) {
 // point there.
 func (l *Log) Flush() error {
 	_, leo := l.snapshot()
-	return l.flushUpTo(leo)
+	return l.flushUpTo(leo, true)
 }
 
 // flushUpTo fsyncs the segments holding offsets in [recovery point, offset)
 // and advances the recovery point to offset (Kafka's LocalLog.flush).
-func (l *Log) flushUpTo(offset int64) error {
+// Without sync it only advances the recovery point, and forgets what it
+// would have fsynced: the caller makes the whole file system durable
+// before anything records that recovery point (Manager.Close).
+func (l *Log) flushUpTo(offset int64, sync bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	if l.filesClosed {
@@ -293,11 +301,28 @@ func (l *Log) flushUpTo(offset int64) error {
 		return err
 	}
 	for _, snap := range l.unsyncedSnapshots {
+		if !sync {
+			break
+		}
 		if err := syncFile(snap); err != nil {
 			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
 		}
 	}
 	l.unsyncedSnapshots = l.unsyncedSnapshots[:0]
+	// Before any record of a new epoch goes below the recovery point, the
+	// checkpoint naming that epoch is durable (persistEpochsLocked). Also
+	// when the recovery point does not move: Close flushes, and a clean
+	// shutdown trusts the checkpoint without a rescan.
+	if l.epochsNeedSync.Swap(false) && sync {
+		err := syncFile(filepath.Join(l.dir, LeaderEpochCheckpointFile))
+		if err == nil {
+			err = syncDir(l.dir)
+		}
+		if err != nil {
+			l.epochsNeedSync.Store(true)
+			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
+		}
+	}
 	// A truncation may have moved the end below a flush asked for earlier.
 	segs, leo := l.snapshot()
 	offset = min(offset, leo)
@@ -306,12 +331,12 @@ func (l *Log) flushUpTo(offset int64) error {
 		return nil
 	}
 	first := max(floorSegment(segs, rp), 0)
-	for i := first; i < len(segs) && segs[i].baseOffset < offset; i++ {
+	for i := first; sync && i < len(segs) && segs[i].baseOffset < offset; i++ {
 		if err := segs[i].flush(); err != nil {
 			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
 		}
 	}
-	if l.dirNeedsSync.Swap(false) {
+	if l.dirNeedsSync.Swap(false) && sync {
 		if err := syncDir(l.dir); err != nil {
 			l.dirNeedsSync.Store(true)
 			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
@@ -486,7 +511,15 @@ func (l *Log) deleteExpiredSegmentsLocked(now time.Time) {
 
 // Close flushes, trims the indexes to their entries, and closes every file.
 // Segments waiting for deletion are deleted now.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(true) }
+
+// closeUnsynced is Close without a single fsync: for a caller that syncs
+// the log's whole file system next, before it records the recovery point
+// or a clean shutdown (Manager.Close). A broker stopping with 100,000
+// partitions written to would otherwise wait for several fsyncs of each.
+func (l *Log) closeUnsynced() error { return l.close(false) }
+
+func (l *Log) close(sync bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -497,13 +530,13 @@ func (l *Log) Close() error {
 	if l.OfflineError() != nil {
 		return l.releaseFilesLocked()
 	}
-	err := l.Flush()
+	_, leo := l.snapshot()
+	err := l.flushUpTo(leo, sync)
 	if err == nil {
 		// Kafka snapshots the producer state at the log end on close, so
 		// that the next start needs no replay.
-		_, leo := l.snapshot()
 		l.producers.lastMapOffset = leo
-		_, err = l.producers.takeSnapshot(true)
+		_, err = l.producers.takeSnapshot(sync)
 	}
 	l.flushMu.Lock()
 	l.filesClosed = true

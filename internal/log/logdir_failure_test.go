@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -254,6 +255,61 @@ func TestDescriptorShortageIsNotDiskFailure(t *testing.T) {
 	} {
 		if got := isIOError(tc.err); got != tc.disk {
 			t.Errorf("isIOError(%v) = %v, want %v", tc.err, got, tc.disk)
+		}
+	}
+}
+
+// TestCloseSyncsBeforeMarkingClean: Close closes the logs without fsyncs
+// and syncs each directory's file system once; only a directory whose sync
+// succeeded gets its recovery points and its clean-shutdown marker. One
+// whose sync failed is recovered at the next start, and loses nothing.
+func TestCloseSyncsBeforeMarkingClean(t *testing.T) {
+	sick, healthy := t.TempDir(), t.TempDir()
+	m, err := NewManager(ManagerConfig{Dirs: []string{sick, healthy}, Default: testConfig(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	m.syncFS = func(dir string) error {
+		synced = append(synced, dir)
+		if dir == sick {
+			return errors.New("syncfs: input/output error")
+		}
+		return syncFileSystem(dir)
+	}
+	a, _ := m.GetOrCreate(TopicPartition{"a", 0}, [16]byte{1}, testConfig())
+	b, _ := m.GetOrCreate(TopicPartition{"b", 0}, [16]byte{2}, testConfig())
+	if filepath.Dir(a.Dir()) != sick || filepath.Dir(b.Dir()) != healthy {
+		t.Fatalf("placement: %s %s", a.Dir(), b.Dir())
+	}
+	fillLog(t, a, 3, 2, 50, 1000)
+	fillLog(t, b, 3, 2, 50, 1000)
+	if err := m.Close(); err == nil || !errors.Is(err, ErrKafkaStorage) {
+		t.Fatalf("close with a failed sync: %v, want a storage error", err)
+	}
+	if !slices.Equal(synced, []string{sick, healthy}) {
+		t.Fatalf("synced %v, want each dir once", synced)
+	}
+	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
+	if exists(filepath.Join(sick, CleanShutdownFileName)) || exists(filepath.Join(sick, RecoveryPointCheckpointFile)) {
+		t.Fatal("the dir whose sync failed was marked clean or given recovery points")
+	}
+	if !exists(filepath.Join(healthy, CleanShutdownFileName)) {
+		t.Fatal("the synced dir has no clean-shutdown marker")
+	}
+	rps, err := readCheckpoint(filepath.Join(healthy, RecoveryPointCheckpointFile))
+	if err != nil || rps[TopicPartition{"b", 0}] != 6 {
+		t.Fatalf("recovery points of the synced dir: %v (%v), want b-0 at 6", rps, err)
+	}
+	m, err = NewManager(ManagerConfig{Dirs: []string{sick, healthy}, Default: testConfig(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, tp := range []TopicPartition{{"a", 0}, {"b", 0}} {
+		l, ok := m.Get(tp)
+		if !ok || l.LogEndOffset() != 6 {
+			t.Fatalf("%s after the restart: %v", tp, l)
 		}
 	}
 }

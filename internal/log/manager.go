@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -95,12 +97,22 @@ type Manager struct {
 	// shares.
 	decompression *record.DecompressionBudget
 
+	// previousBrokerEpoch is the broker epoch the clean-shutdown markers
+	// of every log.dir named when the logs were loaded, -1 when one had
+	// none (an unclean shutdown) or they disagree; brokerEpoch is the
+	// epoch Close writes into the markers (-1 until SetBrokerEpoch).
+	previousBrokerEpoch int64
+	brokerEpoch         atomic.Int64
+
 	// cleaner compacts logs with cleanup.policy=compact; nil when
 	// log.cleaner.enable is off.
 	cleaner *logCleaner
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// syncFS is syncFileSystem; tests make it fail.
+	syncFS func(dir string) error
 }
 
 type logDir struct {
@@ -204,9 +216,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.DecompressionMemory <= 0 {
 		cfg.DecompressionMemory = record.DefaultDecompressionMemory
 	}
-	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{},
+	m := &Manager{cfg: cfg, logger: cfg.Logger, logs: map[TopicPartition]*managedLog{}, syncFS: syncFileSystem,
 		creating: map[TopicPartition]*creation{}, files: newFileCache(cfg.MaxOpenFiles),
 		decompression: record.NewDecompressionBudget(cfg.DecompressionMemory)}
+	m.brokerEpoch.Store(-1)
+	m.previousBrokerEpoch = previousBrokerEpoch(cfg.Dirs)
 	healthy := 0
 	for _, path := range cfg.Dirs {
 		d := &logDir{path: filepath.Clean(path)}
@@ -859,15 +873,31 @@ func (m *Manager) Close() error {
 	m.creations.Wait() // each closes its log when it sees closed
 
 	dirErrs := m.closeLogs()
+	// The logs closed without an fsync each; one syncfs per directory makes
+	// all of it durable before the recovery points and the clean-shutdown
+	// marker say so. A failure takes the directory offline, so neither is
+	// written for it and the next start recovers it.
+	for _, d := range m.dirs {
+		if d.offline() != nil {
+			continue
+		}
+		if err := m.syncFS(d.path); err != nil {
+			d.health.fail(err)
+			dirErrs[d] = errors.Join(dirErrs[d], fmt.Errorf("%w: %w", ErrKafkaStorage, err))
+		}
+	}
 	errs := []error{m.checkpointRecoveryPoints(), m.checkpointLogStartOffsets(), m.checkpointHighWatermarks()}
 	for _, d := range m.dirs {
 		if d.offline() != nil || dirErrs[d] != nil {
 			errs = append(errs, dirErrs[d])
 			continue
 		}
-		// Kafka 3.7+ writes a small JSON document; its presence is what counts.
+		// Kafka 3.7+'s JSON document: its presence says the logs were
+		// closed cleanly, its broker epoch that this broker incarnation
+		// shut down cleanly (KIP-966).
 		marker := filepath.Join(d.path, CleanShutdownFileName)
-		if err := writeFileAtomic(marker, []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
+		content := fmt.Sprintf(`{"version":0,"brokerEpoch":%d}`, m.brokerEpoch.Load())
+		if err := writeFileAtomic(marker, []byte(content)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -877,15 +907,89 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// closeLogs closes every log and reports errors per log.dir.
+// closeLogs closes every log, without fsyncs (Close syncs each directory's
+// file system after), and reports errors per log.dir.
+// Each log.dir closes its logs on num.recovery.threads.per.data.dir
+// goroutines, as Kafka's LogManager.shutdown does: closing is system calls
+// (a producer snapshot created per written log, index trims), which
+// overlap.
 func (m *Manager) closeLogs() map[*logDir]error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	errs := map[*logDir]error{}
+	perDir := map[*logDir][]TopicPartition{}
 	for tp, ml := range m.logs {
-		if err := ml.log.Close(); err != nil {
-			errs[ml.dir] = errors.Join(errs[ml.dir], fmt.Errorf("close %s: %w", tp, err))
+		perDir[ml.dir] = append(perDir[ml.dir], tp)
+	}
+	var mu sync.Mutex
+	errs := map[*logDir]error{}
+	var wg sync.WaitGroup
+	for d, tps := range perDir {
+		var next atomic.Int64
+		for range min(m.cfg.RecoveryThreadsPerDataDir, len(tps)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < int64(len(tps)); i = next.Add(1) - 1 {
+					tp := tps[i]
+					if err := m.logs[tp].log.closeUnsynced(); err != nil {
+						mu.Lock()
+						errs[d] = errors.Join(errs[d], fmt.Errorf("close %s: %w", tp, err))
+						mu.Unlock()
+					}
+				}
+			}()
 		}
 	}
+	wg.Wait()
 	return errs
+}
+
+// SetBrokerEpoch is the broker epoch of this incarnation's registration,
+// which a clean Close writes into each log.dir's clean-shutdown marker.
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
+
+// PreviousBrokerEpoch is the broker epoch the previous incarnation wrote at
+// its clean shutdown, -1 if it did not shut down cleanly (Kafka's
+// LogManager.readBrokerEpochFromCleanShutdownFiles): the registration
+// tells the controller, which keeps the broker's eligible leader replicas
+// only after a clean shutdown.
+func (m *Manager) PreviousBrokerEpoch() int64 { return m.previousBrokerEpoch }
+
+// previousBrokerEpoch reads the clean-shutdown markers of dirs: their
+// common broker epoch, or -1 when a marker is missing, unreadable or they
+// differ.
+func previousBrokerEpoch(dirs []string) int64 {
+	epoch := int64(-1)
+	for i, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, CleanShutdownFileName))
+		if err != nil {
+			return -1
+		}
+		var content struct {
+			BrokerEpoch *int64 `json:"brokerEpoch"`
+		}
+		if json.Unmarshal(b, &content) != nil || content.BrokerEpoch == nil {
+			return -1
+		}
+		if i > 0 && *content.BrokerEpoch != epoch {
+			return -1
+		}
+		epoch = *content.BrokerEpoch
+	}
+	return epoch
+}
+
+// syncFileSystem commits everything written to the file system holding dir
+// (syncfs(2)): the logs' data, indexes, snapshots, checkpoints and the
+// directory entries made for them.
+func syncFileSystem(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return nil
 }

@@ -326,7 +326,7 @@ func (m *producerStateManager) update(h record.BatchHeader, marker *endTxnMarker
 			e.epoch = h.ProducerEpoch
 		}
 		e.currentTxnFirstOffset = -1
-		m.endVerification(h.ProducerID)
+		m.endVerificationAtMarker(h.ProducerID, h.ProducerEpoch, marker.transactionVersion)
 		e.coordinatorEpoch = marker.coordinatorEpoch
 		e.lastTimestamp = h.MaxTimestamp
 		return c, ok

@@ -82,6 +82,22 @@ func (m *producerStateManager) endVerification(producerID int64) {
 	delete(m.verifications, producerID)
 }
 
+// endVerificationAtMarker forgets a producer's verification when a marker
+// ends its transaction here: a batch verified before the marker belonged to
+// the transaction that ended and must not open another. With transactions
+// v2 (KIP-890 part 2) the marker carries the bumped epoch, which is the
+// epoch of the producer's next transaction: a verification at that epoch
+// was started for the next transaction (its first batch came before this
+// marker, and the coordinator adds the partition only once every marker of
+// the previous transaction is written), so it stays.
+func (m *producerStateManager) endVerificationAtMarker(producerID int64, markerEpoch, transactionVersion int16) {
+	v := m.verifications[producerID]
+	if v == nil || v.epoch > markerEpoch || (v.epoch == markerEpoch && transactionVersion >= 2) {
+		return
+	}
+	delete(m.verifications, producerID)
+}
+
 // removeExpiredVerifications drops verifications older than
 // producer.id.expiration.ms whose batch never came.
 func (m *producerStateManager) removeExpiredVerifications(nowMs int64) {

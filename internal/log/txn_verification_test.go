@@ -53,3 +53,46 @@ func TestTxnVerificationGuard(t *testing.T) {
 	l.replicateAll()
 	l.wantLSO(l.LogEndOffset())
 }
+
+// TestTxnVerificationAcrossTV2Marker: with transactions v2 the marker ends
+// the transaction at the bumped epoch, which the producer's next
+// transaction uses. A verification of that next transaction started before
+// the marker landed survives it (the coordinator adds the partition only
+// once the marker is written).
+func TestTxnVerificationAcrossTV2Marker(t *testing.T) {
+	raw, _ := openTestLog(t, testConfig())
+	defer raw.Close()
+	l := txnLog{t, raw}
+	appendVerified := func(epoch int16, seq int32, guard VerificationGuard) error {
+		_, err := l.AppendAsLeaderVerified(producerBatch(t, 1, epoch, seq, 1, txnNowMs, true), 0, leaderOptsAt(txnNowMs), guard)
+		return err
+	}
+	tv2Marker := func(epoch int16) {
+		t.Helper()
+		b, err := BuildTxnMarker(1, epoch, 0, true, txnNowMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsCoordinator(b, 0, 2, leaderOptsAt(txnNowMs)); err != nil {
+			t.Fatalf("marker at epoch %d: %v", epoch, err)
+		}
+	}
+	guard, _ := l.MaybeStartTxnVerification(1, 0)
+	if err := appendVerified(0, 0, guard); err != nil {
+		t.Fatalf("first transaction: %v", err)
+	}
+	// The next transaction's first batch (epoch 1) is verified while the
+	// first transaction's marker (epoch 1) is still on its way.
+	next, needed := l.MaybeStartTxnVerification(1, 1)
+	if !needed {
+		t.Fatal("the next epoch's batch needed no verification")
+	}
+	tv2Marker(1)
+	if err := appendVerified(1, 0, next); err != nil {
+		t.Fatalf("next transaction's batch verified before the marker: %v", err)
+	}
+	tv2Marker(2)
+
+	l.replicateAll()
+	l.wantLSO(l.LogEndOffset())
+}

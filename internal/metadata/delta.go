@@ -129,10 +129,14 @@ func (d *Delta) Replay(offset int64, r Record) error {
 		err = d.replayRemoveTopic(r)
 	case *ConfigRecord:
 		d.replayConfig(r)
+	case *ClearElrRecord:
+		err = d.replayClearELR(r)
 	case *FeatureLevelRecord:
 		d.features[r.Name] = r.FeatureLevel
 	case *RegisterBrokerRecord:
 		d.brokers[r.BrokerID] = registrationFromRecord(r)
+	case *UnregisterBrokerRecord:
+		err = d.replayUnregisterBroker(r)
 	case *BrokerRegistrationChangeRecord:
 		err = d.replayBrokerChange(r)
 	case *FenceBrokerRecord:
@@ -276,6 +280,51 @@ func (d *Delta) replayPartitionChange(r *PartitionChangeRecord) error {
 		return fmt.Errorf("partition change: unknown partition %s-%d", t.Name, r.PartitionID)
 	}
 	d.setPartition(r.TopicID, r.PartitionID, p.merge(r))
+	return nil
+}
+
+// replayClearELR is Kafka's replay of ClearElrRecord: every partition of
+// the topic (of every topic, for an empty name) that has an ELR or a last
+// known ELR loses both, which bumps its partition epoch as a change does.
+func (d *Delta) replayClearELR(r *ClearElrRecord) error {
+	var topics []*Topic
+	if r.TopicName != "" {
+		t := d.topicByName(r.TopicName)
+		if t == nil {
+			return fmt.Errorf("clear ELR: unknown topic %s", r.TopicName)
+		}
+		topics = append(topics, t)
+	} else {
+		for _, t := range d.base.Topics.All() {
+			if d.topic(t.ID) != nil {
+				topics = append(topics, d.topic(t.ID))
+			}
+		}
+		for id := range d.created {
+			topics = append(topics, d.topics[id])
+		}
+	}
+	for _, t := range topics {
+		ids := map[int32]bool{}
+		for id := range t.Partitions() {
+			ids[id] = true
+		}
+		for id := range d.changedParts[t.ID] {
+			ids[id] = true
+		}
+		for id := range ids {
+			p := d.partition(t, id)
+			if p == nil || (len(p.EligibleLeaderReplicas) == 0 && len(p.LastKnownELR) == 0) {
+				continue
+			}
+			if _, err := d.changingTopic(t.ID); err != nil {
+				return fmt.Errorf("clear ELR: %w", err)
+			}
+			change := NewPartitionChangeRecord(t.ID, id)
+			change.EligibleLeaderReplicas, change.LastKnownELR = []int32{}, []int32{}
+			d.setPartition(t.ID, id, p.merge(change))
+		}
+	}
 	return nil
 }
 
@@ -434,6 +483,21 @@ func (d *Delta) changeBroker(id int32, epoch int64, what string, change func(*Br
 	return nil
 }
 
+// replayUnregisterBroker removes a registration, which must exist with the
+// record's epoch (Kafka's ClusterControlManager.replay fails the same way).
+// The removal is a nil entry until Apply.
+func (d *Delta) replayUnregisterBroker(r *UnregisterBrokerRecord) error {
+	cur := d.broker(r.BrokerID)
+	if cur == nil {
+		return fmt.Errorf("unregister broker %d: not registered", r.BrokerID)
+	}
+	if cur.Epoch != r.BrokerEpoch {
+		return fmt.Errorf("unregister broker %d: epoch %d, but the registration has epoch %d", r.BrokerID, r.BrokerEpoch, cur.Epoch)
+	}
+	d.brokers[r.BrokerID] = nil
+	return nil
+}
+
 func (d *Delta) replayBrokerChange(r *BrokerRegistrationChangeRecord) error {
 	switch r.Fenced {
 	case BrokerUnfenced, BrokerFenceNoChange, BrokerFenced:
@@ -479,7 +543,16 @@ func (d *Delta) Apply() *Image {
 	}
 	if len(d.brokers) > 0 {
 		img.Brokers = maps.Clone(d.base.Brokers)
-		maps.Copy(img.Brokers, d.brokers)
+		if img.Brokers == nil {
+			img.Brokers = map[int32]*BrokerRegistration{}
+		}
+		for id, b := range d.brokers {
+			if b == nil { // unregistered, or gone in a snapshot
+				delete(img.Brokers, id)
+			} else {
+				img.Brokers[id] = b
+			}
+		}
 	}
 	if len(d.topics) > 0 || len(d.deleted) > 0 {
 		byName, byID := d.base.Topics.byName, d.base.Topics.byID

@@ -174,6 +174,28 @@ func TestDeltaReplay(t *testing.T) {
 			}
 		},
 	}, {
+		name: "unregister removes the registration",
+		batches: [][]Record{
+			{broker(1, 10, false), broker(2, 11, false)},
+			{&UnregisterBrokerRecord{BrokerID: 2, BrokerEpoch: 11}},
+		},
+		check: func(t *testing.T, img *Image, d *Delta) {
+			if _, ok := img.Brokers[2]; ok || img.Brokers[1] == nil || !slices.Equal(img.SortedBrokerIDs(), []int32{1}) {
+				t.Fatalf("brokers = %v", img.SortedBrokerIDs())
+			}
+			if !slices.Equal(d.ChangedBrokers(), []int32{2}) {
+				t.Fatalf("changed brokers = %v", d.ChangedBrokers())
+			}
+		},
+	}, {
+		name:    "unregister with a stale epoch fails",
+		batches: [][]Record{{broker(1, 10, false)}, {&UnregisterBrokerRecord{BrokerID: 1, BrokerEpoch: 9}}},
+		wantErr: "epoch 9",
+	}, {
+		name:    "unregister of an unknown broker fails",
+		batches: [][]Record{{&UnregisterBrokerRecord{BrokerID: 5, BrokerEpoch: 1}}},
+		wantErr: "not registered",
+	}, {
 		name:    "fence with a stale epoch fails and changes nothing",
 		batches: [][]Record{{broker(1, 10, false)}, {&FenceBrokerRecord{ID: 1, Epoch: 9}}},
 		wantErr: "epoch 9",
@@ -478,4 +500,40 @@ func TestLeaderCountsFollowDeltas(t *testing.T) {
 	}
 	checkLeaderCounts(t, "by hand", &Image{Topics: NewTopicsImage(NewTopic("h", uuidOf(1), map[int32]*Partition{
 		0: {Leader: 1}, 1: {Leader: 1}, 2: {Leader: NoLeader}}))})
+}
+
+// TestClearELR: ClearElrRecord clears the ELR and last known ELR of a
+// topic's partitions, or of every topic's for an empty name, bumping the
+// partition epoch of those it changes only.
+func TestClearELR(t *testing.T) {
+	a, b := [16]byte{1}, [16]byte{2}
+	part := func(id [16]byte, p int32, elr, lke []int32) *PartitionRecord {
+		return &PartitionRecord{RecordVersion: 2, TopicID: id, PartitionID: p, Replicas: []int32{1, 2, 3}, ISR: []int32{1},
+			RemovingReplicas: []int32{}, AddingReplicas: []int32{}, Leader: 1, EligibleLeaderReplicas: elr, LastKnownELR: lke,
+			Directories: make([][16]byte, 3)}
+	}
+	img := EmptyImage()
+	apply := func(recs ...Record) {
+		t.Helper()
+		d := NewDelta(img)
+		if err := d.ReplayBatch(Batch{BaseOffset: img.Offset + 1, LastOffset: img.Offset + int64(len(recs)), Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		img = d.Apply()
+	}
+	apply(&TopicRecord{Name: "a", TopicID: a}, part(a, 0, []int32{2}, nil), part(a, 1, nil, nil),
+		&TopicRecord{Name: "b", TopicID: b}, part(b, 0, nil, []int32{3}))
+	apply(&ClearElrRecord{TopicName: "a"})
+	pa0, pa1, pb0 := img.Topics.Topic("a").Partition(0), img.Topics.Topic("a").Partition(1), img.Topics.Topic("b").Partition(0)
+	if len(pa0.EligibleLeaderReplicas) != 0 || pa0.PartitionEpoch != 1 || pa1.PartitionEpoch != 0 || len(pb0.LastKnownELR) != 1 {
+		t.Fatalf("after clearing a: a-0 %+v, a-1 epoch %d, b-0 %+v", pa0, pa1.PartitionEpoch, pb0)
+	}
+	apply(&ClearElrRecord{})
+	if pb0 = img.Topics.Topic("b").Partition(0); len(pb0.LastKnownELR) != 0 || pb0.PartitionEpoch != 1 || img.Topics.Topic("a").Partition(0).PartitionEpoch != 1 {
+		t.Fatalf("after clearing all: b-0 %+v", pb0)
+	}
+	d := NewDelta(img)
+	if err := d.Replay(img.Offset+1, &ClearElrRecord{TopicName: "nope"}); err == nil {
+		t.Fatal("clearing an unknown topic's ELR: no error")
+	}
 }

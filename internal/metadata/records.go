@@ -28,6 +28,7 @@ type Record interface {
 // Kafka's api keys for the metadata records (metadata/src/main/resources/common/metadata).
 const (
 	RegisterBrokerRecordType            int16 = 0
+	UnregisterBrokerRecordType          int16 = 1
 	TopicRecordType                     int16 = 2
 	PartitionRecordType                 int16 = 3
 	ConfigRecordType                    int16 = 4
@@ -44,6 +45,7 @@ const (
 	RemoveAccessControlEntryRecordType  int16 = 19
 	NoOpRecordType                      int16 = 20
 	RemoveUserScramCredentialRecordType int16 = 22
+	ClearElrRecordType                  int16 = 28
 )
 
 // frameVersion is MetadataRecordSerde's only supported frame version. Frame
@@ -69,6 +71,16 @@ func Encode(r Record) []byte {
 	return r.AppendTo(dst)
 }
 
+// EncodeAll encodes records, in order: a snapshot's contents as the metadata
+// quorum stores them without knowing what they are.
+func EncodeAll(records []Record) [][]byte {
+	out := make([][]byte, len(records))
+	for i, r := range records {
+		out[i] = Encode(r)
+	}
+	return out
+}
+
 // decodable is implemented by every record type of this package.
 type decodable interface {
 	Record
@@ -81,6 +93,8 @@ func newRecord(typ int16) decodable {
 	switch typ {
 	case RegisterBrokerRecordType:
 		return &RegisterBrokerRecord{}
+	case UnregisterBrokerRecordType:
+		return &UnregisterBrokerRecord{}
 	case TopicRecordType:
 		return &TopicRecord{}
 	case PartitionRecordType:
@@ -113,6 +127,8 @@ func newRecord(typ int16) decodable {
 		return &RemoveAccessControlEntryRecord{}
 	case ClientQuotaRecordType:
 		return &ClientQuotaRecord{}
+	case ClearElrRecordType:
+		return &ClearElrRecord{}
 	}
 	return nil
 }

@@ -236,3 +236,28 @@ func (r *UnfenceBrokerRecord) readFrom(d *decoder, _ int16) {
 	r.Epoch = d.int64()
 	d.noTags()
 }
+
+// UnregisterBrokerRecord (type 1, version 0) removes a broker's registration
+// (kafka-cluster unregister). It names the epoch of the registration it
+// removes: replaying it against another incarnation is an error, as Kafka's
+// ClusterControlManager.replay(UnregisterBrokerRecord) makes it.
+type UnregisterBrokerRecord struct {
+	BrokerID    int32
+	BrokerEpoch int64
+}
+
+func (*UnregisterBrokerRecord) Type() int16       { return UnregisterBrokerRecordType }
+func (*UnregisterBrokerRecord) Version() int16    { return 0 }
+func (*UnregisterBrokerRecord) maxVersion() int16 { return 0 }
+
+func (r *UnregisterBrokerRecord) AppendTo(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, r.BrokerID)
+	dst = kbin.AppendInt64(dst, r.BrokerEpoch)
+	return appendTags(dst, nil)
+}
+
+func (r *UnregisterBrokerRecord) readFrom(d *decoder, _ int16) {
+	r.BrokerID = d.int32()
+	r.BrokerEpoch = d.int64()
+	d.noTags()
+}

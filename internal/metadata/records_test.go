@@ -100,6 +100,7 @@ func sampleRecords() []Record {
 		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 12, NextProducerID: 2000},
 		&FenceBrokerRecord{ID: 2, Epoch: 99},
 		&UnfenceBrokerRecord{ID: 2, Epoch: 100},
+		&UnregisterBrokerRecord{BrokerID: 2, BrokerEpoch: 100},
 	)
 	for v := int16(0); v <= 2; v++ {
 		r := &BrokerRegistrationChangeRecord{RecordVersion: v, BrokerID: 4, BrokerEpoch: 77, Fenced: BrokerUnfenced}
@@ -123,6 +124,8 @@ func sampleRecords() []Record {
 			Key: "producer_byte_rate", Value: 1048576},
 		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "ip", EntityName: strp("")}}, Key: "", Value: -0.5, Remove: true},
 		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{}, Key: "request_percentage"},
+		&ClearElrRecord{TopicName: "orders"},
+		&ClearElrRecord{},
 	)
 	return out
 }

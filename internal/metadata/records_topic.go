@@ -248,3 +248,25 @@ func (r *PartitionChangeRecord) readFrom(d *decoder, version int16) {
 		return true
 	})
 }
+
+// ClearElrRecord (type 28, version 0) clears the eligible leader replicas
+// and last known ELR of every partition of a topic, or of every topic when
+// TopicName is empty (KIP-966: written when min.insync.replicas changes,
+// since the ELR's guarantee was made for the old value).
+type ClearElrRecord struct {
+	TopicName string
+}
+
+func (*ClearElrRecord) Type() int16       { return ClearElrRecordType }
+func (*ClearElrRecord) Version() int16    { return 0 }
+func (*ClearElrRecord) maxVersion() int16 { return 0 }
+
+func (r *ClearElrRecord) AppendTo(dst []byte) []byte {
+	dst = kbin.AppendCompactString(dst, r.TopicName)
+	return appendTags(dst, nil)
+}
+
+func (r *ClearElrRecord) readFrom(d *decoder, _ int16) {
+	r.TopicName = d.compactString()
+	d.noTags()
+}

@@ -57,6 +57,8 @@ func everyMetric(t *testing.T) map[string]map[string]bool {
 	r.ShareGroupRebalanced()
 	r.RecordsAcknowledged("Accept", 1)
 	r.LocksTimedOut("sg", "t", 0, 1)
+	r.PartitionLoaded(time.Millisecond)
+	r.FetchLockReleased("sg", "t", 0, time.Millisecond, 50)
 	r.ShareFetched(map[string]bool{"t": true})
 	r.ShareAcknowledged(map[string]bool{"t": true})
 	r.Replicated(1)

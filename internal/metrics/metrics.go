@@ -68,6 +68,9 @@ type Registry struct {
 	shareAckReqs, shareAckReqsFailed *prometheus.CounterVec
 	shareAcks                        *prometheus.CounterVec
 	shareLockTimeout                 *prometheus.CounterVec
+	sharePartitionLoad               prometheus.Histogram
+	shareFetchLockTime               *prometheus.HistogramVec
+	shareFetchLockRatio              *prometheus.HistogramVec
 }
 
 // requestBuckets are latency buckets in milliseconds, as Kafka reports
@@ -191,6 +194,21 @@ func New(state func() State) *Registry {
 		Name: "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total",
 		Help: "Records whose acquisition lock timed out, by share-partition (kafka.server:type=SharePartitionMetrics,name=AcquisitionLockTimeoutPerSec,group=*,topic=*,partition=*).",
 	}, []string{"group", "topic", "partition"})
+	r.sharePartitionLoad = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kafka_server_sharegroupmetrics_partitionloadtimems",
+		Help:    "Time to load a share-partition on its leader: its state read from the share coordinator (and, never consumed, its start offset decided and written), in ms (kafka.server:type=ShareGroupMetrics,name=PartitionLoadTimeMs).",
+		Buckets: requestBuckets,
+	})
+	r.shareFetchLockTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_server_sharepartitionmetrics_fetchlocktimems",
+		Help:    "Time a share fetch held a share-partition's fetch lock (reading the log and acquiring records), in ms, by share-partition (kafka.server:type=SharePartitionMetrics,name=FetchLockTimeMs,group=*,topic=*,partition=*).",
+		Buckets: requestBuckets,
+	}, []string{"group", "topic", "partition"})
+	r.shareFetchLockRatio = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_server_sharepartitionmetrics_fetchlockratio",
+		Help:    "A share fetch's hold of a share-partition's fetch lock in percent of the time since the previous fetch let go of it, by share-partition (kafka.server:type=SharePartitionMetrics,name=FetchLockRatio,group=*,topic=*,partition=*).",
+		Buckets: prometheus.LinearBuckets(10, 10, 10), // 10% to 100%
+	}, []string{"group", "topic", "partition"})
 	r.raftCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "kafka_server_raft_metrics_commit_latency_ms",
 		Help:    "Time from the active controller appending a metadata batch to its commit and application, in ms (raft-metrics commit-latency-avg/max).",
@@ -210,7 +228,8 @@ func New(state func() State) *Registry {
 		Help: "Metadata records the active controller appended and saw committed (raft-metrics append-records-rate).",
 	})
 	r.reg.MustRegister(r.shareRebalances, r.shareAcks, r.shareLockTimeout,
-		r.shareFetches, r.shareFetchesFailed, r.shareAckReqs, r.shareAckReqsFailed)
+		r.shareFetches, r.shareFetchesFailed, r.shareAckReqs, r.shareAckReqsFailed,
+		r.sharePartitionLoad, r.shareFetchLockTime, r.shareFetchLockRatio)
 	r.reg.MustRegister(r.offsetCommits, r.classicRebalances, r.consumerRebalances, r.raftCommit,
 		r.raftElection, r.raftFetchRecords, r.raftAppendRecords)
 	r.reg.MustRegister(r.requests, r.requestErrors, r.totalTime, r.queueTime,
@@ -476,11 +495,33 @@ func (r *Registry) LocksTimedOut(group, topic string, partition int32, records i
 	}
 }
 
-// ShareGroupDeleted drops a deleted share group's series of
-// acquisition lock timeouts (share.Meters).
+// PartitionLoaded records a share-partition's load time (share.Meters).
+func (r *Registry) PartitionLoaded(d time.Duration) {
+	if r != nil {
+		r.sharePartitionLoad.Observe(ms(d))
+	}
+}
+
+// FetchLockReleased records a share fetch's hold of a share-partition's
+// fetch lock: its time, and that in percent of the time since the previous
+// fetch let go (share.Meters).
+func (r *Registry) FetchLockReleased(group, topic string, partition int32, held time.Duration, percent float64) {
+	if r != nil {
+		p := strconv.Itoa(int(partition))
+		r.shareFetchLockTime.WithLabelValues(group, topic, p).Observe(ms(held))
+		r.shareFetchLockRatio.WithLabelValues(group, topic, p).Observe(percent)
+	}
+}
+
+// ShareGroupDeleted drops a deleted share group's share-partition series
+// (share.Meters).
 func (r *Registry) ShareGroupDeleted(group string) {
 	if r != nil {
-		r.shareLockTimeout.DeletePartialMatch(prometheus.Labels{"group": group})
+		for _, v := range []interface {
+			DeletePartialMatch(prometheus.Labels) int
+		}{r.shareLockTimeout, r.shareFetchLockTime, r.shareFetchLockRatio} {
+			v.DeletePartialMatch(prometheus.Labels{"group": group})
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,9 @@ type State struct {
 	Purgatories map[string]int
 	// ClientQuotas are the client quota sensors (broker role).
 	ClientQuotas []ClientQuotaSensor
+	// ReplicationThrottles are the replication throttles' rates (broker
+	// role).
+	ReplicationThrottles []ReplicationThrottle
 	// FetchSessions is the broker's fetch session cache (broker role).
 	FetchSessions FetchSessionCache
 	// Groups is what the group coordinator's shards on this broker hold
@@ -55,6 +59,10 @@ type RaftState struct {
 	// State is current-state: leader, follower, unattached (a voter that
 	// knows no leader) or observer (a broker following the log).
 	State string
+	// PollIdleRatio is poll-idle-ratio-avg, the share of the last 30 to
+	// 60 s the quorum's work loop waited for work, in [0, 1]; NaN when the
+	// quorum does not measure it.
+	PollIdleRatio float64
 }
 
 // FollowerLag is one followed partition's lag (FetcherLagMetrics).
@@ -118,6 +126,15 @@ type ClientQuotaSensor struct {
 	// ThrottleTime is the mean throttle time given lately, in ms (NaN
 	// when none was).
 	ThrottleTime float64
+}
+
+// ReplicationThrottle is one side's replication throttle (KIP-73).
+type ReplicationThrottle struct {
+	// Type is LeaderReplication or FollowerReplication.
+	Type string
+	// ByteRate is the throttled replication bytes moved a second, as the
+	// throttle measures them (byte-rate).
+	ByteRate float64
 }
 
 // PartitionState is one hosted partition.
@@ -203,11 +220,21 @@ var (
 	descReplicationBytesIn = desc("kafka_server_brokertopicmetrics_replicationbytesin_total", "Record bytes appended as a follower (ReplicationBytesInPerSec).")
 )
 
+// The replication throttles (kafka.server:type=LeaderReplication and
+// FollowerReplication).
+var replicationThrottleDescs = map[string]*prometheus.Desc{
+	"LeaderReplication": desc("kafka_server_leaderreplication_byte_rate",
+		"Bytes a second this leader sent throttled follower replicas (kafka.server:type=LeaderReplication byte-rate)."),
+	"FollowerReplication": desc("kafka_server_followerreplication_byte_rate",
+		"Bytes a second this broker's replica fetchers took for throttled replicas (kafka.server:type=FollowerReplication byte-rate)."),
+}
+
 // The metadata quorum (kafka.server:type=raft-metrics).
 var (
 	descRaftLeader = desc("kafka_server_raft_metrics_current_leader", "The metadata quorum's leader as this node knows it, -1 unknown (raft-metrics current-leader).")
 	descRaftEpoch  = desc("kafka_server_raft_metrics_current_epoch", "The metadata quorum's epoch; it grows by one per election (raft-metrics current-epoch).")
 	descRaftHW     = desc("kafka_server_raft_metrics_high_watermark", "The metadata log's high watermark as this node knows it (raft-metrics high-watermark).")
+	descRaftIdle   = desc("kafka_server_raft_metrics_poll_idle_ratio_avg", "Share of the last 30 to 60 s the metadata quorum's work loop waited for work rather than handled it, 0 to 1 (raft-metrics poll-idle-ratio-avg).")
 	descRaftState  = prometheus.NewDesc("kafka_server_raft_metrics_current_state",
 		"1 for this node's role in the metadata quorum: leader, follower, unattached or observer (raft-metrics current-state).", []string{"state"}, nil)
 )
@@ -248,7 +275,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descNumGroups, descNumOffsets, descGroupCount, descConsumerGroups, descShareGroups,
 		descShareInFlightRecords, descShareInFlightBatches,
 		descMaxLag, descConsumerLag, descReplicationBytesIn,
-		descRaftLeader, descRaftEpoch, descRaftHW, descRaftState} {
+		descRaftLeader, descRaftEpoch, descRaftHW, descRaftState, descRaftIdle} {
 		ch <- d
 	}
 	for _, d := range descClassicByState {
@@ -257,6 +284,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range quotaDescs {
 		ch <- d[0]
 		ch <- d[1]
+	}
+	for _, d := range replicationThrottleDescs {
+		ch <- d
 	}
 }
 
@@ -271,6 +301,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRaftEpoch, float64(r.Epoch))
 		gauge(descRaftHW, float64(r.HighWatermark))
 		gauge(descRaftState, 1, r.State)
+		if !math.IsNaN(r.PollIdleRatio) {
+			gauge(descRaftIdle, r.PollIdleRatio)
+		}
 	}
 	for name, n := range s.Purgatories {
 		gauge(descPurgatorySize, float64(n), name)
@@ -279,6 +312,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if d, ok := quotaDescs[q.Type]; ok {
 			gauge(d[0], q.Rate, q.User, q.ClientID)
 			gauge(d[1], q.ThrottleTime, q.User, q.ClientID)
+		}
+	}
+	for _, r := range s.ReplicationThrottles {
+		if d, ok := replicationThrottleDescs[r.Type]; ok {
+			gauge(d, r.ByteRate)
 		}
 	}
 	if s.Broker {

@@ -7,7 +7,9 @@
 // quota type measures each client's rate over a few sampled windows, as
 // Kafka's ClientQuotaManager does, and answers how long a client over its
 // quota is to be throttled. Throttling itself (muting the connection) is
-// the socket server's; this package only measures and decides.
+// the socket server's; this package only measures and decides. It also
+// holds the replication throttles (replication.go), which the replica
+// manager applies to the traffic of moving replicas.
 //
 // Managers are safe for concurrent use, start no goroutines and read the
 // time from a clock that tests replace. A Manager measures only once a

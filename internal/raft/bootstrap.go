@@ -22,7 +22,7 @@ const BootstrapCheckpointName = "bootstrap.checkpoint"
 
 // WriteBootstrapCheckpoint writes dir/bootstrap.checkpoint atomically.
 func WriteBootstrapCheckpoint(dir string, records []metadata.Record) error {
-	data, err := encodeSnapshot(SnapshotID{}, 0, 0, time.Now().UnixMilli(), records)
+	data, err := encodeSnapshot(SnapshotID{}, 0, 0, time.Now().UnixMilli(), metadata.EncodeAll(records))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", BootstrapCheckpointName, err)
 	}

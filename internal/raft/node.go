@@ -42,10 +42,13 @@ type NodeConfig struct {
 	// SegmentBytes is metadata.log.segment.bytes (1 GiB when zero); only
 	// whole segments below a snapshot are deleted.
 	SegmentBytes int32
-	// Image returns the state as of the last batch handed to listeners. It
-	// is called on the node's goroutine right after the listeners handled a
-	// batch, to take a snapshot. Nil: no snapshots are taken.
-	Image func() *metadata.Image
+	// Snapshot is the state machine's side of a snapshot: the encoded
+	// records (opaque to the quorum) that rebuild its state as of
+	// endOffset, the offset after the last batch the listeners handled; ok
+	// is false when its state is not exactly there. It is called on the
+	// node's goroutine right after the listeners handled a batch, when a
+	// snapshot is due. Nil: no snapshots are taken.
+	Snapshot SnapshotSource
 	// LeaderProbe, when set, turns on elections on the leader's exit
 	// (gregor.controller.quorum.election.on.leader.exit, see
 	// leader_exit.go): it reports whether a voter's process is gone.
@@ -62,6 +65,10 @@ type NodeConfig struct {
 	Logger           *slog.Logger
 	Now              func() time.Time
 }
+
+// SnapshotSource hands the quorum a snapshot's records, encoded, as of an
+// end offset (NodeConfig.Snapshot).
+type SnapshotSource func(endOffset int64) (values [][]byte, ok bool)
 
 // Transport sends Raft messages to other voters. Send must not block; it may
 // drop messages (Raft retries). After a failed MsgSnap it should call the
@@ -103,23 +110,26 @@ type Node struct {
 	log    *log.Log
 
 	// Owned by the run goroutine once started (before: by Start).
-	rn          *etcdraft.RawNode
-	storage     *raftStorage
-	offsets     entryOffsets
-	hardState   raftpb.HardState
-	lead        uint64
-	raftState   etcdraft.StateType
-	applied     uint64
-	announced   leaderAndEpoch // last HandleLeaderChange
-	pending     []*proposal
-	newBytes    int64 // data bytes applied since the last snapshot
-	lastSnap    time.Time
-	prevSnap    snapshotPoint // the latest snapshot; compaction goes up to the one before
-	peerContact map[uint64]peerTimes
-	failed      error
+	rn           *etcdraft.RawNode
+	storage      *raftStorage
+	offsets      entryOffsets
+	hardState    raftpb.HardState
+	storedLeader int32 // the leader quorum-state names
+	lead         uint64
+	raftState    etcdraft.StateType
+	applied      uint64
+	announced    leaderAndEpoch // last HandleLeaderChange
+	pending      []*proposal
+	newBytes     int64 // data bytes applied since the last snapshot
+	lastSnap     time.Time
+	prevSnap     snapshotPoint // the latest snapshot; compaction goes up to the one before
+	peerContact  map[uint64]peerTimes
+	failed       error
 	// leaderlessSince is when this node last came to know no leader; zero
 	// while it knows one (timeElection).
 	leaderlessSince time.Time
+	// idle is raft-metrics poll-idle-ratio: run's time waiting in select.
+	idle *pollIdle
 
 	// mu guards listeners and the lifecycle flags.
 	mu        sync.Mutex
@@ -131,6 +141,8 @@ type Node struct {
 	loaded loadedState // from open until Start
 
 	propc   chan *proposal
+	ledc    chan struct{} // closed when this node's listeners first learn it leads
+	failc   chan struct{} // closed when a storage failure stops the node
 	recvc   chan raftpb.Message
 	funcc   chan func()
 	reportc chan func()
@@ -182,7 +194,10 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("raft node: node %d is not one of the voters %v", cfg.NodeID, cfg.Voters)
 	}
 	if cfg.Transport == nil {
-		return nil, errors.New("raft node: no transport")
+		if len(cfg.Voters) > 1 {
+			return nil, errors.New("raft node: no transport")
+		}
+		cfg.Transport = noTransport{} // the only voter has no one to talk to
 	}
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = defaultTickInterval
@@ -223,21 +238,35 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		l.Close()
 		return nil, fmt.Errorf("raft node: %w", err)
 	}
+	if len(cfg.Voters) == 1 {
+		// The only voter's log is the quorum's: every entry in it is
+		// committed, or will be by the voter's next term, and no other
+		// voter can replace it. So the whole log is replayed at Start, and
+		// the commit index need not be written on every commit
+		// (soleVoterCommitOnly). A log of the former one-voter
+		// implementation, whose quorum-state never held an applied
+		// offset, loads the same way.
+		st.hardState.Commit = st.offsets.last()
+	}
 	n := &Node{
 		cfg: cfg, logger: logger, log: l, loaded: st,
-		offsets:     st.offsets,
-		hardState:   st.hardState,
-		peerContact: make(map[uint64]peerTimes),
-		announced:   leaderAndEpoch{-1, -1},
+		offsets:      st.offsets,
+		hardState:    st.hardState,
+		peerContact:  make(map[uint64]peerTimes),
+		announced:    leaderAndEpoch{-1, -1},
+		storedLeader: qs.LeaderID,
 		// A node starts knowing no leader: its first election counts.
 		leaderlessSince: cfg.Now(),
 		propc:           make(chan *proposal),
+		ledc:            make(chan struct{}),
+		failc:           make(chan struct{}),
 		recvc:           make(chan raftpb.Message, 256),
 		funcc:           make(chan func()),
 		reportc:         make(chan func(), 64),
 		stopc:           make(chan struct{}),
 		donec:           make(chan struct{}),
 		highWatermark:   newWatermark(),
+		idle:            newPollIdle(time.Now()),
 	}
 	n.bgCtx, n.bgCancel = context.WithCancel(context.Background())
 	n.leaderID.Store(-1)
@@ -294,15 +323,23 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.started = true
 	n.mu.Unlock()
+	running := false // the node's goroutine was started
 	defer func() {
 		if err != nil {
-			// No goroutine runs: Close must not wait for one.
+			// No goroutine runs (a started one is stopped): Close must
+			// not wait for one.
 			n.mu.Lock()
 			n.started = false
 			n.closed = true
 			n.mu.Unlock()
 			n.stopped.Store(true)
-			close(n.donec)
+			n.leaderID.Store(-1)
+			if running {
+				close(n.stopc)
+			} else {
+				close(n.donec)
+			}
+			<-n.donec
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -360,6 +397,20 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.logger.Info("metadata quorum node started", "voters", n.cfg.Voters, "term", st.hardState.Term,
 		"commit_index", st.hardState.Commit, "high_watermark", n.highWatermark.Load())
 	go n.run()
+	running = true
+	if len(n.cfg.Voters) == 1 {
+		// The only voter leads as soon as its term's first entry is
+		// written: Start returns a leader, ready to append.
+		select {
+		case <-n.ledc:
+		case <-n.failc:
+			return fmt.Errorf("raft node: %w", n.Err())
+		case <-n.donec:
+			return fmt.Errorf("raft node: %w", ErrNotLeader)
+		case <-ctx.Done():
+			return fmt.Errorf("raft node: waiting to lead: %w", ctx.Err())
+		}
+	}
 	return nil
 }
 
@@ -417,20 +468,26 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
+		var busyFrom time.Time
 		select {
 		case <-ticker.C:
+			busyFrom = time.Now()
 			if n.failed == nil {
 				n.rn.Tick()
 			}
 		case m := <-n.recvc:
+			busyFrom = time.Now()
 			if n.failed == nil {
 				n.step(m)
 			}
 		case p := <-n.propc:
+			busyFrom = time.Now()
 			n.propose(p)
 		case f := <-n.funcc:
+			busyFrom = time.Now()
 			f()
 		case f := <-n.reportc:
+			busyFrom = time.Now()
 			if n.failed == nil {
 				f()
 			}
@@ -443,6 +500,7 @@ func (n *Node) run() {
 				n.fail(err)
 			}
 		}
+		n.idle.busy(busyFrom, time.Now())
 	}
 }
 
@@ -496,6 +554,7 @@ func (n *Node) fail(err error) {
 	n.failed = err
 	e := fmt.Errorf("%w: %w", errNodeFailed, err)
 	n.errv.Store(&e)
+	close(n.failc)
 	n.logger.Error("metadata quorum node failed; it stops taking part", "err", err)
 	n.failPending(ErrNotLeader)
 	n.leaderID.Store(-1)
@@ -599,6 +658,10 @@ func (n *Node) Leader() (int32, int32) { return n.leaderID.Load(), n.leaderEpoch
 // have handled.
 func (n *Node) HighWatermark() int64 { return n.highWatermark.Load() }
 
+// PollIdleRatio is raft-metrics poll-idle-ratio-avg: the share of the last
+// 30 to 60 s the node's goroutine waited for work (pollIdle).
+func (n *Node) PollIdleRatio() float64 { return n.idle.ratio(time.Now()) }
+
 // WaitHighWatermark waits until the high watermark passes offset: a
 // metadata long poll. It returns ctx's error at its end, and
 // purgatory.ErrClosed once the node closes.
@@ -638,6 +701,11 @@ func (n *Node) Close() error {
 	}
 	return nil
 }
+
+// noTransport is the transport of a one-voter quorum: there is no peer.
+type noTransport struct{}
+
+func (noTransport) Send([]raftpb.Message) {}
 
 // checkStoredVoters refuses a voter set that differs from the one the
 // quorum-state file recorded: a static quorum cannot change its voters by

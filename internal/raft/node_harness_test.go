@@ -193,7 +193,7 @@ func (c *testCluster) start(id int32) *Node {
 	loader := metadata.NewLoader("c1", quietLogger())
 	cfg := NodeConfig{Dir: c.dir(id), NodeID: id, ClusterID: "c1", Voters: c.voters,
 		Transport: testTransport{net: c.net, from: id}, TickInterval: 5 * time.Millisecond,
-		ElectionTimeout: 60 * time.Millisecond, Image: loader.Image, Logger: quietLogger()}
+		ElectionTimeout: 60 * time.Millisecond, Snapshot: loaderSnapshot(loader), Logger: quietLogger()}
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
@@ -232,7 +232,7 @@ func (c *testCluster) shutdown() {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -267,7 +267,7 @@ func (c *testCluster) waitLeader(candidates ...int32) int32 {
 // leadership moves.
 func (c *testCluster) append(recs []metadata.Record, candidates ...int32) int64 {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		leader := c.waitLeader(candidates...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -307,4 +307,16 @@ func (c *testCluster) waitConverged(lastOffset int64, ids ...int32) {
 
 func featureRecords() []metadata.Record {
 	return []metadata.Record{&metadata.FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 25}}
+}
+
+// loaderSnapshot is a node's snapshot source as the controller's is: the
+// image's records, when the image is exactly at the end offset.
+func loaderSnapshot(l *metadata.Loader) SnapshotSource {
+	return func(end int64) ([][]byte, bool) {
+		img := l.Image()
+		if img.Offset+1 != end {
+			return nil, false
+		}
+		return metadata.EncodeAll(img.Records()), true
+	}
 }

@@ -62,6 +62,13 @@ func TestNodeElectionAndFetchMetrics(t *testing.T) {
 		t.Errorf("the leader counted %d records of its own as fetched", f)
 	}
 
+	// Every voter's loop handled ticks and messages, and waited between them.
+	for _, id := range c.voters {
+		if r := c.nodes[id].PollIdleRatio(); !(r > 0 && r < 1) {
+			t.Errorf("node %d: poll idle ratio %v, want in (0, 1)", id, r)
+		}
+	}
+
 	c.stop(leader)
 	c.waitLeader(others...)
 	for _, id := range others {

@@ -28,12 +28,15 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 			return err
 		}
 	}
-	if !etcdraft.IsEmptyHardState(rd.HardState) {
+	if !etcdraft.IsEmptyHardState(rd.HardState) && !n.soleVoterCommitOnly(rd.HardState) {
 		commitEnd, _ := n.offsets.end(rd.HardState.Commit)
 		st := hardStateFile(n.cfg.ClusterID, rd.HardState, n.leaderNodeID(), n.cfg.Voters, commitEnd-1)
 		if err := writeQuorumState(n.cfg.Dir, st); err != nil {
 			return err
 		}
+		n.storedLeader = st.LeaderID
+	}
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
 		n.hardState = rd.HardState
 		if err := n.storage.SetHardState(rd.HardState); err != nil {
 			return err
@@ -63,6 +66,16 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 	return nil
 }
 
+// soleVoterCommitOnly reports a hard state that differs from the stored one
+// only in its commit index (same term, vote and leader), on a one-voter
+// quorum. Its write is skipped: such a node reloads its whole log as
+// committed (NewNode), so the write would add two fsyncs to every append
+// and protect nothing.
+func (n *Node) soleVoterCommitOnly(hs raftpb.HardState) bool {
+	return len(n.cfg.Voters) == 1 && hs.Term == n.hardState.Term && hs.Vote == n.hardState.Vote &&
+		n.leaderNodeID() == n.storedLeader
+}
+
 func (n *Node) leaderNodeID() int32 {
 	if n.lead == 0 {
 		return -1
@@ -86,6 +99,13 @@ func (n *Node) notifyLeader(leader, epoch int32) {
 	n.leaderEpoch.Store(epoch)
 	for _, l := range n.listenersCopy() {
 		l.HandleLeaderChange(leader, epoch)
+	}
+	if leader == n.cfg.NodeID {
+		select {
+		case <-n.ledc:
+		default:
+			close(n.ledc)
+		}
 	}
 }
 

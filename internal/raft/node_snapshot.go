@@ -60,7 +60,7 @@ func (n *Node) applySnapshot(snap raftpb.Snapshot) error {
 // metadata.log.max.snapshot.interval.ms). The log below it is then deleted.
 // A failed snapshot is logged; the log stays, so nothing is lost.
 func (n *Node) maybeSnapshot(e raftpb.Entry, end, lastTimestamp int64) {
-	if n.cfg.Image == nil || n.newBytes == 0 {
+	if n.cfg.Snapshot == nil || n.newBytes == 0 {
 		return
 	}
 	now := n.cfg.Now()
@@ -69,13 +69,13 @@ func (n *Node) maybeSnapshot(e raftpb.Entry, end, lastTimestamp int64) {
 	if !due {
 		return
 	}
-	img := n.cfg.Image()
-	if img == nil || img.Offset+1 != end {
-		// The image is not exactly as of this entry; try after the next.
+	values, ok := n.cfg.Snapshot(end)
+	if !ok {
+		// The state is not exactly as of this entry; try after the next.
 		return
 	}
 	id := SnapshotID{EndOffset: end, Epoch: int32(e.Term)}
-	data, err := encodeSnapshot(id, e.Index, lastTimestamp, now.UnixMilli(), img.Records())
+	data, err := encodeSnapshot(id, e.Index, lastTimestamp, now.UnixMilli(), values)
 	if err != nil {
 		n.logger.Error("encoding a metadata snapshot failed", "err", err)
 		return

@@ -367,7 +367,7 @@ func TestSnapshotFileFormat(t *testing.T) {
 		t.Fatalf("parse: %v %v", back, ok)
 	}
 	recs := append(featureRecords(), topicRecords("orders", 1, 2)...)
-	data, err := encodeSnapshot(id, 7, 1000, 2000, recs)
+	data, err := encodeSnapshot(id, 7, 1000, 2000, metadata.EncodeAll(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestSnapshotFileFormat(t *testing.T) {
 }
 
 func FuzzDecodeSnapshot(f *testing.F) {
-	data, err := encodeSnapshot(SnapshotID{EndOffset: 10, Epoch: 1}, 4, 0, 0, topicRecords("x", 1, 1))
+	data, err := encodeSnapshot(SnapshotID{EndOffset: 10, Epoch: 1}, 4, 0, 0, metadata.EncodeAll(topicRecords("x", 1, 1)))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -60,6 +60,9 @@ type Observer struct {
 	leader      atomic.Int32
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64 // the quorum's high watermark as last reported
+	// idle is raft-metrics poll-idle-ratio: busy while applying what a
+	// fetch brought, idle while waiting for the leader's answer.
+	idle *pollIdle
 
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -84,7 +87,8 @@ func NewObserver(cfg ObserverConfig) *Observer {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	o := &Observer{cfg: cfg, logger: logger.With("component", "raft-observer", "node", cfg.NodeID), done: make(chan struct{}), fatal: make(chan error, 1)}
+	o := &Observer{cfg: cfg, logger: logger.With("component", "raft-observer", "node", cfg.NodeID), done: make(chan struct{}), fatal: make(chan error, 1),
+		idle: newPollIdle(time.Now())}
 	o.leader.Store(-1)
 	return o
 }
@@ -254,6 +258,8 @@ func (o *Observer) fetchOnce(ctx context.Context, c *rpc.Client) (int64, error) 
 func (o *Observer) apply(raw []byte) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	start := time.Now()
+	defer func() { o.idle.busy(start, time.Now()) }()
 	for len(raw) > 0 {
 		h, err := record.ParseHeader(raw)
 		if err != nil {
@@ -351,6 +357,10 @@ func (o *Observer) Append(context.Context, []metadata.Record) (int64, error) {
 
 // Leader returns the leader last reported by a controller.
 func (o *Observer) Leader() (int32, int32) { return o.leader.Load(), o.leaderEpoch.Load() }
+
+// PollIdleRatio is raft-metrics poll-idle-ratio-avg: the share of the
+// last 30 to 60 s the observer was not applying fetched records (pollIdle).
+func (o *Observer) PollIdleRatio() float64 { return o.idle.ratio(time.Now()) }
 
 // HighWatermark returns the offset after the last record the listeners have.
 func (o *Observer) HighWatermark() int64 { return o.next.Load() }

@@ -3,14 +3,13 @@
 // batches, in offset order, to its listeners (the controller and every
 // broker's metadata loader).
 //
-// Quorum is the seam, with three implementations over the same on-disk log.
-// SingleVoter is a one-voter quorum (the zero-config node, broker and
-// controller in one process): an append is committed once it is written and
-// fsynced. Node is a voter of a larger quorum, driving go.etcd.io/raft/v3:
-// one Raft entry is one record batch, the Raft term is the batch's partition
-// leader epoch, and Raft bookkeeping goes in control batches that listeners
-// never see. Observer follows the log without voting (a broker-only node),
-// fetching it from the controllers.
+// Quorum is the seam, with two implementations over the same on-disk log.
+// Node is a voter, driving go.etcd.io/raft/v3: one Raft entry is one record
+// batch, the Raft term is the batch's partition leader epoch, and Raft
+// bookkeeping goes in control batches that listeners never see. The
+// zero-config single node is a Node whose only voter is itself, so it runs
+// the code a cluster runs. Observer follows the log without voting (a
+// broker-only node), fetching it from the controllers.
 package raft
 
 import (
@@ -46,8 +45,8 @@ type Listener interface {
 // Quorum is the metadata log as a replicated state machine log.
 type Quorum interface {
 	// Start replays the committed log to the registered listeners before
-	// returning, then takes part in the quorum (the single voter becomes
-	// leader at once).
+	// returning, then takes part in the quorum (a one-voter quorum's node
+	// returns once it leads).
 	Start(ctx context.Context) error
 	// Register adds a listener. A listener registered after Start is first
 	// brought up to date with the committed log.

@@ -133,7 +133,8 @@ type snapshotPosition struct {
 }
 
 // encodeSnapshot builds a snapshot file's bytes.
-func encodeSnapshot(id SnapshotID, raftIndex uint64, lastContainedTimestamp, now int64, records []metadata.Record) ([]byte, error) {
+// values are the encoded records, in order.
+func encodeSnapshot(id SnapshotID, raftIndex uint64, lastContainedTimestamp, now int64, values [][]byte) ([]byte, error) {
 	opts := func(base int64, control bool) record.BuilderOptions {
 		return record.BuilderOptions{BaseOffset: base, Codec: record.CodecNone, ProducerID: record.NoProducerID,
 			ProducerEpoch: record.NoProducerEpoch, BaseSequence: record.NoSequence, Control: control,
@@ -156,11 +157,11 @@ func encodeSnapshot(id SnapshotID, raftIndex uint64, lastContainedTimestamp, now
 	out = append(out, raw...)
 	next := int64(1)
 	// Data batches, each within KRaft's batch size limit.
-	for len(records) > 0 {
+	for len(values) > 0 {
 		bld := record.NewBuilder(opts(next, false))
 		size, n := 0, 0
-		for n < len(records) {
-			v := metadata.Encode(records[n])
+		for n < len(values) {
+			v := values[n]
 			if n > 0 && size+len(v)+64 > MaxBatchSizeBytes {
 				break
 			}
@@ -174,7 +175,7 @@ func encodeSnapshot(id SnapshotID, raftIndex uint64, lastContainedTimestamp, now
 		}
 		out = append(out, raw...)
 		next += int64(n)
-		records = records[n:]
+		values = values[n:]
 	}
 	footer := binary.BigEndian.AppendUint16(nil, snapshotFooterVersion)
 	footer = binary.AppendUvarint(footer, 0) // no tagged fields

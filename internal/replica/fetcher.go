@@ -194,6 +194,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	want := make(map[log.TopicPartition]kmsg.FetchRequestTopicPartition, len(parts))
 	order := make([]log.TopicPartition, 0, len(parts))
 	for _, p := range parts {
+		if f.followerThrottled(p) {
+			continue // asked for again once the rate is under the bound
+		}
 		l := p.Log()
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.TopicPartition.Partition
@@ -208,6 +211,15 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 		rp.PartitionMaxBytes = cfg.MaxBytes
 		want[p.TopicPartition] = rp
 		order = append(order, p.TopicPartition)
+	}
+	if len(want) == 0 {
+		// Every partition waits for the follower throttle's rate to fall:
+		// back off, as Kafka's fetcher does with nothing to fetch.
+		select {
+		case <-ctx.Done():
+		case <-time.After(cfg.Backoff):
+		}
+		return nil
 	}
 	// Only the partitions whose parameters changed, in a fetch session.
 	f.session.fill(req, want, order)
@@ -257,6 +269,22 @@ func (f *fetcher) fetchOnce(ctx context.Context, client *rpc.Client) error {
 	return firstErr
 }
 
+// followerThrottled is Kafka's shouldFollowerThrottle: a throttled
+// partition this follower is behind on (its lag behind the leader's high
+// watermark not known to be 0) is left out of the fetch while the
+// follower throttle's rate is over its bound.
+func (f *fetcher) followerThrottled(p *partition.Partition) bool {
+	q := f.m.repl.FollowerQuota
+	if q == nil || !q.IsThrottled(p.TopicPartition.Topic, p.TopicPartition.Partition) {
+		return false
+	}
+	f.mu.Lock()
+	lag, known := f.lags[p.TopicPartition]
+	f.mu.Unlock()
+	inSync := known && lag <= 0
+	return !inSync && q.IsQuotaExceeded()
+}
+
 // handle applies one partition's answer as partition.DecideFetchAnswer and
 // AdoptLeaderOffsets decide: truncate on a diverging epoch (or an offset
 // out of range), append the batches, adopt the leader's high watermark and
@@ -288,6 +316,9 @@ func (f *fetcher) handle(p *partition.Partition, rp *kmsg.FetchResponseTopicPart
 				return fmt.Errorf("append as follower: %w", err)
 			}
 			f.m.replicationBytesIn.Add(int64(len(batches)))
+			if q := f.m.repl.FollowerQuota; q != nil && q.IsThrottled(p.TopicPartition.Topic, p.TopicPartition.Partition) {
+				q.Record(len(batches))
+			}
 		}
 	}
 	if rp.HighWatermark >= 0 {

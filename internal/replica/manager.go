@@ -100,6 +100,7 @@ func (m *Manager) Layers(img *metadata.Image, topic string) config.Layers {
 func (m *Manager) reconcileAll(img *metadata.Image) {
 	m.image.Store(img)
 	want := make(map[log.TopicPartition]bool)
+	var work []func()
 	for _, t := range img.Topics.All() {
 		cfg, err := config.ResolveTopic(m.Layers(img, t.Name))
 		if err != nil {
@@ -112,12 +113,19 @@ func (m *Manager) reconcileAll(img *metadata.Image) {
 			}
 			tp := log.TopicPartition{Topic: t.Name, Partition: id}
 			want[tp] = true
-			if err := m.host(tp, t.ID, cfg, p); err != nil {
-				m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
-			}
-			m.partitionChanged(tp)
+			topicID := t.ID
+			work = append(work, func() {
+				if err := m.host(tp, topicID, cfg, p); err != nil {
+					m.cfg.Logger.Error("host partition", "partition", tp.String(), "err", err)
+				}
+				m.partitionChanged(tp)
+			})
 		}
 	}
+	// As in applyDelta: each touches only its own partition, and a broker
+	// starting with many partitions (or leading many at once) waits on
+	// their files side by side, not one after another.
+	runParallel(work, applyWorkers)
 	m.mu.Lock()
 	var gone []log.TopicPartition
 	for tp := range m.partitions {

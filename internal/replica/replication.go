@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +26,29 @@ type ReplicationConfig struct {
 	// partition this broker leads: "expand" or "shrink" (metrics).
 	OnISRChange func(change string)
 	Fetcher     FetcherConfig
+	// LeaderQuota and FollowerQuota are the replication throttles
+	// (quota.Replication, KIP-73): the leader side applies to the fetch
+	// answers this broker sends followers, the follower side to the
+	// fetches its replica fetchers make. Nil: no throttle.
+	LeaderQuota, FollowerQuota ReplicationQuota
+}
+
+// ReplicationQuota is one side's replication throttle (quota.Replication):
+// which partitions it throttles here, whether its rate is over its bound,
+// and the throttled bytes moved.
+type ReplicationQuota interface {
+	IsThrottled(topic string, partition int32) bool
+	IsQuotaExceeded() bool
+	Record(bytes int)
+}
+
+// leaderThrottled is Kafka's shouldLeaderThrottle: a follower outside the
+// ISR of a throttled partition gets no records while the leader's rate is
+// over its bound. An ISR member always does: throttling it would hold back
+// the high watermark.
+func (m *Manager) leaderThrottled(topic string, p int32, part *partition.Partition, follower int32) bool {
+	q := m.repl.LeaderQuota
+	return q != nil && q.IsThrottled(topic, p) && !slices.Contains(part.ISR(), follower) && q.IsQuotaExceeded()
 }
 
 // imageBrokers answers the leader bookkeeping's questions about brokers
@@ -231,6 +255,11 @@ func (m *Manager) readAsReplica(topic string, p int32, f ReplicaFetch, zeroCopy 
 	}
 	res := FetchResult{HighWatermark: part.HighWatermark(), LastStableOffset: part.LastStableOffset(), LogStartOffset: l.LogStartOffset(),
 		File: log.FileRange{FirstBatchOffset: -1}}
+	if m.leaderThrottled(topic, p, part, f.ReplicaID) {
+		// The follower's progress is recorded above; it just gets no
+		// records this time (Kafka answers an empty record set).
+		return res, nil
+	}
 	if zeroCopy {
 		res.File, err = l.ReadFileRange(f.FetchOffset, f.MaxBytes, l.LogEndOffset(), f.MinOneBatch)
 	} else {
@@ -243,6 +272,14 @@ func (m *Manager) readAsReplica(topic string, p int32, f ReplicaFetch, zeroCopy 
 			err = kerr.OffsetOutOfRange
 		}
 		res.Err = err
+	}
+	if q := m.repl.LeaderQuota; q != nil && q.IsThrottled(topic, p) {
+		// Kafka records the throttled partitions' bytes of each answer
+		// sent. A follower's fetch is answered by this read unless it read
+		// less than replica.fetch.min.bytes (1 by default: nothing); with
+		// a larger setting a short read is read again after the wait and
+		// counts twice, which only makes the throttle stricter.
+		q.Record(int(res.File.Size) + len(res.Records))
 	}
 	return res, nil
 }

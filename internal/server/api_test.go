@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestApiVersionsAdvertisesKafka40Floors(t *testing.T) {
 	floors := map[int16]int16{0: 3, 1: 4, 2: 1, 3: 0, 18: 0, 19: 2, 20: 1, 21: 0, 32: 1, 33: 0, 35: 1, 37: 0, 44: 0, 60: 0, 22: 0,
 		8: 2, 9: 1, 10: 0, 11: 2, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0, 42: 0, 47: 0, 68: 0, 69: 0, 55: 0, 43: 0, 23: 2, 75: 0, 45: 0, 46: 0, 61: 0, 28: 0,
 		24: 0, 25: 0, 26: 0, 27: 0, 65: 0, 66: 0, 50: 0, 51: 0, 29: 1, 30: 1, 31: 1, 48: 0, 49: 0,
-		17: 0, 36: 0,
+		17: 0, 36: 0, 57: 0, 64: 0,
 		76: 1, 77: 1, 78: 1, 79: 1, 83: 0, 84: 0, 85: 0, 86: 0, 87: 0, 90: 0, 91: 0, 92: 0} // share groups (KIP-932)
 	got := map[int16]kmsg.ApiVersionsResponseApiKey{}
 	for _, k := range resp.ApiKeys {
@@ -41,8 +42,13 @@ func TestApiVersionsAdvertisesKafka40Floors(t *testing.T) {
 	if len(got) != len(floors) {
 		t.Errorf("advertised %d APIs, want exactly the %d implemented", len(got), len(floors))
 	}
-	if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "metadata.version" {
-		t.Errorf("finalized features: %+v", resp.FinalizedFeatures)
+	// A new cluster's feature levels (features_test.go has the rest).
+	finalized := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		finalized[f.Name] = f.MaxVersionLevel
+	}
+	if want := map[string]int16{"metadata.version": 25, "group.version": 1, "share.version": 1, "eligible.leader.replicas.version": 1, "transaction.version": 2}; !maps.Equal(finalized, want) {
+		t.Errorf("finalized features: %+v, want %v", resp.FinalizedFeatures, want)
 	}
 }
 

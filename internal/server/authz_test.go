@@ -443,16 +443,29 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	codeOf(t, "ListPartitionReassignments", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "AlterPartitionReassignments", rawRequest[*kmsg.AlterPartitionAssignmentsResponse](t, cl, kmsg.NewPtrAlterPartitionAssignmentsRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "ElectLeaders", rawRequest[*kmsg.ElectLeadersResponse](t, cl, kmsg.NewPtrElectLeadersRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
+	unregister := kmsg.NewPtrUnregisterBrokerRequest()
+	unregister.BrokerID = 7
+	codeOf(t, "UnregisterBroker", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.ClusterAuthorizationFailed)
 	codeOf(t, "DescribeQuorum", rawRequest[*kmsg.DescribeQuorumResponse](t, cl, kmsg.NewPtrDescribeQuorumRequest()).ErrorCode, kerr.ClusterAuthorizationFailed)
 
 	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	scram.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}
 	codeOf(t, "AlterUserScramCredentials", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	features := kmsg.NewPtrUpdateFeaturesRequest()
+	features.ValidateOnly = true
+	fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "share.version", 1, 1
+	features.FeatureUpdates = append(features.FeatureUpdates, fu)
+	codeOf(t, "UpdateFeatures", rawRequest[*kmsg.UpdateFeaturesResponse](t, cl, features).ErrorCode, kerr.ClusterAuthorizationFailed)
 	// Authorized at the broker, forwarded to the controller without the
 	// client's principal, and served there.
 	fa.only(clusterGrant(kmsg.ACLOperationAlter), clusterGrant(kmsg.ACLOperationDescribe))
 	codeOf(t, "AlterUserScramCredentials with ALTER", rawRequest[*kmsg.AlterUserSCRAMCredentialsResponse](t, cl, scram).Results[0].ErrorCode, kerr.ResourceNotFound)
 	codeOf(t, "ListPartitionReassignments with DESCRIBE", rawRequest[*kmsg.ListPartitionReassignmentsResponse](t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode, nil)
+	if r := rawRequest[*kmsg.UpdateFeaturesResponse](t, cl, features); r.ErrorCode != 0 {
+		t.Errorf("UpdateFeatures with ALTER: %v %s", kerr.ErrorForCode(r.ErrorCode), *r.ErrorMessage)
+	}
+	codeOf(t, "UnregisterBroker with ALTER (forwarded, served)", rawRequest[*kmsg.UnregisterBrokerResponse](t, cl, unregister).ErrorCode, kerr.BrokerIDNotRegistered)
 
 	// Node-to-node requests on the controller listener.
 	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ts.srv.Addr("CONTROLLER").String()))
@@ -478,6 +491,7 @@ func TestAuthzClusterAndNodeToNode(t *testing.T) {
 	// Admin requests on the controller listener (KIP-919) need the
 	// client's own permission, or CLUSTER_ACTION (a broker forwarding).
 	codeOf(t, "DescribeQuorum at the controller", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
+	codeOf(t, "UpdateFeatures at the controller", seed(features).(*kmsg.UpdateFeaturesResponse).ErrorCode, kerr.ClusterAuthorizationFailed)
 	fa.only(clusterGrant(kmsg.ACLOperationClusterAction))
 	codeOf(t, "DescribeQuorum forwarded by a broker", seed(kmsg.NewPtrDescribeQuorumRequest()).(*kmsg.DescribeQuorumResponse).ErrorCode, nil)
 }
@@ -595,7 +609,9 @@ func TestAuthzTopicAdmin(t *testing.T) {
 		alter := kmsg.NewPtrAlterConfigsRequest()
 		alter.Resources = []kmsg.AlterConfigsRequestResource{
 			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: value}}},
-			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}}},
+			// The legacy set keeps the cluster-level min.insync.replicas
+			// that eligible leader replicas need.
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.retention.ms", Value: value}, {Name: "min.insync.replicas", Value: kmsg.StringPtr("1")}}},
 		}
 		incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{

@@ -124,6 +124,11 @@ func TestTxnOffsetCommitRaw(t *testing.T) {
 		t.Fatalf("InitProducerId: %v %v", pidResp, err)
 	}
 	pid, epoch := pidResp.ProducerID, pidResp.ProducerEpoch
+	// These commits stand in for a producer with no transaction
+	// coordinator behind it (the test writes the markers itself): under
+	// transactions v2 a TxnOffsetCommit v5 first adds the partition at the
+	// coordinator, so the cluster runs transaction.version 1.
+	setTxnVersion(t, cl, 1)
 
 	var got map[string]string
 	waitFor(t, "TxnOffsetCommit past loading", 20*time.Second, func() bool {

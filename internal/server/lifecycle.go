@@ -138,7 +138,13 @@ func (l *lifecycle) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 3
 	req.BrokerID, req.ClusterID, req.IncarnationID = s.cfg.NodeID, s.clusterID, l.incarnation
+	// The epoch the previous incarnation wrote at its clean shutdown (-1:
+	// none): the controller keeps this broker in the ELRs it is in only
+	// after a clean shutdown (KIP-966).
 	req.PreviousBrokerEpoch = -1
+	if s.logs != nil {
+		req.PreviousBrokerEpoch = s.logs.PreviousBrokerEpoch()
+	}
 	if s.cfg.BrokerRack != "" {
 		rack := s.cfg.BrokerRack
 		req.Rack = &rack
@@ -153,9 +159,14 @@ func (l *lifecycle) register(ctx context.Context) error {
 		rl.SecurityProtocol = securityProtocolID(s.cfg.ListenerSecurityProtocolMap[al.Name])
 		req.Listeners = append(req.Listeners, rl)
 	}
-	f := kmsg.NewBrokerRegistrationRequestFeature()
-	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = metadata.MetadataVersionFeature, metadata.MinMetadataVersion, metadata.LatestMetadataVersion
-	req.Features = append(req.Features, f)
+	// Every feature this build supports, so the controller refuses the
+	// registration if a finalized level is outside its range, and lets
+	// UpdateFeatures raise a level only if every broker supports it.
+	for _, sf := range metadata.SupportedFeatures() {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = sf.Name, sf.Min, sf.Max
+		req.Features = append(req.Features, f)
+	}
 	// The log directories' ids (meta.properties directory.id), which
 	// the controller checks are unique across brokers.
 	for _, dir := range s.cfg.LogDirs {
@@ -198,6 +209,9 @@ func (l *lifecycle) register(ctx context.Context) error {
 		}
 	}
 	l.epoch.Store(resp.BrokerEpoch)
+	if s.logs != nil {
+		s.logs.SetBrokerEpoch(resp.BrokerEpoch)
+	}
 	l.fenced.Store(true)
 	l.logger.Info("registered with the controller", "brokerEpoch", resp.BrokerEpoch)
 	return nil

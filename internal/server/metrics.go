@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"gregor/internal/coordinator"
@@ -21,6 +22,9 @@ func (s *Server) metricsState() metrics.State {
 	st.Purgatories = map[string]int{}
 	if s.quotas != nil {
 		st.ClientQuotas = quotaSensors(s.quotas)
+	}
+	if s.replicationQuotas != nil {
+		st.ReplicationThrottles = s.replicationQuotas.sensors()
 	}
 	if s.replica != nil {
 		st.Broker = true
@@ -120,7 +124,10 @@ func (s *Server) groupStats() metrics.GroupCoordinator {
 // raft-metrics).
 func (s *Server) raftState() metrics.RaftState {
 	leader, epoch := s.quorum.Leader()
-	st := metrics.RaftState{Known: true, Leader: leader, Epoch: epoch, HighWatermark: s.quorum.HighWatermark()}
+	st := metrics.RaftState{Known: true, Leader: leader, Epoch: epoch, HighWatermark: s.quorum.HighWatermark(), PollIdleRatio: math.NaN()}
+	if q, ok := s.quorum.(interface{ PollIdleRatio() float64 }); ok {
+		st.PollIdleRatio = q.PollIdleRatio()
+	}
 	_, voter := s.voterAddrs[s.cfg.NodeID]
 	switch {
 	case leader == s.cfg.NodeID:

@@ -117,6 +117,11 @@ func TestMetricsEndpoint(t *testing.T) {
 	if got := sample(text, `kafka_server_raft_metrics_high_watermark`); got <= 0 {
 		t.Errorf("raft high watermark %v", got)
 	}
+	// The single voter was busy appending the topics' records, and idle
+	// for most of the test.
+	if got := sample(text, `kafka_server_raft_metrics_poll_idle_ratio_avg`); !(got > 0 && got < 1) {
+		t.Errorf("raft poll idle ratio %v, want in (0, 1)", got)
+	}
 	// Each request's time, split as Kafka splits it.
 	if got := sample(text, `kafka_network_requestmetrics_remotetimems_sum{request="Fetch"}`); got < 200 {
 		t.Errorf("Fetch remote time = %v ms, want the ~300 ms the fetch waited", got)

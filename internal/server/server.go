@@ -113,6 +113,8 @@ type Server struct {
 	lifecycle      *lifecycle
 	// quotas enforce the client quotas on the broker listeners.
 	quotas *quota.Managers
+	// replicationQuotas are the replication throttles (broker role).
+	replicationQuotas *replicationQuotas
 	// fetchSessions are the broker's incremental fetch sessions (KIP-227).
 	fetchSessions *fetchsession.Cache
 
@@ -256,6 +258,7 @@ func (s *Server) start(ctx, runCtx context.Context) error {
 			DeleteTopicEnable:                  s.cfg.DeleteTopicEnable,
 			LeaderOnlyISR:                      true,
 			UncleanLeaderElectionEnable:        s.cfg.UncleanLeaderElectionEnable,
+			MinInsyncReplicas:                  s.cfg.MinInsyncReplicas,
 			UncleanLeaderElectionCheckInterval: time.Duration(s.cfg.UncleanLeaderElectionIntervalMs) * time.Millisecond,
 			AutoLeaderRebalanceEnable:          s.cfg.AutoLeaderRebalanceEnable,
 			LeaderImbalancePerBrokerPercentage: s.cfg.LeaderImbalancePerBrokerPercentage,
@@ -368,18 +371,12 @@ func (s *Server) openBrokerStorage(runCtx context.Context) error {
 	return nil
 }
 
-// openQuorum opens this node's side of the metadata quorum: the one-voter
-// quorum of the single node, a voter of a larger one, or an observer for a
-// broker-only node.
+// openQuorum opens this node's side of the metadata quorum: a voter (the
+// zero-config single node is the only voter of its quorum), or an observer
+// for a broker-only node.
 func (s *Server) openQuorum(clusterID string) error {
 	dir := filepath.Join(s.cfg.MetadataLogDir, MetadataTopicDir)
 	switch {
-	case s.singleNode():
-		q, err := raft.NewSingleVoter(raft.SingleVoterConfig{Dir: dir, NodeID: s.cfg.NodeID, Logger: s.logger})
-		if err != nil {
-			return fmt.Errorf("open metadata log: %w", err)
-		}
-		s.quorum = q
 	case s.cfg.HasRole("controller"):
 		peers := map[int32]string{}
 		voters := make([]int32, 0, len(s.cfg.ControllerQuorumVoters))
@@ -411,7 +408,7 @@ func (s *Server) openQuorum(clusterID string) error {
 			SnapshotMaxNewRecordBytes: s.cfg.MetadataSnapshotMaxNewRecordBytes,
 			SegmentBytes:              s.cfg.MetadataLogSegmentBytes,
 			SnapshotMaxInterval:       time.Duration(s.cfg.MetadataSnapshotMaxIntervalMs) * time.Millisecond,
-			Image:                     func() *metadata.Image { return s.controller.Image() },
+			Snapshot:                  func(end int64) ([][]byte, bool) { return s.controller.SnapshotRecords(end) },
 			LeaderProbe:               probe,
 			OnElection:                s.metrics.RaftElected,
 			OnFetchedRecords:          s.metrics.RaftFetched,
@@ -531,11 +528,8 @@ func (s *Server) startControllerListener() error {
 		Logger:      s.logger.With("component", "handlers"),
 		Authorizer:  s.ctrlAuthorizer,
 	}
-	switch q := s.quorum.(type) {
-	case *raft.Node:
-		deps.Quorum, deps.QuorumStatus = q, q.Status
-	case *raft.SingleVoter:
-		deps.QuorumStatus = q.Status
+	if s.node != nil {
+		deps.Quorum, deps.QuorumStatus = s.node, s.node.Status
 	}
 	s.ctrlHandlers = handlers.NewController(deps)
 	ls := s.listeners(true)
@@ -589,6 +583,10 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 	s.quotas = quotas
 	// Quotas hold from the broker's first request on.
 	s.loader.AddPublisher(clientQuotaPublisher{m: quotas})
+	if s.replicationQuotas, err = s.newReplicationQuotas(); err != nil {
+		return err
+	}
+	s.loader.AddPublisher(s.replicationQuotas)
 	deps := handlers.Deps{
 		NodeID:      s.cfg.NodeID,
 		ClusterID:   s.clusterID,
@@ -626,6 +624,8 @@ func (s *Server) startBroker(ctx, runCtx context.Context) error {
 		BrokerEpoch:         s.lifecycle.brokerEpoch,
 		ReplicaLagTimeMaxMs: s.cfg.ReplicaLagTimeMaxMs,
 		OnISRChange:         s.metrics.ISRChanged,
+		LeaderQuota:         s.replicationQuotas.leader,
+		FollowerQuota:       s.replicationQuotas.follower,
 		Fetcher: replica.FetcherConfig{
 			ClusterID:   s.clusterID,
 			Listener:    s.cfg.InterBrokerListenerName,
@@ -736,73 +736,47 @@ func (s *Server) ClusterID() string { return s.clusterID }
 // and the clean-shutdown marker.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
-	if s.lifecycle != nil {
-		s.lifecycle.shutdown(ctx)
+	// stage runs one part of the stop when it exists; a slow one is
+	// logged, so that an operator waiting for a large broker to stop sees
+	// where the time goes.
+	stage := func(name string, exists bool, stop func() error) {
+		if !exists {
+			return
+		}
+		t0 := time.Now()
+		errs = append(errs, stop())
+		if d := time.Since(t0); d >= time.Second {
+			s.logger.Info("shutdown stage took long", "stage", name, "took", d.Round(time.Millisecond))
+		}
 	}
+	nop := func(f func()) func() error { return func() error { f(); return nil } }
+	stage("controlled shutdown", s.lifecycle != nil, nop(func() { s.lifecycle.shutdown(ctx) }))
 	s.endWaiting()
-	if s.replica != nil {
-		// Long-polling fetches answer now instead of holding the drain
-		// below until their max wait.
-		s.replica.ReleaseFetches()
-	}
-	if s.brokerNet != nil {
-		errs = append(errs, s.brokerNet.Shutdown(ctx))
-	}
-	if s.stopShares != nil {
-		// Before the persister's peers and coordinators close.
-		s.stopShares()
-	}
-	if s.ctrlNet != nil {
-		errs = append(errs, s.ctrlNet.Shutdown(ctx))
-	}
-	if s.loaderQueue != nil {
-		// Before the publishers close: no image reaches them afterwards.
-		s.loaderQueue.Close()
-	}
-	if s.txnMarkers != nil {
-		s.txnMarkers.Close()
-	}
-	if s.peers != nil {
-		s.peers.Close()
-	}
-	if s.producerIDs != nil {
-		s.producerIDs.Close()
-	}
-	if s.replica != nil {
-		s.replica.Close()
-	}
-	if s.groups != nil {
-		s.groups.Close()
-	}
-	if s.txns != nil {
-		s.txns.Close()
-	}
-	if s.shareState != nil {
-		s.shareState.Close()
-	}
-	if s.controller != nil {
-		errs = append(errs, s.controller.Close())
-	}
-	if s.quorum != nil {
-		errs = append(errs, s.quorum.Close())
-	}
-	if s.transport != nil {
-		s.transport.Close()
-	}
+	// Long-polling fetches answer now instead of holding the drain below
+	// until their max wait.
+	stage("release fetches", s.replica != nil, nop(func() { s.replica.ReleaseFetches() }))
+	stage("broker listeners", s.brokerNet != nil, func() error { return s.brokerNet.Shutdown(ctx) })
+	// Before the persister's peers and coordinators close.
+	stage("share groups", s.stopShares != nil, nop(func() { s.stopShares() }))
+	stage("controller listener", s.ctrlNet != nil, func() error { return s.ctrlNet.Shutdown(ctx) })
+	// Before the publishers close: no image reaches them afterwards.
+	stage("metadata loader", s.loaderQueue != nil, nop(func() { s.loaderQueue.Close() }))
+	stage("transaction markers", s.txnMarkers != nil, nop(func() { s.txnMarkers.Close() }))
+	stage("peer clients", s.peers != nil, nop(func() { s.peers.Close() }))
+	stage("producer ids", s.producerIDs != nil, nop(func() { s.producerIDs.Close() }))
+	stage("replica manager", s.replica != nil, nop(func() { s.replica.Close() }))
+	stage("group coordinator", s.groups != nil, nop(func() { s.groups.Close() }))
+	stage("transaction coordinator", s.txns != nil, nop(func() { s.txns.Close() }))
+	stage("share coordinator", s.shareState != nil, nop(func() { s.shareState.Close() }))
+	stage("controller", s.controller != nil, func() error { return s.controller.Close() })
+	stage("quorum", s.quorum != nil, func() error { return s.quorum.Close() })
+	stage("raft transport", s.transport != nil, nop(func() { s.transport.Close() }))
 	if s.cancel != nil {
 		s.cancel()
 	}
-	if s.sec != nil {
-		s.sec.close()
-	}
-	if s.http != nil {
-		errs = append(errs, s.http.Shutdown(ctx))
-	}
-	if s.console != nil {
-		s.console.Close()
-	}
-	if s.logs != nil {
-		errs = append(errs, s.logs.Close())
-	}
+	stage("security", s.sec != nil, nop(func() { s.sec.close() }))
+	stage("http", s.http != nil, func() error { return s.http.Shutdown(ctx) })
+	stage("console", s.console != nil, nop(func() { s.console.Close() }))
+	stage("logs", s.logs != nil, func() error { return s.logs.Close() })
 	return errors.Join(errs...)
 }

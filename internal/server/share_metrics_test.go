@@ -93,6 +93,13 @@ func TestShareGroupMetrics(t *testing.T) {
 	waitMetrics(t, ts, "lock-g's lock timeouts", func(text string) bool {
 		return sample(text, "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total"+inFlight) >= 1
 	})
+	// Its fetches held the share-partition's fetch lock, the first after
+	// loading it.
+	waitMetrics(t, ts, "lock-g's fetch lock holds and the partition load", func(text string) bool {
+		return sample(text, "kafka_server_sharepartitionmetrics_fetchlocktimems_count"+inFlight) >= 1 &&
+			sample(text, "kafka_server_sharepartitionmetrics_fetchlockratio_count"+inFlight) >= 1 &&
+			sample(text, "kafka_server_sharegroupmetrics_partitionloadtimems_count") >= 1
+	})
 
 	// acks-g: one record rejected, one released, the others accepted.
 	acker := ts.client(kgo.ShareGroup("acks-g"), kgo.ConsumeTopics("sm"))
@@ -192,6 +199,7 @@ func TestShareGroupMetrics(t *testing.T) {
 	waitMetrics(t, ts, "lock-g's series gone", func(text string) bool {
 		return sample(text, "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total"+inFlight) == -1 &&
 			sample(text, "kafka_server_sharepartitionmetrics_inflightmessagecount"+inFlight) == -1 &&
+			sample(text, "kafka_server_sharepartitionmetrics_fetchlocktimems_count"+inFlight) == -1 &&
 			sample(text, `kafka_server_group_coordinator_metrics_share_group_count{state="Empty"}`) == 1
 	})
 }

@@ -161,3 +161,73 @@ func TestShareGroupOffsetsAdminAPIs(t *testing.T) {
 		t.Fatalf("describe after delete: %+v", g)
 	}
 }
+
+// TestDescribeShareGroupOffsetsLag: DescribeShareGroupOffsets v1's lag
+// (KIP-1226) is the records from the share-partition start offset to the
+// partition's end that are not delivery-complete: a record released
+// (available again) counts, records accepted past it do not; records
+// produced later count; a partition without state has none (-1).
+func TestDescribeShareGroupOffsetsLag(t *testing.T) {
+	ts := startServer(t, t.TempDir(), nil)
+	cl := ts.client()
+	ctx := ctxT(t)
+	if _, err := ts.admin().CreateTopics(ctx, 1, 1, nil, "lag", "other"); err != nil {
+		t.Fatal(err)
+	}
+	prod := ts.client(kgo.DefaultProduceTopic("lag"))
+	produce := func(n int) {
+		for i := range n {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(10)
+	alterGroupConfig(t, cl, "lag-g", "share.auto.offset.reset", "earliest")
+	consumer := ts.client(kgo.ShareGroup("lag-g"), kgo.ConsumeTopics("lag"), kgo.ShareMaxRecords(4), kgo.ShareMaxRecordsStrict())
+	var polled []*kgo.Record
+	for len(polled) == 0 {
+		fs := consumer.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		polled = fs.Records()
+	}
+	// The first record polled is released, the others accepted.
+	consumer.MarkAcks(kgo.AckRelease, polled[0])
+	if len(polled) > 1 {
+		consumer.MarkAcks(kgo.AckAccept, polled[1:]...)
+	}
+	if err := consumer.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if polled[0].Offset != 0 {
+		t.Fatalf("first record polled at offset %d", polled[0].Offset)
+	}
+	lagIs := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			g := describeShareOffsets(t, cl, "lag-g", map[string][]int32{"lag": {0}, "other": {0}})
+			var got, other int64 = -2, -2
+			for _, tp := range g.Topics {
+				if len(tp.Partitions) == 1 && tp.Topic == "lag" {
+					got = tp.Partitions[0].Lag
+				} else if len(tp.Partitions) == 1 {
+					other = tp.Partitions[0].Lag
+				}
+			}
+			if got == want && other == -1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("lag %d (other %d), want %d: %+v", got, other, want, g)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	accepted := int64(len(polled) - 1)
+	lagIs(10 - accepted)
+	produce(5)
+	lagIs(15 - accepted)
+}

@@ -8,6 +8,7 @@ import (
 	"gregor/internal/coordinator/txn"
 	"gregor/internal/coordinator/txnmarker"
 	"gregor/internal/handlers"
+	"gregor/internal/metadata"
 )
 
 // newTxnCoordinator makes the transaction coordinator: a shard per
@@ -49,6 +50,9 @@ func (s *Server) newTxnCoordinator() (*coordinator.Runtime, *txnmarker.Sender) {
 				RemoveExpiredTransactionalIDsIntervalMs: b.TransactionRemoveExpiredIntervalMs,
 				OffsetsTopicPartitions:                  s.offsetsPartitions(),
 				ProducerIDs:                             s.producerIDs,
+				TransactionVersion: func() int16 {
+					return s.replica.Image().Features[metadata.TransactionVersionFeature]
+				},
 			})
 			return txn.Coordinated{Shard: sh, Send: func(ms []txn.Markers) { markers.Send(partition, ms) }}
 		},

@@ -127,6 +127,16 @@ type Meters interface {
 	// LocksTimedOut counts records of a share-partition whose acquisition
 	// lock ended (AcquisitionLockTimeoutPerSec).
 	LocksTimedOut(group, topic string, partition int32, records int64)
+	// PartitionLoaded records how long a share-partition took to load on
+	// this leader: its state read from the persister, and, for one never
+	// consumed, its start offset decided and written (PartitionLoadTimeMs).
+	PartitionLoaded(d time.Duration)
+	// FetchLockReleased records one hold of a share-partition's fetch lock
+	// by a share fetch (Kafka's SharePartition fetch lock, here the
+	// entry's mutex across Fetch): how long it was held (FetchLockTimeMs),
+	// and that in percent of the time since the previous fetch released it
+	// (FetchLockRatio).
+	FetchLockReleased(group, topic string, partition int32, held time.Duration, percent float64)
 	// ShareGroupDeleted drops the deleted group's share-partition meters,
 	// as Kafka removes a SharePartition's metrics with it.
 	ShareGroupDeleted(group string)
@@ -134,9 +144,11 @@ type Meters interface {
 
 type noMeters struct{}
 
-func (noMeters) RecordsAcknowledged(string, int64)          {}
-func (noMeters) LocksTimedOut(string, string, int32, int64) {}
-func (noMeters) ShareGroupDeleted(string)                   {}
+func (noMeters) RecordsAcknowledged(string, int64)                               {}
+func (noMeters) LocksTimedOut(string, string, int32, int64)                      {}
+func (noMeters) PartitionLoaded(time.Duration)                                   {}
+func (noMeters) FetchLockReleased(string, string, int32, time.Duration, float64) {}
+func (noMeters) ShareGroupDeleted(string)                                        {}
 
 // TopicPartition names a partition by name and id.
 type TopicPartition struct {
@@ -166,6 +178,9 @@ type entry struct {
 	// dropped is set once the entry left the Manager's map: whoever holds
 	// it then takes the key's new entry instead (lockEntry).
 	dropped bool
+	// fetchReleased is when a fetch last let go of mu (at first, when the
+	// entry was made): FetchLockRatio's time between holds.
+	fetchReleased time.Time
 }
 
 // Manager is the share-partition leader of every partition this broker
@@ -255,7 +270,7 @@ func (m *Manager) lockEntry(group string, tp TopicPartition) *entry {
 		k := entryKey{group, tp.TopicID, tp.Partition}
 		e, ok := m.entries[k]
 		if !ok {
-			e = &entry{group: group, tp: tp}
+			e = &entry{group: group, tp: tp, fetchReleased: m.o.Now()}
 			m.entries[k] = e
 		}
 		m.mu.Unlock()
@@ -300,6 +315,7 @@ func (m *Manager) load(ctx context.Context, e *entry, cfg Config) (int64, error)
 		return logStart, nil
 	}
 	e.p = nil
+	loadStart := m.o.Now()
 	st, err := m.o.Persister.Read(ctx, e.key(), epoch)
 	if err != nil {
 		return -1, fmt.Errorf("read state of share-partition %s:%s-%d: %w", e.group, e.tp.Topic, e.tp.Partition, persisterError(err))
@@ -320,6 +336,7 @@ func (m *Manager) load(ctx context.Context, e *entry, cfg Config) (int64, error)
 	e.p = NewPartition(cfg.partition(), st)
 	e.leaderEpoch = epoch
 	e.written = e.p.Persisted(epoch)
+	m.o.Meters.PartitionLoaded(m.o.Now().Sub(loadStart))
 	return logStart, nil
 }
 
@@ -426,6 +443,7 @@ func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicParti
 	cfg := m.GroupConfig(group)
 	e := m.lockEntry(group, tp)
 	defer e.mu.Unlock()
+	defer m.fetchLockReleased(e, m.o.Now())
 	logStart, err := m.load(ctx, e, cfg)
 	if err != nil {
 		if e.p == nil {
@@ -494,6 +512,20 @@ func (m *Manager) Fetch(ctx context.Context, group, member string, tp TopicParti
 		m.wake()
 	}
 	return out, nil
+}
+
+// fetchLockReleased meters a fetch's hold of e.mu, taken at acquired, as
+// it ends: the time held, and that in percent of the time since the
+// previous fetch let go.
+func (m *Manager) fetchLockReleased(e *entry, acquired time.Time) {
+	now := m.o.Now()
+	held := now.Sub(acquired)
+	percent := 100.0 // no time between two holds: never free
+	if total := now.Sub(e.fetchReleased); total > 0 {
+		percent = 100 * float64(held) / float64(total)
+	}
+	m.o.Meters.FetchLockReleased(e.group, e.tp.Topic, e.tp.Partition, held, percent)
+	e.fetchReleased = now
 }
 
 // maxFetchPasses bounds the log reads of one share-partition in one fetch.

@@ -516,6 +516,20 @@ type fakeMeters struct {
 	mu       sync.Mutex
 	acks     map[string]int64
 	timeouts map[string]int64 // "group/topic/partition"
+	loads    []time.Duration
+	locks    []string // "group/topic/partition held percent"
+}
+
+func (f *fakeMeters) PartitionLoaded(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loads = append(f.loads, d)
+}
+
+func (f *fakeMeters) FetchLockReleased(group, topic string, partition int32, held time.Duration, percent float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.locks = append(f.locks, fmt.Sprintf("%s/%s/%d %v %.0f%%", group, topic, partition, held, percent))
 }
 
 func (f *fakeMeters) RecordsAcknowledged(ackType string, n int64) {
@@ -595,5 +609,50 @@ func TestManagerMeters(t *testing.T) {
 	m.GroupDeleted("g")
 	if len(meters.timeouts) != 0 || len(m.Stats()) != 0 {
 		t.Errorf("after the group's deletion: lock timeouts %v, stats %+v", meters.timeouts, m.Stats())
+	}
+}
+
+// slowReads is a persister whose reads take 50 ms of the test's clock.
+type slowReads struct {
+	sharestate.Persister
+	clk *clock
+}
+
+func (s slowReads) Read(ctx context.Context, k sharestate.Key, leaderEpoch int32) (sharestate.State, error) {
+	s.clk.Add(50 * time.Millisecond)
+	return s.Persister.Read(ctx, k, leaderEpoch)
+}
+
+// TestManagerLoadAndFetchLockMeters: a share-partition's load is metered
+// with the time its state read took (PartitionLoadTimeMs), and each fetch's
+// hold of the share-partition with its time and its share of the time
+// since the previous fetch let go (FetchLockTimeMs, FetchLockRatio).
+func TestManagerLoadAndFetchLockMeters(t *testing.T) {
+	c := sharetest.NewCluster(t)
+	c.Produce(t, 6, -1, 0)
+	p := sharetest.NewPersister()
+	if err := p.Initialize(context.Background(), testKey, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: time.UnixMilli(1_000_000)}
+	meters := &fakeMeters{acks: map[string]int64{}, timeouts: map[string]int64{}}
+	m := New(Options{Replica: c.Replica, Persister: slowReads{p, clk}, Defaults: DefaultConfig(), Now: clk.Now,
+		Logger: slog.New(slog.DiscardHandler), Meters: meters})
+	ctx := context.Background()
+	// The first fetch loads the share-partition: 50 ms, all of it under
+	// the lock, which was free since the entry was made.
+	if _, err := m.Fetch(ctx, "g", "a", testTP, 2, 1<<20, true); err != nil {
+		t.Fatal(err)
+	}
+	// 150 ms later a fetch holds it for no time: 0% of those 150 ms.
+	clk.Add(150 * time.Millisecond)
+	if _, err := m.Fetch(ctx, "g", "a", testTP, 2, 1<<20, true); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(meters.loads) != "[50ms]" {
+		t.Errorf("loads %v, want [50ms]", meters.loads)
+	}
+	if want := "[g/t/0 50ms 100% g/t/0 0s 0%]"; fmt.Sprint(meters.locks) != want {
+		t.Errorf("fetch lock holds %v, want %s", meters.locks, want)
 	}
 }

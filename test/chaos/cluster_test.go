@@ -41,7 +41,14 @@ import (
 
 var gregorBin string
 
-func TestMain(m *testing.M) { os.Exit(gregorbin.Main(m.Run, &gregorBin)) }
+// TestMain runs the tests, or, started by TestShareGroupConsumerKilled
+// with shareConsumerEnv set, one share consumer of that test.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(shareConsumerEnv); spec != "" {
+		os.Exit(shareConsumerMain(spec))
+	}
+	os.Exit(gregorbin.Main(m.Run, &gregorBin))
+}
 
 // node is one gregor process in its namespace.
 type node struct {

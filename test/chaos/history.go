@@ -5,9 +5,10 @@
 // reads the History and the cluster's final state and reports each
 // anomaly: an acknowledged write lost, a record duplicated or reordered, a
 // read of aborted or uncommitted data, positions or committed offsets that
-// go backwards.
+// go backwards; and a share-group checker (share_checker.go): each record
+// accepted once or archived at the delivery limit, none lost.
 //
-// The checker (this file and checker.go) builds without tags and is unit
+// The checkers (this file, checker.go, share_checker.go) build without tags and is unit
 // tested by `go test ./...`; the cluster, nemesis and workloads are tests
 // behind the `chaos` build tag, run by test/chaos/run.sh.
 package chaos
@@ -50,6 +51,14 @@ const (
 	FTxn = "txn"
 	// FFault is a fault the nemesis injected (Value: its kind, Err: where).
 	FFault = "fault"
+	// FShareDeliver is one record a share-group consumer was handed:
+	// Group/Topic/Partition/Offset/Value, Delivery its delivery count.
+	FShareDeliver = "share-deliver"
+	// FShareAck is a share-group consumer's acknowledgement of one record
+	// it was handed (Ack: accept or release): ok when the broker answered
+	// no error for the record's partition, info otherwise (the
+	// acknowledgement may or may not have been applied).
+	FShareAck = "share-ack"
 )
 
 // Op is one operation: who attempted it, when it was invoked and when it
@@ -68,6 +77,8 @@ type Op struct {
 	Values    []string      `json:"values,omitempty"`
 	Group     string        `json:"group,omitempty"`
 	Committed bool          `json:"committed,omitempty"` // a read_committed read
+	Delivery  int32         `json:"delivery,omitempty"`  // a share delivery's delivery count
+	Ack       string        `json:"ack,omitempty"`       // a share acknowledgement's type
 	Err       string        `json:"err,omitempty"`
 }
 

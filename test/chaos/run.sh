@@ -2,9 +2,10 @@
 # Gregor's fault suite (issue 13): three nodes in network namespaces, a
 # nemesis (kill -9, SIGSTOP of a leader and of a follower, a node cut off,
 # a full log.dir, a slow log.dir), three workloads recording a history, and
-# the checker. Needs root (namespaces, tmpfs, FUSE mounts) and ip(8).
+# the checker; and a share-group workload with a consumer killed -9.
+# Needs root (namespaces, tmpfs, FUSE mounts) and ip(8).
 #
-#   test/chaos/run.sh                 the CI run: issue 13's coordinator case, then 6 faults (a few minutes)
+#   test/chaos/run.sh                 the CI run: issue 13's coordinator case, issue 16's share-group case, then 6 faults (a few minutes)
 #   test/chaos/run.sh --long          the README's run: 210 faults (about an hour)
 #   test/chaos/run.sh --seed N        replay a run's fault schedule (the seed is printed)
 #   test/chaos/run.sh --faults N      any number of faults
@@ -29,5 +30,5 @@ done
 go vet -tags chaos ./test/chaos
 go test -count=1 ./test/chaos # the checker's own tests
 go test -count=1 -tags chaos -timeout "$timeout" -v \
-	-run '^(TestCommitNotAcknowledgedWhileFollowersStopped|TestChaos)$' ./test/chaos \
+	-run '^(TestCommitNotAcknowledgedWhileFollowersStopped|TestShareGroupConsumerKilled|TestChaos)$' ./test/chaos \
 	-args -chaos.faults="$faults" -chaos.seed="$seed" ${history:+-chaos.history="$history"}

@@ -149,6 +149,47 @@ function section(parent, load, render, everyMs) {
   return refresh;
 }
 
+// pagedList is a list the server filters, sorts and pages
+// (?q=&sort=&order=&offset=&limit=, lists.go): a filter box, headers that
+// sort when clicked (those with a sort key), and a pager. state keeps the
+// reader's choices across refreshes and visits; params adds the view's own
+// query parameters; pick finds the page in the answer (default: the answer).
+function pagedList(opts) {
+  const st = opts.state;
+  const filter = el("input", {type: "search", id: opts.id + "-filter", placeholder: opts.placeholder || "filter by name", value: st.q || ""});
+  let typing = null;
+  filter.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { st.q = filter.value; st.offset = 0; refresh(); }, 250);
+  });
+  const box = el("div");
+  const query = () => new URLSearchParams(Object.assign({q: st.q || "", sort: st.sort, order: st.order, offset: st.offset, limit: st.limit},
+    opts.params ? opts.params() : {}));
+  const refresh = section(box, () => api(opts.path + "?" + query()), answer => {
+    const pg = opts.pick ? opts.pick(answer) : answer;
+    const head = el("tr", {}, opts.columns.map(([label, key, cls]) => {
+      if (!key) return el("th", {class: cls || null}, label);
+      const on = st.sort === key;
+      return el("th", {class: (cls || "") + " sortable", "data-sort": key, title: "sort by " + label.toLowerCase(),
+        onclick: () => {
+          st.order = on && st.order === "asc" ? "desc" : "asc";
+          st.sort = key; st.offset = 0; refresh();
+        }}, label, on ? (st.order === "desc" ? " ▼" : " ▲") : "");
+    }));
+    const from = pg.total ? pg.offset + 1 : 0, to = pg.offset + pg.items.length;
+    const pager = el("div", {class: "toolbar pager"},
+      el("span", {id: opts.id + "-count", class: "muted"}, pg.total ? fmtNum(from) + "–" + fmtNum(to) + " of " + fmtNum(pg.total) : "none"),
+      el("button", {id: opts.id + "-prev", disabled: pg.offset <= 0, onclick: () => { st.offset = Math.max(0, pg.offset - pg.limit); refresh(); }}, "‹ Previous"),
+      el("button", {id: opts.id + "-next", disabled: to >= pg.total, onclick: () => { st.offset = pg.offset + pg.limit; refresh(); }}, "Next ›"));
+    const body = pg.items.length ? el("table", {id: opts.id}, el("thead", {}, head), el("tbody", {}, pg.items.map(opts.row)))
+      : el("p", {class: "muted", id: opts.id + "-empty"}, st.q ? "Nothing matches “" + st.q + "”." : opts.empty);
+    return el("div", {}, opts.header ? opts.header(answer) : null, body, pager);
+  }, opts.everyMs);
+  return {filter, box, refresh};
+}
+
+function listState(sort) { return {q: "", sort, order: "asc", offset: 0, limit: 50}; }
+
 // ---- Cluster: brokers, quorum, throughput ----
 
 function viewOverview() {
@@ -158,7 +199,7 @@ function viewOverview() {
     // A fenced broker is registered but not serving: killed, shut down or
     // still catching up.
     const brokers = c.brokers.map(b => el("tr", {"data-broker": b.id, class: b.fenced ? "fenced" : ""},
-      num(b.id), el("td", {}, b.host + ":" + b.port), el("td", {}, b.rack || "-"),
+      el("td", {class: "num"}, el("a", {href: "#/brokers/" + b.id, "data-broker-link": b.id}, b.id)), el("td", {}, b.host + ":" + b.port), el("td", {}, b.rack || "-"),
       el("td", {class: b.fenced ? "bad" : ""}, b.fenced ? "fenced (down)" : "up"),
       num(b.leaders), num(b.replicas),
       el("td", {}, b.id === c.controllerId ? el("span", {class: "tag"}, "controller") : "")));
@@ -195,6 +236,48 @@ function viewOverview() {
   }
   tick();
   timers.push(setInterval(tick, 1000));
+}
+
+// ---- A broker: its partitions, log dirs and configs ----
+
+const brokerPartitionsState = listState("topic");
+
+function viewBroker(id) {
+  main.append(el("h1", {}, "Broker ", el("span", {id: "broker-id"}, id)));
+  const path = "brokers/" + encodeURIComponent(id);
+  // The broker's facts, log dirs and configs (drawn below the partitions:
+  // a long table); the partitions are a paged list of their own (the same
+  // endpoint, asked for one page).
+  const configsBox = el("div");
+  section(main, () => api(path + "?limit=1"), b => {
+    const dirs = b.logDirsError ? el("p", {class: "error", id: "broker-logdirs-error"}, "Log dirs unknown: " + b.logDirsError)
+      : table("broker-logdirs", ["Path", ["Partitions", "num"], ["Size", "num"], ["Volume usable", "num"], ["Volume total", "num"], "Error"],
+        b.logDirs.map(d => el("tr", {"data-dir": d.path}, el("td", {class: "data"}, d.path), num(d.partitions), num(fmtBytes(d.size)),
+          num(fmtBytes(d.usableBytes)), num(fmtBytes(d.totalBytes)), el("td", {class: d.error ? "bad" : ""}, d.error || "-"))));
+    // Overrides first (set on this broker, then on every broker, then in
+    // its properties file), then defaults.
+    const rank = c => ({DYNAMIC_BROKER_CONFIG: 0, DYNAMIC_DEFAULT_BROKER_CONFIG: 1, STATIC_BROKER_CONFIG: 2, DEFAULT_CONFIG: 4})[c.source] ?? 3;
+    const configs = b.configs.slice().sort((x, y) => rank(x) - rank(y) || x.name.localeCompare(y.name));
+    configsBox.replaceChildren(el("h2", {}, "Configs"),
+      b.configsError ? el("p", {class: "error", id: "broker-configs-error"}, "Configs unknown: " + b.configsError)
+        : table("broker-configs", ["Name", "Value", "Source"], configs.map(c => el("tr", {"data-config": c.name},
+          el("td", {}, c.name), el("td", {class: "data"}, c.value), el("td", {class: c.source === "DEFAULT_CONFIG" ? "muted" : ""}, c.source)))));
+    return el("div", {},
+      el("div", {class: "cards"}, card("Address", b.host + ":" + b.port), card("Rack", b.rack || "-"),
+        card("State", b.fenced ? "fenced (down)" : "up", b.fenced ? "bad" : "ok"),
+        card("Active controller", b.controller ? "this broker" : b.controllerId >= 0 ? "node " + b.controllerId : "unknown"),
+        card("Replicas", fmtNum(b.partitions.total))),
+      el("h2", {}, "Log directories"), dirs);
+  }, 10000);
+  main.append(el("h2", {}, "Partitions"));
+  const list = pagedList({id: "broker-partitions", path, state: brokerPartitionsState, everyMs: 10000, placeholder: "filter by topic",
+    empty: "The broker hosts no partition.", pick: b => b.partitions,
+    columns: [["Topic", "topic"], ["Partition", null, "num"], ["Role", "role"], ["Leader", null, "num"], ["In sync", null], ["Size", "size", "num"]],
+    row: p => el("tr", {"data-topic": p.topic, "data-partition": p.partition},
+      el("td", {}, topicLink(p.topic)), num(p.partition), el("td", {class: p.role === "leader" ? "ok" : ""}, p.role),
+      num(p.leader < 0 ? "none" : p.leader), el("td", {class: p.inSync ? "" : "warn"}, p.offline ? "offline" : p.inSync ? "yes" : "no"),
+      num(fmtBytes(p.size)))});
+  main.append(el("div", {class: "toolbar"}, list.filter), list.box, configsBox);
 }
 
 // chartBox is a line chart on a canvas: series of samples over time, the
@@ -253,30 +336,34 @@ function chartBox(title, series) {
 // ---- Topics ----
 
 let showInternal = false; // the topics list's toggle, kept across refreshes
+const topicsState = listState("name");
 
+// viewTopics lists a page of the topics: the server names them all from
+// Metadata and asks offsets and sizes for the page's topics only, so the
+// page stays quick with thousands of topics.
 function viewTopics() {
   main.append(el("h1", {}, "Topics"));
   const toggle = el("input", {type: "checkbox", id: "show-internal", checked: showInternal});
-  toggle.addEventListener("change", () => { showInternal = toggle.checked; route(); });
   const createBox = el("div", {hidden: true});
   const newTopic = sessionInfo.actions ? el("button", {id: "new-topic", onclick: () => { createBox.hidden = !createBox.hidden; }}, "New topic") : null;
-  main.append(el("div", {class: "toolbar"}, el("label", {}, toggle, " show internal topics"), newTopic));
+  const list = pagedList({id: "topics", path: "topics", state: topicsState, everyMs: 5000, empty: "No topics yet.",
+    params: () => ({internal: showInternal}),
+    columns: [["Topic", "name"], ["Partitions", "partitions", "num"], ["Replication", "replicationFactor", "num"], ["Records", null, "num"],
+      ["Size", null, "num"], ["Under-replicated", "underReplicated", "num"], ["Offline", "offline", "num"]],
+    row: t => el("tr", {"data-topic-row": t.name},
+      el("td", {}, topicLink(t.name), t.internal ? el("span", {class: "tag"}, "internal") : null),
+      num(t.partitions), num(t.replicationFactor), num(fmtNum(t.records)), num(fmtBytes(t.size)),
+      el("td", {class: "num " + (t.underReplicated ? "warn" : "")}, t.underReplicated),
+      el("td", {class: "num " + (t.offline ? "bad" : "")}, t.offline))});
+  toggle.addEventListener("change", () => { showInternal = toggle.checked; topicsState.offset = 0; list.refresh(); });
+  main.append(el("div", {class: "toolbar"}, list.filter, el("label", {}, toggle, " show internal topics"), newTopic));
   if (sessionInfo.actions) {
     createBox.append(createTopicForm());
     main.append(createBox);
   } else {
     main.append(actionsNote());
   }
-  section(main, () => api("topics"), topics => {
-    const rows = topics.filter(t => showInternal || !t.internal).map(t => el("tr", {},
-      el("td", {}, topicLink(t.name), t.internal ? el("span", {class: "tag"}, "internal") : null),
-      num(t.partitions), num(t.replicationFactor), num(fmtNum(t.records)), num(fmtBytes(t.size)),
-      el("td", {class: "num " + (t.underReplicated ? "warn" : "")}, t.underReplicated),
-      el("td", {class: "num " + (t.offline ? "bad" : "")}, t.offline)));
-    if (!rows.length) return el("p", {class: "muted"}, "No topics yet.");
-    return table("topics", ["Topic", ["Partitions", "num"], ["Replication", "num"], ["Records", "num"], ["Size", "num"],
-      ["Under-replicated", "num"], ["Offline", "num"]], rows);
-  }, 5000);
+  main.append(list.box);
 }
 
 // createTopicForm creates a topic and opens its page; blank partitions or
@@ -429,6 +516,48 @@ function topicActions(name, browse) {
   return a;
 }
 
+// showHex shows text keys, values and headers as the hex of their bytes
+// too (binary ones always are); the record tables' toggle.
+let showHex = false;
+
+// bytesCell shows a key, value or header value (records.go's bytesView):
+// null as null, binary as hex, JSON pretty-printed, text as it is.
+function bytesCell(b) {
+  if (b === null) return el("span", {class: "muted"}, "null");
+  const tags = [b.encoding === "hex" ? el("span", {class: "tag"}, "hex") : null,
+    b.truncated ? el("span", {class: "tag"}, "first of " + fmtBytes(b.size)) : null];
+  if (b.encoding === "text" && showHex) {
+    const hex = Array.from(new TextEncoder().encode(b.data), x => x.toString(16).padStart(2, "0")).join("");
+    return el("span", {}, hex, el("span", {class: "tag"}, "hex"), tags[1]);
+  }
+  if (b.encoding === "text" && !b.truncated && /^\s*[[{]/.test(b.data)) {
+    try {
+      return el("span", {}, el("pre", {class: "json"}, JSON.stringify(JSON.parse(b.data), null, 2)), el("span", {class: "tag"}, "json"));
+    } catch (e) { /* not JSON after all: as text */ }
+  }
+  return el("span", {}, b.data, tags);
+}
+
+function recordsTable(id, records, withPartition) {
+  return table(id, [...(withPartition ? [["Partition", "num"]] : []), ["Offset", "num"], "Timestamp", "Key", "Value", "Headers"],
+    records.map(rec => el("tr", {"data-offset": rec.offset, "data-partition": rec.partition},
+      ...(withPartition ? [num(rec.partition)] : []),
+      num(rec.offset), el("td", {}, new Date(rec.timestamp).toISOString()),
+      el("td", {class: "data"}, bytesCell(rec.key)), el("td", {class: "data"}, bytesCell(rec.value)),
+      el("td", {class: "data"}, rec.headers.map(h => el("div", {}, h.key + ": ", bytesCell(h.value)))))));
+}
+
+// hexToggle is the checkbox that redraws the record tables with showHex.
+function hexToggle(redraw) {
+  const box = el("input", {type: "checkbox", class: "hex-toggle", checked: showHex});
+  box.addEventListener("change", () => {
+    showHex = box.checked;
+    document.querySelectorAll(".hex-toggle").forEach(b => { b.checked = showHex; });
+    redraw();
+  });
+  return el("label", {}, box, " text as hex");
+}
+
 // recordBrowser reads a few records of a partition on demand (never on a
 // timer: it is the reader's page).
 function recordBrowser(topic) {
@@ -436,6 +565,8 @@ function recordBrowser(topic) {
   const offset = el("input", {type: "text", value: "latest", id: "browse-offset", style: "width:8em"});
   const limit = el("input", {type: "number", min: 1, max: 100, value: 20, id: "browse-limit", style: "width:5em"});
   const out = el("div", {id: "browse-out"});
+  let last = null; // the last answer, redrawn by the hex toggle
+  const search = recordSearch(topic);
   const box = el("div", {},
     el("h2", {}, "Records"),
     el("div", {class: "toolbar"},
@@ -443,47 +574,134 @@ function recordBrowser(topic) {
       el("label", {}, "count ", limit),
       el("button", {id: "browse-go", onclick: () => load()}, "Read"),
       el("button", {onclick: () => { offset.value = "earliest"; load(); }}, "Earliest"),
-      el("button", {onclick: () => { offset.value = "latest"; load(); }}, "Latest")),
-    out);
-  function bytes(b) {
-    if (b === null) return el("span", {class: "muted"}, "null");
-    return el("span", {}, b.data, b.encoding === "hex" ? el("span", {class: "tag"}, "hex") : null,
-      b.truncated ? el("span", {class: "tag"}, "first of " + fmtBytes(b.size)) : null);
+      el("button", {onclick: () => { offset.value = "latest"; load(); }}, "Latest"),
+      hexToggle(() => { if (last) draw(last); search.redraw(); })),
+    out, search.box);
+  function draw(r) {
+    const next = r.records.length ? r.records[r.records.length - 1].offset + 1 : r.from;
+    out.replaceChildren(
+      el("p", {class: "muted"}, "Partition " + r.partition + ": offsets " + r.startOffset + " to " + r.endOffset +
+        "; showing " + r.records.length + " from " + r.from + ". "),
+      r.records.length ? recordsTable("records", r.records, false) : el("p", {class: "muted"}, "No records there."),
+      ...(next < r.endOffset ? [el("p", {}, el("button", {onclick: () => { offset.value = String(next); load(); }}, "Next"))] : []));
   }
   async function load() {
     const q = new URLSearchParams({partition: partition.value, offset: offset.value, limit: limit.value});
     out.replaceChildren(el("p", {class: "muted"}, "reading…"));
     try {
-      const r = await api("topics/" + encodeURIComponent(topic) + "/records?" + q);
-      const rows = r.records.map(rec => el("tr", {"data-offset": rec.offset},
-        num(rec.offset), el("td", {}, new Date(rec.timestamp).toISOString()),
-        el("td", {class: "data"}, bytes(rec.key)), el("td", {class: "data"}, bytes(rec.value)),
-        el("td", {class: "data"}, rec.headers.map(h => el("div", {}, h.key + ": ", bytes(h.value))))));
-      const next = r.records.length ? r.records[r.records.length - 1].offset + 1 : r.from;
-      out.replaceChildren(
-        el("p", {class: "muted"}, "Partition " + r.partition + ": offsets " + r.startOffset + " to " + r.endOffset +
-          "; showing " + r.records.length + " from " + r.from + ". "),
-        rows.length ? table("records", [["Offset", "num"], "Timestamp", "Key", "Value", "Headers"], rows) : el("p", {class: "muted"}, "No records there."),
-        ...(next < r.endOffset ? [el("p", {}, el("button", {onclick: () => { offset.value = String(next); load(); }}, "Next"))] : []));
+      last = await api("topics/" + encodeURIComponent(topic) + "/records?" + q);
+      draw(last);
     } catch (e) {
+      last = null;
       out.replaceChildren(el("p", {class: "error"}, e.message));
     }
   }
   return {box, show(p, from) { partition.value = p; offset.value = from; load(); box.scrollIntoView(); }};
 }
 
+// datetimeMillis reads a datetime-local input as ms since the epoch (the
+// browser's time zone), "" when empty.
+function datetimeMillis(input) {
+  if (!input.value) return "";
+  const ms = new Date(input.value).getTime();
+  return isNaN(ms) ? input.value : String(ms);
+}
+
+// recordSearch searches the topic (search.go): every partition or one, an
+// offset or time range, key/value substrings (or regular expressions) and
+// a header. The server reads on a budget and says how far it got; Continue
+// carries on from there, Download saves the matches as JSON lines.
+function recordSearch(topic) {
+  const path = "topics/" + encodeURIComponent(topic) + "/records";
+  const f = {
+    partition: el("input", {id: "search-partition", placeholder: "all", style: "width:5em"}),
+    offset: el("input", {id: "search-offset", placeholder: "earliest", style: "width:7em"}),
+    endOffset: el("input", {id: "search-end-offset", placeholder: "the end", style: "width:7em"}),
+    fromTime: el("input", {id: "search-from-time", type: "datetime-local", step: 1}),
+    toTime: el("input", {id: "search-to-time", type: "datetime-local", step: 1}),
+    key: el("input", {id: "search-key", placeholder: "contains"}),
+    value: el("input", {id: "search-value", placeholder: "contains"}),
+    header: el("input", {id: "search-header", placeholder: "name or name=value"}),
+    regex: el("input", {id: "search-regex", type: "checkbox"}),
+    maxScan: el("input", {id: "search-max-scan", type: "number", min: 1, max: 100000, value: 10000, style: "width:7em"}),
+  };
+  const out = el("div", {id: "search-out"});
+  let state = null; // {params, records, scanned, bytes, total, last}
+  function params() {
+    const q = {partition: f.partition.value.trim() || "all", offset: f.offset.value.trim(), endOffset: f.endOffset.value.trim(),
+      fromTime: datetimeMillis(f.fromTime), toTime: datetimeMillis(f.toTime), key: f.key.value, value: f.value.value,
+      header: f.header.value, regex: f.regex.checked ? "true" : "", maxScan: f.maxScan.value, limit: 100};
+    for (const k of Object.keys(q)) if (q[k] === "") delete q[k];
+    return q;
+  }
+  async function run(cont) {
+    if (!cont) state = {params: params(), records: [], scanned: 0, bytes: 0, total: null, last: null};
+    const q = Object.assign({}, state.params, cont ? {cursor: state.last.search.cursor} : {});
+    const running = el("p", {class: "muted", id: "search-running"}, "searching…");
+    if (cont) out.append(running); else out.replaceChildren(running);
+    try {
+      const r = await api(path + "?" + new URLSearchParams(q));
+      if (state.total === null) state.total = r.search.scanned + r.search.remaining;
+      state.scanned += r.search.scanned;
+      state.bytes += r.search.scannedBytes;
+      state.records = state.records.concat(r.records);
+      state.last = r;
+      draw();
+    } catch (e) {
+      out.replaceChildren(el("p", {class: "error", id: "search-error"}, e.message));
+    }
+  }
+  const why = {limit: "100 matches shown", records: "the scan budget of records", bytes: "the scan budget of bytes", time: "the time budget"};
+  function draw() {
+    if (!state || !state.last) return;
+    const s = state.last.search;
+    // The download runs the search again from its start, on the largest
+    // budget: up to 10,000 matches in up to 100,000 records read.
+    const dl = Object.assign({}, state.params, {format: "jsonl", maxScan: 100000});
+    delete dl.limit;
+    const download = "/api/" + path + "?" + new URLSearchParams(dl);
+    out.replaceChildren(
+      el("p", {id: "search-progress"}, "Scanned " + fmtNum(state.scanned) + " of " + fmtNum(state.total) + " records (" + fmtBytes(state.bytes) +
+        "); found " + fmtNum(state.records.length) + ". ",
+        s.done ? "The whole range is read." : "Stopped at " + (why[s.stopped] || s.stopped) + "; " + fmtNum(s.remaining) + " left. ",
+        s.done ? null : el("button", {id: "search-continue", onclick: () => run(true)}, "Continue"), " ",
+        el("a", {id: "search-download", href: download, download: topic + ".jsonl",
+          title: "the search from its start: up to 10,000 matches in up to 100,000 records read"}, "Download matches as JSON lines")),
+      state.records.length ? recordsTable("search-results", state.records, true) : el("p", {class: "muted", id: "search-none"}, "No record matched yet."));
+  }
+  const form = el("form", {class: "search", id: "search-form", onsubmit: e => { e.preventDefault(); run(false); }},
+    el("div", {class: "toolbar"},
+      el("label", {}, "partition ", f.partition), el("label", {}, "offsets from ", f.offset), el("label", {}, "before ", f.endOffset),
+      el("label", {}, "time from ", f.fromTime), el("label", {}, "to ", f.toTime)),
+    el("div", {class: "toolbar"},
+      el("label", {}, "key ", f.key), el("label", {}, "value ", f.value), el("label", {}, "header ", f.header),
+      el("label", {}, f.regex, " key and value are regular expressions"),
+      el("label", {}, "read at most ", f.maxScan, " records a step"),
+      el("button", {id: "search-submit", type: "submit"}, "Search")));
+  const box = el("div", {id: "record-search"}, el("h2", {}, "Search records"), form, out);
+  return {box, redraw: draw};
+}
+
 // ---- Groups ----
 
+const groupsState = listState("group");
+let groupsType = ""; // the groups list's type filter
+
+// viewGroups lists a page of the groups (consumer, classic and share):
+// ListGroups names them all, the page's groups are described.
 function viewGroups() {
   main.append(el("h1", {}, "Consumer groups"));
-  section(main, () => api("groups"), groups => {
-    if (!groups.length) return el("p", {class: "muted"}, "No consumer groups.");
-    return table("groups", ["Group", "State", "Type", ["Members", "num"], ["Lag", "num"], ["Coordinator", "num"]],
-      groups.map(g => el("tr", {}, el("td", {}, groupLink(g.group)), el("td", {}, g.state),
-        el("td", {}, g.type || g.protocolType || "-"), num(g.members),
-        el("td", {class: "num", "data-group-lag": g.group}, g.error ? el("span", {class: "bad", title: g.error}, "error") : fmtNum(g.lag)),
-        num(g.coordinator))));
-  }, 5000);
+  const type = el("select", {id: "groups-type"}, [["", "every type"], ["classic", "classic"], ["consumer", "consumer"], ["share", "share"]]
+    .map(([v, label]) => el("option", {value: v, selected: v === groupsType}, label)));
+  const list = pagedList({id: "groups", path: "groups", state: groupsState, everyMs: 5000, empty: "No consumer groups.",
+    params: () => ({type: groupsType}),
+    columns: [["Group", "group"], ["State", "state"], ["Type", "type"], ["Members", null, "num"], ["Lag", null, "num"], ["Coordinator", "coordinator", "num"]],
+    row: g => el("tr", {}, el("td", {}, groupLink(g.group)), el("td", {}, g.state),
+      el("td", {}, g.type || g.protocolType || "-"), num(g.members),
+      el("td", {class: "num", "data-group-lag": g.group}, g.error ? el("span", {class: "bad", title: g.error}, "error") : fmtNum(g.lag)),
+      num(g.coordinator))});
+  type.addEventListener("change", () => { groupsType = type.value; groupsState.offset = 0; list.refresh(); });
+  main.append(el("div", {class: "toolbar"}, list.filter, el("label", {}, "type ", type)), list.box);
 }
 
 function viewGroup(name) {
@@ -656,15 +874,16 @@ function showLogin() {
   user.focus();
 }
 
-// ---- Routing: #/, #/topics, #/topics/NAME, #/groups, #/groups/NAME, #/security ----
+// ---- Routing: #/, #/brokers/ID, #/topics, #/topics/NAME, #/groups, #/groups/NAME, #/security ----
 
 function route() {
   if (sessionInfo.login && !sessionInfo.user) { showLogin(); return; }
   clearView();
   const parts = location.hash.replace(/^#\/?/, "").split("/");
   const [kind, arg] = [parts[0], parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : ""];
-  document.querySelectorAll("[data-nav]").forEach(a => a.classList.toggle("active", a.dataset.nav === (kind || "overview")));
-  if (kind === "topics" && arg) viewTopic(arg);
+  document.querySelectorAll("[data-nav]").forEach(a => a.classList.toggle("active", a.dataset.nav === (kind === "brokers" ? "overview" : kind || "overview")));
+  if (kind === "brokers" && arg) viewBroker(arg);
+  else if (kind === "topics" && arg) viewTopic(arg);
   else if (kind === "topics") viewTopics();
   else if (kind === "groups" && arg) viewGroup(arg);
   else if (kind === "groups") viewGroups();

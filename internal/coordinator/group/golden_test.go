@@ -579,7 +579,8 @@ func (h *golden) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		summary = false
 	case "share-delete":
-		parts, code := h.s.ShareGroupStateToDelete(groupID)
+		parts, code, r := h.s.ShareGroupStateToDelete(groupID)
+		h.finish(r)
 		if code == 0 {
 			ids := make([][16]byte, 0, len(parts))
 			for id := range parts {

@@ -84,6 +84,14 @@ type shareGroup struct {
 	// the persister holds or is being asked to create, by topic id.
 	initialized  map[[16]byte]*shareTopic
 	initializing map[[16]byte]*shareTopic
+	// deleting are the topics (id -> name) whose state a DeleteGroups is
+	// deleting, or a DeleteGroups that was cut short left: they are
+	// neither assigned nor initialized while deletionsInFlight counts a
+	// deletion under way, since an initialization could land before the
+	// deletion; after, a member subscribing to one initializes it anew (an
+	// initialization replaces whatever state is left).
+	deleting          map[[16]byte]string
+	deletionsInFlight int // in memory: a loaded group has none
 	// initializeAsked is when initializing was last handed to the driver
 	// (in memory: a loaded group asks again at its first heartbeat).
 	initializeAsked int64
@@ -93,7 +101,7 @@ type shareGroup struct {
 
 func newShareGroup(id string) *shareGroup {
 	return &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]assignment{},
-		initialized: map[[16]byte]*shareTopic{}, initializing: map[[16]byte]*shareTopic{}}
+		initialized: map[[16]byte]*shareTopic{}, initializing: map[[16]byte]*shareTopic{}, deleting: map[[16]byte]string{}}
 }
 
 // state is the group's state as Kafka's ShareGroupState names it.
@@ -319,6 +327,11 @@ func checkShareMemberEpoch(m *shareMember, epoch int32) (int16, string) {
 // computes the target assignment over the initialized ones when the group
 // epoch moved past the assignment epoch.
 func (s *Shard) updateShareTarget(now int64, sg *shareGroup, topics Topics, bump bool, r *Result) {
+	// No topics at all is no metadata yet (a loaded shard implies
+	// __consumer_offsets), not every topic deleted.
+	if len(topics) > 0 && sg.forgetDeletedTopics(topicIDs(topics)) {
+		bump = true
+	}
 	meta := sg.subscribedTopics(topics)
 	if !sameTopics(meta, sg.subscription) {
 		sg.subscription = meta
@@ -332,6 +345,63 @@ func (s *Shard) updateShareTarget(now int64, sg *shareGroup, topics Topics, bump
 	if sg.epoch > sg.assignmentEpoch {
 		sg.target = assignShare(sg.members, sg.subscription, sg.initialized, sg.target)
 		sg.assignmentEpoch = sg.epoch
+	}
+}
+
+// forgetDeletedTopics drops the topics the cluster no longer has (by id)
+// from the group's initialized and initializing share-partitions, as
+// Kafka's coordinator does on a topic deletion (maybeCleanupShareGroupState):
+// their ShareGroupStatePartitionMetadata record shrinks, and a topic
+// created again under the same name, a new id, is initialized anew. The
+// share coordinator deletes their state itself (sharecoord's orphan
+// pruning). True if the group changed.
+func (sg *shareGroup) forgetDeletedTopics(exist map[[16]byte]bool) bool {
+	changed := false
+	for _, m := range []map[[16]byte]*shareTopic{sg.initialized, sg.initializing} {
+		for id := range m {
+			if !exist[id] {
+				delete(m, id)
+				changed = true
+			}
+		}
+	}
+	for id := range sg.deleting {
+		if !exist[id] {
+			delete(sg.deleting, id)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// topicIDs is the set of the topics' ids.
+func topicIDs(topics Topics) map[[16]byte]bool {
+	ids := make(map[[16]byte]bool, len(topics))
+	for _, t := range topics {
+		ids[t.ID] = true
+	}
+	return ids
+}
+
+// forgetDeletedShareTopics runs forgetDeletedTopics over every share group
+// (those without heartbeats too), bumping the epoch and reassigning the
+// groups that changed.
+func (s *Shard) forgetDeletedShareTopics(topics Topics, r *Result) {
+	if len(topics) == 0 {
+		return // no metadata yet, as in updateShareTarget
+	}
+	exist := topicIDs(topics)
+	for _, id := range s.sortedShareGroupIDs() {
+		sg := s.shares[id]
+		before := sg.records()
+		if !sg.forgetDeletedTopics(exist) {
+			continue
+		}
+		sg.subscription = sg.subscribedTopics(topics)
+		sg.epoch++
+		sg.target = assignShare(sg.members, sg.subscription, sg.initialized, sg.target)
+		sg.assignmentEpoch = sg.epoch
+		r.Records = append(r.Records, shareDiff(before, sg.records())...)
 	}
 }
 
@@ -372,6 +442,12 @@ func (s *Shard) askShareInit(now int64, sg *shareGroup, r *Result) {
 	resend := len(sg.initializing) > 0 && (sg.initializeAsked == 0 || now-sg.initializeAsked >= retry)
 	added := false
 	for name, t := range sg.subscription {
+		if _, ok := sg.deleting[t.ID]; ok {
+			if sg.deletionsInFlight > 0 {
+				continue // its state is being deleted: initialized after
+			}
+			delete(sg.deleting, t.ID)
+		}
 		for p := int32(0); p < t.Partitions; p++ {
 			if st := sg.initialized[t.ID]; st != nil && st.partitions[p] {
 				continue

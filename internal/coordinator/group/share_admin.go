@@ -76,31 +76,63 @@ func (s *Shard) listShareGroups(match func(want []string, v string) bool, states
 	return out
 }
 
-// ShareGroupStateToDelete is the first step of deleting a share group
-// (Kafka's shareGroupBuildPartitionDeleteRequest): the share-partitions
-// whose state the persister must delete before the group's records go, or
-// the code why the group cannot be deleted (GROUP_ID_NOT_FOUND,
-// NON_EMPTY_GROUP).
-func (s *Shard) ShareGroupStateToDelete(groupID string) (SharePartitions, int16) {
+// ShareGroupStateToDelete starts a DeleteGroups of a share group (Kafka's
+// shareGroupBuildPartitionDeleteRequest): the share-partitions whose state
+// the persister must delete before the group's records go, or the code why
+// the group cannot be deleted (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP). Its
+// topics move to the group's deleting topics, in the Result's
+// ShareGroupStatePartitionMetadata record, so that a member joining while
+// the state is deleted is neither assigned them nor has them initialized
+// (an initialization the deletion could undo). The caller writes the
+// Result, deletes the state, then calls DeleteGroup, or
+// ShareGroupStateDeleteFailed when the deletion failed.
+func (s *Shard) ShareGroupStateToDelete(groupID string) (SharePartitions, int16, Result) {
+	var r Result
 	sg := s.shares[groupID]
 	if sg == nil {
-		return nil, kerr.GroupIDNotFound.Code
+		return nil, kerr.GroupIDNotFound.Code, r
 	}
 	if len(sg.members) > 0 {
-		return nil, kerr.NonEmptyGroup.Code
+		return nil, kerr.NonEmptyGroup.Code, r
 	}
+	before := sg.records()
 	out := SharePartitions{}
 	for _, ts := range []map[[16]byte]*shareTopic{sg.initialized, sg.initializing} {
 		for id, t := range ts {
 			for p := range t.partitions {
 				out[id] = append(out[id], p)
 			}
+			sg.deleting[id] = t.name
+		}
+	}
+	// Topics left deleting by an earlier DeleteGroups (cut short, or one
+	// that failed): their partitions as the cluster has them now.
+	if len(sg.deleting) > len(out) && s.cfg.Topics != nil {
+		topics := s.cfg.Topics()
+		for id, name := range sg.deleting {
+			if t, ok := topics[name]; ok && t.ID == id && out[id] == nil {
+				for p := int32(0); p < t.Partitions; p++ {
+					out[id] = append(out[id], p)
+				}
+			}
 		}
 	}
 	for id := range out {
 		out[id] = sortedPartitions(toSet(out[id]))
 	}
-	return out, 0
+	sg.initialized, sg.initializing = map[[16]byte]*shareTopic{}, map[[16]byte]*shareTopic{}
+	sg.deletionsInFlight++
+	r.Records = shareDiff(before, sg.records())
+	return out, 0, r
+}
+
+// ShareGroupStateDeleteFailed ends a DeleteGroups whose state deletion
+// failed: the topics stay deleting (the next DeleteGroups deletes them
+// again), and a member subscribing to one initializes it anew.
+func (s *Shard) ShareGroupStateDeleteFailed(groupID string) {
+	if sg := s.shares[groupID]; sg != nil && sg.deletionsInFlight > 0 {
+		sg.deletionsInFlight--
+	}
 }
 
 func toSet(ps []int32) map[int32]bool {
@@ -115,7 +147,12 @@ func toSet(ps []int32) map[int32]bool {
 // share-partition state the caller deleted (ShareGroupStateToDelete).
 func (s *Shard) deleteShareGroup(sg *shareGroup) (int16, Result) {
 	var r Result
+	if sg.deletionsInFlight > 0 {
+		sg.deletionsInFlight--
+	}
 	if len(sg.members) > 0 {
+		// A member joined while the state was deleted: the group stays,
+		// and initializes its topics anew.
 		return kerr.NonEmptyGroup.Code, r
 	}
 	r.Records = shareDiff(sg.records(), nil)

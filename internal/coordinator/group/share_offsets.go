@@ -133,6 +133,10 @@ func (s *Shard) ShareGroupOffsetsAltered(groupID string, topicID [16]byte, name 
 		done = &shareTopic{name: name, partitions: map[int32]bool{}}
 		sg.initialized[topicID] = done
 	}
+	if sg.deletionsInFlight == 0 {
+		// State a failed DeleteGroups left deleting is replaced now.
+		delete(sg.deleting, topicID)
+	}
 	for _, p := range partitions {
 		done.partitions[p] = true
 		if st := sg.initializing[topicID]; st != nil {

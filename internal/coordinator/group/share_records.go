@@ -40,11 +40,11 @@ func (sg *shareGroup) records() map[string][]byte {
 	e.i32(sg.assignmentEpoch)
 	e.tags()
 	out[cgKey(sgTargetAssignmentMetadataType, sg.id, nil)] = e.b
-	if len(sg.initializing) > 0 || len(sg.initialized) > 0 {
+	if len(sg.initializing) > 0 || len(sg.initialized) > 0 || len(sg.deleting) > 0 {
 		e = valueV0()
 		e.shareTopics(sg.initializing)
 		e.shareTopics(sg.initialized)
-		e.uv(1) // DeletingTopics: the group deletes its state before its records
+		e.deletingTopics(sg.deleting)
 		e.tags()
 		out[cgKey(sgStatePartitionMetadataType, sg.id, nil)] = e.b
 	}
@@ -91,6 +91,32 @@ func (e *enc) shareTopics(ts map[[16]byte]*shareTopic) {
 		}
 		e.tags()
 	}
+}
+
+// deletingTopics writes a []TopicInfo: topic id and name.
+func (e *enc) deletingTopics(ts map[[16]byte]string) {
+	ids := make([][16]byte, 0, len(ts))
+	for id := range ts {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+	e.uv(len(ids) + 1)
+	for _, id := range ids {
+		e.b = append(e.b, id[:]...)
+		e.cstr(ts[id])
+		e.tags()
+	}
+}
+
+func readDeletingTopics(d *dec) map[[16]byte]string {
+	out := map[[16]byte]string{}
+	for n := d.uv() - 1; n > 0 && d.err == nil; n-- {
+		var id [16]byte
+		copy(id[:], d.take(16))
+		out[id] = d.cstr()
+		d.tags()
+	}
+	return out
 }
 
 func readShareTopics(d *dec) map[[16]byte]*shareTopic {
@@ -141,6 +167,7 @@ func (s *Shard) replayShare(now int64, typ int16, key, value []byte) error {
 			delete(sg.target, memberID)
 		case sgStatePartitionMetadataType:
 			sg.initializing, sg.initialized = map[[16]byte]*shareTopic{}, map[[16]byte]*shareTopic{}
+			sg.deleting = map[[16]byte]string{}
 		}
 		return nil
 	}
@@ -167,6 +194,7 @@ func (s *Shard) replayShare(now int64, typ int16, key, value []byte) error {
 	case sgStatePartitionMetadataType:
 		sg.initializing = readShareTopics(&vd)
 		sg.initialized = readShareTopics(&vd)
+		sg.deleting = readDeletingTopics(&vd)
 		for id, t := range sg.initializing {
 			if sg.initialized[id] != nil {
 				t.startOffset = 0

@@ -230,7 +230,7 @@ func TestShareGroupLeaveExpiryAndDelete(t *testing.T) {
 	if !reflect.DeepEqual(h.left, []string{"sg/m1"}) {
 		t.Fatalf("left %v", h.left)
 	}
-	if _, code := h.s.ShareGroupStateToDelete("sg"); code != kerr.NonEmptyGroup.Code {
+	if _, code, _ := h.s.ShareGroupStateToDelete("sg"); code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("delete with a member: %d", code)
 	}
 	// m2's session ends 45 s after its last heartbeat.
@@ -245,11 +245,12 @@ func TestShareGroupLeaveExpiryAndDelete(t *testing.T) {
 	if rg.GroupState != "Empty" || len(rg.Members) != 0 {
 		t.Fatalf("describe: %+v", rg)
 	}
-	parts, code := h.s.ShareGroupStateToDelete("sg")
+	parts, code, r := h.s.ShareGroupStateToDelete("sg")
 	if code != 0 || !reflect.DeepEqual(parts, SharePartitions{topicA: {0, 1}}) {
 		t.Fatalf("state to delete: %v %d", parts, code)
 	}
-	code, r := h.s.DeleteGroup(50000, "sg")
+	Finish(h.w, r, errCode)
+	code, r = h.s.DeleteGroup(50000, "sg")
 	if code != 0 {
 		t.Fatalf("delete: %d", code)
 	}
@@ -413,5 +414,137 @@ func TestSimpleShareAssignor(t *testing.T) {
 		if !reflect.DeepEqual(again, out) {
 			t.Errorf("%+v: not stable: %v then %v", tc, out, again)
 		}
+	}
+}
+
+// TestShareGroupForgetsDeletedTopics: a deleted topic leaves the group's
+// initialized share-partitions (the ShareGroupStatePartitionMetadata
+// record) at the next heartbeat, or, for a group nobody heartbeats to, at
+// the periodic check; a topic created again under the name is
+// initialized anew.
+func TestShareGroupForgetsDeletedTopics(t *testing.T) {
+	h := newShareHarness(t)
+	var cluster Topics
+	h.s.cfg.Topics = func() Topics { return cluster }
+	h.s.cfg.OffsetsRetentionCheckMs = 1000
+	topicB := [16]byte{0xb}
+	two := Topics{"a": {ID: topicA, Partitions: 1}, "b": {ID: topicB, Partitions: 2}}
+	resp := h.hb(0, shgReq("m1", 0, "a", "b"), two)
+	resp = h.hb(1, shgReq("m1", resp.MemberEpoch), two)
+	if got := shareAssigned(resp); !reflect.DeepEqual(got, []int32{0, 0, 1}) {
+		t.Fatalf("assigned %v", got)
+	}
+	// b is deleted: the next heartbeat forgets it and reassigns.
+	epoch := h.s.shares["sg"].epoch
+	resp = h.hb(2, shgReq("m1", resp.MemberEpoch), cghTopics(1))
+	sg := h.s.shares["sg"]
+	if sg.initialized[topicB] != nil || sg.initialized[topicA] == nil || sg.epoch <= epoch {
+		t.Fatalf("after b's deletion: initialized %v, epoch %d (was %d)", sg.initialized, sg.epoch, epoch)
+	}
+	if got := shareAssigned(resp); !reflect.DeepEqual(got, []int32{0}) {
+		t.Fatalf("assigned after b's deletion %v", got)
+	}
+	// b again, a new topic id: initialized anew.
+	reborn := [16]byte{0xbb}
+	again := Topics{"a": {ID: topicA, Partitions: 1}, "b": {ID: reborn, Partitions: 1}}
+	h.inits = nil
+	h.hb(3, shgReq("m1", resp.MemberEpoch), again)
+	if len(h.inits) != 1 || h.inits[0].TopicID != reborn || h.inits[0].StartOffset != -1 {
+		t.Fatalf("b created again: inits %+v", h.inits)
+	}
+	// The member leaves; then both topics are deleted: the periodic check
+	// forgets them, and a replay of the records agrees.
+	h.hb(4, shgReq("m1", -1), again)
+	cluster = Topics{"__consumer_offsets": {ID: [16]byte{0xcc}, Partitions: 1}}
+	if err := Finish(h.w, h.s.Tick(5000), errCode); err != nil {
+		t.Fatal(err)
+	}
+	if sg := h.s.shares["sg"]; len(sg.initialized) != 0 || len(sg.initializing) != 0 {
+		t.Fatalf("after the periodic check: initialized %v initializing %v", sg.initialized, sg.initializing)
+	}
+	s2 := h.shard()
+	for _, rec := range h.w.records {
+		if err := s2.Replay(0, rec.Key, rec.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sg := s2.shares["sg"]; sg == nil || len(sg.initialized) != 0 {
+		t.Fatalf("replayed: %+v", sg)
+	}
+}
+
+// TestShareGroupDeleteWhileMemberJoins: a member joins while DeleteGroups
+// deletes the group's state. Until the deletion ends it is neither
+// assigned the topic nor has it initialized (an initialization the
+// deletion could undo); the deletion then ends NON_EMPTY_GROUP, and the
+// member's next heartbeat initializes the topic anew and is assigned it.
+// A deletion that failed, or one a coordinator failover cut short, leaves
+// the topic to be initialized anew as well.
+func TestShareGroupDeleteWhileMemberJoins(t *testing.T) {
+	h := newShareHarness(t)
+	topics := cghTopics(2)
+	h.s.cfg.Topics = func() Topics { return topics }
+	h.hb(0, shgReq("m1", 0, "a"), topics)
+	h.hb(1, shgReq("m1", -1), topics)
+	parts, code, r := h.s.ShareGroupStateToDelete("sg")
+	if code != 0 || !reflect.DeepEqual(parts, SharePartitions{topicA: {0, 1}}) {
+		t.Fatalf("state to delete: %v %d", parts, code)
+	}
+	if err := Finish(h.w, r, errCode); err != nil {
+		t.Fatal(err)
+	}
+	// m2 joins while the state is deleted.
+	h.inits = nil
+	resp := h.hb(2, shgReq("m2", 0, "a"), topics)
+	resp = h.hb(3, shgReq("m2", resp.MemberEpoch), topics)
+	if got := shareAssigned(resp); len(got) != 0 || len(h.inits) != 0 {
+		t.Fatalf("during the deletion: assigned %v, initializations %+v", got, h.inits)
+	}
+	code, r = h.s.DeleteGroup(4, "sg")
+	if code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member that joined: %d", code)
+	}
+	Finish(h.w, r, errCode)
+	resp = h.hb(5, shgReq("m2", resp.MemberEpoch), topics)
+	resp = h.hb(6, shgReq("m2", resp.MemberEpoch), topics)
+	if len(h.inits) != 1 || h.inits[0].StartOffset != -1 || !reflect.DeepEqual(h.inits[0].Partitions, []int32{0, 1}) {
+		t.Fatalf("after the deletion: initializations %+v", h.inits)
+	}
+	if got := shareAssigned(resp); !reflect.DeepEqual(got, []int32{0, 1}) {
+		t.Fatalf("after the deletion: assigned %v", got)
+	}
+
+	// A failed deletion: the topic stays deleting until a member
+	// subscribes to it, and a later DeleteGroups deletes it again.
+	h.hb(7, shgReq("m2", -1), topics)
+	_, code, r = h.s.ShareGroupStateToDelete("sg")
+	Finish(h.w, r, errCode)
+	h.s.ShareGroupStateDeleteFailed("sg")
+	parts, code, r = h.s.ShareGroupStateToDelete("sg")
+	if code != 0 || !reflect.DeepEqual(parts, SharePartitions{topicA: {0, 1}}) {
+		t.Fatalf("deleting again: %v %d", parts, code)
+	}
+	Finish(h.w, r, errCode)
+	h.s.ShareGroupStateDeleteFailed("sg")
+
+	// A coordinator failover: the loaded group has the topic deleting and
+	// no deletion under way; a member joining initializes it anew.
+	s2 := h.shard()
+	for _, rec := range h.w.records {
+		if err := s2.Replay(8, rec.Key, rec.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sg := s2.shares["sg"]; sg == nil || sg.deleting[topicA] != "a" || len(sg.initialized) != 0 {
+		t.Fatalf("loaded: %+v", sg)
+	}
+	h.s, h.inits = s2, nil
+	resp = h.hb(9, shgReq("m3", 0, "a"), topics)
+	resp = h.hb(10, shgReq("m3", resp.MemberEpoch), topics)
+	if len(h.inits) != 1 || h.inits[0].StartOffset != -1 {
+		t.Fatalf("after the failover: initializations %+v", h.inits)
+	}
+	if got := shareAssigned(resp); !reflect.DeepEqual(got, []int32{0, 1}) || len(s2.shares["sg"].deleting) != 0 {
+		t.Fatalf("after the failover: assigned %v, deleting %v", got, s2.shares["sg"].deleting)
 	}
 }

@@ -228,7 +228,7 @@ func (s *Shard) leave(now int64, g *group, memberID string, instanceID *string, 
 
 // Tick fires the timers due at now: join and sync deadlines, expired
 // sessions and pending member ids, the initial rebalance delay, and
-// offsets expiry.
+// offsets expiry (with which share groups forget deleted topics).
 func (s *Shard) Tick(now int64) Result {
 	var r Result
 	for _, id := range s.sortedGroupIDs() {
@@ -278,6 +278,11 @@ func (s *Shard) Tick(now int64) Result {
 	if s.cfg.OffsetsRetentionCheckMs > 0 && now >= s.nextExpiry {
 		s.nextExpiry = now + s.cfg.OffsetsRetentionCheckMs
 		s.expireOffsets(now, &r)
+		// Share groups that no member heartbeats to learn of deleted
+		// topics here, on the same period.
+		if s.cfg.Topics != nil && len(s.shares) > 0 {
+			s.forgetDeletedShareTopics(s.cfg.Topics(), &r)
+		}
 	}
 	return r
 }

@@ -87,7 +87,7 @@ func inProgress(same bool) Result {
 //	                 Abort            Commit
 //	                 Retry  Current   Retry  Current
 //	Empty            FENCED bump      FENCED INVALID_TXN_STATE
-//	CompleteAbort    NONE   bump      ITS    INVALID_TXN_STATE
+//	CompleteAbort    NONE   bump      FENCED INVALID_TXN_STATE
 //	CompleteCommit   ITS    bump      NONE   INVALID_TXN_STATE
 func (s *Shard) endTransactionV2(now int64, t *txnMetadata, pid int64, epoch int16, commit, fromClient bool) Result {
 	isEpochFence := t.hasPending && t.pending == PrepareEpochFence
@@ -109,13 +109,17 @@ func (s *Shard) endTransactionV2(now int64, t *txnMetadata, pid int64, epoch int
 		}
 	}
 	isRetry := retryOnEpochBump || retryOnOverflow
+	// A transition in progress (markers still being written) is checked
+	// before the epoch (KAFKA-18464): the producer's next EndTxn, at the
+	// epoch the last one answered, may come before the last one's markers
+	// are all written, and must wait rather than be fenced.
 	switch {
 	case t.producerID != pid && !retryOnOverflow:
 		return errAnswer(kerr.InvalidProducerIDMapping)
+	case (t.hasPending || t.completion != nil) && !isEpochFence:
+		return errAnswer(kerr.ConcurrentTransactions)
 	case !validEpoch:
 		return errAnswer(kerr.ProducerFenced)
-	case t.hasPending && !isEpochFence:
-		return errAnswer(kerr.ConcurrentTransactions)
 	}
 	switch t.state {
 	case Ongoing:
@@ -129,6 +133,12 @@ func (s *Shard) endTransactionV2(now int64, t *txnMetadata, pid int64, epoch int
 		}
 		return s.prepareEnd(now, t, false, epoch, 2, false, true)
 	case CompleteAbort:
+		if commit && isRetry {
+			// A commit that crossed an abort the coordinator made itself
+			// (a timeout): the producer was fenced, which it can recover
+			// from (KAFKA-20785).
+			return errAnswer(kerr.ProducerFenced)
+		}
 		if commit {
 			return errAnswer(kerr.InvalidTxnState)
 		}
@@ -172,7 +182,7 @@ func (s *Shard) prepareEnd(now int64, t *txnMetadata, commit bool, epoch int16, 
 		t.revert()
 		t.producerEpoch, t.lastProducerEpoch = epoch, noProducerEpoch
 	}
-	next, err := t.prepareAbortOrCommit(state, tv, nextPID, now, noPartitionAdded)
+	next, err := t.prepareAbortOrCommit(state, tv, nextPID, now, noPartitionAdded, isEpochFence)
 	if err != nil {
 		return answer(codeOf(err), noProducerID, noProducerEpoch)
 	}

@@ -51,7 +51,7 @@ func newHarness(t *testing.T, d *datadriven.TestData) *harness {
 			set(v)
 		}
 	}
-	scanInt("tv", func(v int64) { h.cfg.TransactionVersion = int16(v) })
+	scanInt("tv", func(v int64) { tv := int16(v); h.cfg.TransactionVersion = func() int16 { return tv } })
 	scanInt("max-timeout", func(v int64) { h.cfg.TransactionMaxTimeoutMs = int32(v) })
 	scanInt("expiration", func(v int64) { h.cfg.TransactionalIDExpirationMs = v })
 	scanInt("abort-interval", func(v int64) { h.cfg.AbortTimedOutTransactionsIntervalMs = v })
@@ -353,7 +353,7 @@ func (h *harness) replayCheck() string {
 	live := h.shard.Snapshot()
 	for i := range live {
 		live[i].LastProducerEpoch = -1
-		if h.cfg.TransactionVersion < 1 {
+		if h.shard.transactionVersion() < 1 {
 			live[i].PrevProducerID, live[i].NextProducerID, live[i].ClientTransactionVersion = -1, -1, 0
 		}
 	}

@@ -175,11 +175,13 @@ func (t *txnMetadata) prepareAddPartitions(added []TopicPartition, now int64, tv
 }
 
 // prepareAbortOrCommit moves to PrepareCommit / PrepareAbort. Transaction
-// version 2 bumps the epoch here (KIP-890 part 2); nextProducerID is set
-// when that bump uses up the producer id's epochs.
-func (t *txnMetadata) prepareAbortOrCommit(state State, tv int16, nextProducerID int64, now int64, noPartitionAdded bool) (txnState, error) {
+// version 2 bumps the epoch here (KIP-890 part 2), except for the abort of
+// a fenced epoch, which the fence has bumped already (KAFKA-19367: a
+// second bump could overflow the epoch); nextProducerID is set when that
+// bump uses up the producer id's epochs.
+func (t *txnMetadata) prepareAbortOrCommit(state State, tv int16, nextProducerID int64, now int64, noPartitionAdded, epochFenced bool) (txnState, error) {
 	n := t.base(state)
-	if tv >= 2 {
+	if tv >= 2 && !epochFenced {
 		// An abort at Short.MaxValue (a fenced producer at the very end of
 		// its epochs) goes through without a bump so the id can recover.
 		if !(t.producerEpoch == math.MaxInt16 && state == PrepareAbort) {

@@ -191,7 +191,7 @@ func (s *Shard) fenceAndAbort(now int64, t *txnMetadata) Result {
 	if err != nil {
 		return answer(codeOf(err), noProducerID, noProducerEpoch)
 	}
-	r := s.endTransaction(now, t.id, fence.producerID, fence.producerEpoch, false, false, s.cfg.TransactionVersion)
+	r := s.endTransaction(now, t.id, fence.producerID, fence.producerEpoch, false, false, s.transactionVersion())
 	if len(r.Records) == 0 && t.hasPending && t.pending == PrepareEpochFence {
 		t.revert() // the abort was refused before it took over the fence
 	}

@@ -107,7 +107,7 @@ func Decode(key, value []byte) (m Metadata, tombstone bool, err error) {
 // valueVersion is the TransactionLogValue version the cluster's
 // transaction.version writes.
 func (s *Shard) valueVersion() int16 {
-	if s.cfg.TransactionVersion >= 1 {
+	if s.transactionVersion() >= 1 {
 		return 1
 	}
 	return 0

@@ -154,16 +154,26 @@ type Config struct {
 	// RemoveExpiredTransactionalIDsIntervalMs is
 	// transaction.remove.expired.transaction.cleanup.interval.ms (3600000).
 	RemoveExpiredTransactionalIDsIntervalMs int64
-	// TransactionVersion is the cluster's finalized transaction.version
-	// feature level: 1+ writes TransactionLogValue v1 (flexible, tagged
-	// fields), and it is the version of the aborts the coordinator starts
-	// itself (timeouts, fencing), as Kafka's transactionVersionLevel.
-	TransactionVersion int16
+	// TransactionVersion returns the cluster's finalized
+	// transaction.version feature level (nil: 0). It is read at each use,
+	// since the level changes while the shard lives: 1+ writes
+	// TransactionLogValue v1 (flexible, tagged fields), and it is the
+	// version of the aborts the coordinator starts itself (timeouts,
+	// fencing), as Kafka's transactionVersionLevel.
+	TransactionVersion func() int16
 	// OffsetsTopicPartitions is offsets.topic.num.partitions, to find the
 	// __consumer_offsets partition AddOffsetsToTxn adds.
 	OffsetsTopicPartitions int32
 	// ProducerIDs allocates producer ids.
 	ProducerIDs ProducerIDs
+}
+
+// transactionVersion is the finalized transaction.version now.
+func (s *Shard) transactionVersion() int16 {
+	if s.cfg.TransactionVersion == nil {
+		return 0
+	}
+	return s.cfg.TransactionVersion()
 }
 
 // Kafka's defaults for the Config durations.

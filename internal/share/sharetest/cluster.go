@@ -33,6 +33,8 @@ func NewCluster(t testing.TB) *Cluster {
 	}
 	t.Cleanup(func() { logs.Close() })
 	c := &Cluster{Replica: replica.New(replica.Config{NodeID: Node, Logger: slog.New(slog.DiscardHandler)}, logs), Image: metadata.EmptyImage()}
+	// A new cluster's feature levels (share.version=1: share groups on).
+	c.Feed(t, metadata.FeatureLevelRecords(metadata.DefaultFeatureLevels(metadata.LatestMetadataVersion))...)
 	c.Feed(t, &metadata.TopicRecord{Name: "t", TopicID: TopicID},
 		&metadata.PartitionRecord{RecordVersion: metadata.PartitionRecordVersion, PartitionID: 0, TopicID: TopicID,
 			Replicas: []int32{Node, 2}, ISR: []int32{Node}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},

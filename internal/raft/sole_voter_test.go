@@ -11,28 +11,34 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
 
 	"gregor/internal/metadata"
 	"gregor/internal/record"
 )
 
+// The one-voter quorum (the zero-config node) is a Node whose voter set is
+// itself: these tests are its contract.
+
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func openVoter(t *testing.T, dir string) (*SingleVoter, *metadata.Loader) {
+func openVoter(t *testing.T, dir string) (*Node, *metadata.Loader) {
 	t.Helper()
-	v, err := NewSingleVoter(SingleVoterConfig{Dir: dir, NodeID: 1, Logger: quietLogger()})
+	n, err := NewNode(NodeConfig{Dir: dir, NodeID: 1, ClusterID: "c1", Voters: []int32{1}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := metadata.NewLoader("c1", quietLogger())
-	v.Register(l)
-	if err := v.Start(context.Background()); err != nil {
+	n.Register(l)
+	t.Cleanup(func() { n.Close() }) // a failed test must not leak the node (Close is idempotent)
+	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return v, l
+	return n, l
 }
 
 func topicRecords(name string, id byte, partitions int) []metadata.Record {
@@ -59,9 +65,11 @@ func readQuorumStateFile(t *testing.T, dir string) map[string]any {
 	return m
 }
 
-func TestSingleVoterAppendRestartReplay(t *testing.T) {
+func TestSoleVoterAppendRestartReplay(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the nodes' cleanups
 	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
 	v, loader := openVoter(t, dir)
+	// Start returns the leader of epoch 1, its leader change batch written.
 	if id, epoch := v.Leader(); id != 1 || epoch != 1 {
 		t.Fatalf("leader = %d epoch %d, want 1/1", id, epoch)
 	}
@@ -69,14 +77,12 @@ func TestSingleVoterAppendRestartReplay(t *testing.T) {
 		t.Fatalf("high watermark after the leader change batch = %d, want 1", hw)
 	}
 	st := readQuorumStateFile(t, dir)
-	want := map[string]any{"clusterId": "", "leaderId": 1.0, "leaderEpoch": 1.0, "votedId": 1.0, "appliedOffset": 0.0,
-		"currentVoters": []any{map[string]any{"voterId": 1.0}}, "data_version": 0.0}
-	if !reflect.DeepEqual(st, want) {
-		t.Fatalf("quorum-state = %v\nwant %v", st, want)
+	if st["leaderId"] != 1.0 || st["leaderEpoch"] != 1.0 || st["votedId"] != 1.0 ||
+		!reflect.DeepEqual(st["currentVoters"], []any{map[string]any{"voterId": 1.0}}) {
+		t.Fatalf("quorum-state = %v", st)
 	}
 
-	last, err := v.Append(context.Background(), append([]metadata.Record{&metadata.FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 25}},
-		topicRecords("orders", 1, 3)...))
+	last, err := v.Append(context.Background(), append(featureRecords(), topicRecords("orders", 1, 3)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +105,8 @@ func TestSingleVoterAppendRestartReplay(t *testing.T) {
 		t.Fatalf("append after close: %v", err)
 	}
 
-	// Restart: replay gives the same image, and the epoch goes up.
+	// Restart: Start replays the whole log (the commit index is not
+	// written on every commit), and the epoch goes up.
 	v2, loader2 := openVoter(t, dir)
 	defer v2.Close()
 	after := loader2.Image()
@@ -126,41 +133,48 @@ func TestSingleVoterAppendRestartReplay(t *testing.T) {
 	if late.Image().Offset != last || late.Image().Topics.Topic("payments") == nil {
 		t.Fatalf("late listener image offset %d", late.Image().Offset)
 	}
-	checkLogLayout(t, v2)
+	checkLogLayout(t, v2, []string{"leader-change@1", "data@1", "data@1", "leader-change@2", "data@2"})
 }
 
 // checkLogLayout reads the raw log: each epoch opens with a LeaderChangeMessage
 // control batch, and data batches carry their epoch as partition leader epoch.
-func checkLogLayout(t *testing.T, v *SingleVoter) {
+func checkLogLayout(t *testing.T, n *Node, want []string) {
 	t.Helper()
-	info, err := v.log.Read(0, 1<<20, v.log.LogEndOffset(), true)
-	if err != nil {
-		t.Fatal(err)
+	var raw []byte // the whole log; a read stops at a segment's end
+	for offset, end := int64(0), n.log.LogEndOffset(); offset < end; {
+		info, err := n.log.Read(offset, 1<<20, end, true)
+		if err != nil || len(info.Records) == 0 {
+			t.Fatalf("read the log at %d: %v", offset, err)
+		}
+		raw = append(raw, info.Records...)
+		for rest := info.Records; len(rest) > 0; rest = rest[mustHeader(t, rest).Size():] {
+			offset = mustHeader(t, rest).NextOffset()
+		}
 	}
 	var kinds []string
-	for rest := info.Records; len(rest) > 0; {
+	for rest := raw; len(rest) > 0; {
 		h, recs, err := record.ReadRecords(rest[:mustHeader(t, rest).Size()])
 		if err != nil {
 			t.Fatal(err)
 		}
 		rest = rest[h.Size():]
+		epoch := strconv.Itoa(int(h.PartitionLeaderEpoch))
 		if h.IsControl() {
-			if len(recs) != 1 || binary.BigEndian.Uint16(recs[0].Key[2:]) != 2 {
+			if len(recs) != 1 || binary.BigEndian.Uint16(recs[0].Key[2:]) != controlTypeLeaderChange {
 				t.Fatalf("control batch at %d: %+v", h.BaseOffset, recs)
 			}
 			var msg kmsg.LeaderChangeMessage
 			if err := msg.ReadFrom(recs[0].Value); err != nil || msg.LeaderID != 1 || len(msg.Voters) != 1 {
 				t.Fatalf("leader change message: %+v %v", msg, err)
 			}
-			kinds = append(kinds, "leader-change@"+itoa(h.PartitionLeaderEpoch))
+			kinds = append(kinds, "leader-change@"+epoch)
 			continue
 		}
 		if h.ProducerID != -1 || recs[0].Key != nil {
 			t.Fatalf("data batch at %d: producer %d key %v", h.BaseOffset, h.ProducerID, recs[0].Key)
 		}
-		kinds = append(kinds, "data@"+itoa(h.PartitionLeaderEpoch))
+		kinds = append(kinds, "data@"+epoch)
 	}
-	want := []string{"leader-change@1", "data@1", "data@1", "leader-change@2", "data@2"}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Fatalf("log layout %v, want %v", kinds, want)
 	}
@@ -175,9 +189,52 @@ func mustHeader(t *testing.T, b []byte) record.BatchHeader {
 	return h
 }
 
-func itoa(i int32) string { return string(rune('0' + i)) }
+// TestSoleVoterOpensSingleVoterDir opens a metadata directory written by
+// the former one-voter implementation (single_voter.go, removed): its log
+// and quorum-state, whose appliedOffset it always left at 0, as that code
+// wrote them in testdata/single-voter-v1 (two starts: epoch 1 with the
+// features, topic orders and a producer-id block; epoch 2 with topic
+// payments). Every batch must come back, and the node must go on from it.
+func TestSoleVoterOpensSingleVoterDir(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the nodes' cleanups
+	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
+	if err := os.CopyFS(dir, os.DirFS("testdata/single-voter-v1/__cluster_metadata-0")); err != nil {
+		t.Fatal(err)
+	}
+	if st := readQuorumStateFile(t, dir); st["appliedOffset"] != 0.0 || st["leaderEpoch"] != 2.0 || st["clusterId"] != "" {
+		t.Fatalf("fixture quorum-state = %v", st)
+	}
+	v, loader := openVoter(t, dir)
+	img := loader.Image()
+	if img.Offset != 9 || img.Epoch != 2 || img.Topics.Topic("orders").NumPartitions() != 3 ||
+		img.Topics.Topic("payments").NumPartitions() != 1 || img.MetadataVersion() != 25 {
+		t.Fatalf("image of the old directory: offset %d epoch %d topics %v", img.Offset, img.Epoch, slices.Collect(img.Topics.Names()))
+	}
+	if id, epoch := v.Leader(); id != 1 || epoch != 3 {
+		t.Fatalf("leader %d epoch %d, want 1/3", id, epoch)
+	}
+	last, err := v.Append(context.Background(), topicRecords("more", 3, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != 13 {
+		t.Fatalf("append after the old log ends at %d, want 13 (10 is epoch 3's leader change)", last)
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// And it restarts as a node's own directory.
+	v2, loader2 := openVoter(t, dir)
+	defer v2.Close()
+	if img := loader2.Image(); img.Offset != last || img.Topics.Topic("more") == nil || img.Topics.Topic("orders") == nil {
+		t.Fatalf("after restart: offset %d", img.Offset)
+	}
+	checkLogLayout(t, v2, []string{"leader-change@1", "data@1", "data@1", "data@1", "leader-change@2", "data@2",
+		"leader-change@3", "data@3", "leader-change@4"})
+}
 
-func TestSingleVoterTornTail(t *testing.T) {
+func TestSoleVoterTornTail(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the nodes' cleanups
 	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
 	v, loader := openVoter(t, dir)
 	if _, err := v.Append(context.Background(), topicRecords("orders", 1, 2)); err != nil {
@@ -215,9 +272,10 @@ func TestSingleVoterTornTail(t *testing.T) {
 	}
 }
 
-func TestSingleVoterRefusals(t *testing.T) {
+func TestSoleVoterRefusals(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the nodes' cleanups
 	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
-	v, err := NewSingleVoter(SingleVoterConfig{Dir: dir, NodeID: 1, Logger: quietLogger()})
+	v, err := NewNode(NodeConfig{Dir: dir, NodeID: 1, Voters: []int32{1}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +300,11 @@ func TestSingleVoterRefusals(t *testing.T) {
 	if _, err := v.Append(context.Background(), nil); err == nil {
 		t.Fatal("empty append succeeded")
 	}
-	if _, err := NewSingleVoter(SingleVoterConfig{NodeID: 1}); err == nil {
+	if _, err := NewNode(NodeConfig{NodeID: 1, Voters: []int32{1}}); err == nil {
 		t.Fatal("no dir accepted")
+	}
+	if _, err := NewNode(NodeConfig{Dir: t.TempDir(), NodeID: 1, Voters: []int32{1, 2}}); err == nil {
+		t.Fatal("a voter of two without a transport accepted")
 	}
 	// A corrupt hard state is an error, not a silent epoch reset.
 	bad := filepath.Join(t.TempDir(), "m")
@@ -253,9 +314,32 @@ func TestSingleVoterRefusals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, QuorumStateFileName), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewSingleVoter(SingleVoterConfig{Dir: bad, NodeID: 1, Logger: quietLogger()}); err == nil {
+	if _, err := NewNode(NodeConfig{Dir: bad, NodeID: 1, Voters: []int32{1}, Logger: quietLogger()}); err == nil {
 		t.Fatal("corrupt quorum-state accepted")
 	}
 	var _ Quorum = v
 	var _ Listener = (*metadata.Loader)(nil)
+}
+
+// TestSoleVoterStartFailsOnStorageError: a one-voter node whose first hard
+// state write fails does not hang in Start waiting to lead; Start says why.
+func TestSoleVoterStartFailsOnStorageError(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	dir := filepath.Join(t.TempDir(), "__cluster_metadata-0")
+	n, err := NewNode(NodeConfig{Dir: dir, NodeID: 1, Voters: []int32{1}, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	// The campaign's hard state write (a new term) fails.
+	if err := os.Mkdir(filepath.Join(dir, QuorumStateFileName+".tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start(context.Background())
+	if !errors.Is(err, errNodeFailed) {
+		t.Fatalf("start with a failing hard state write: %v", err)
+	}
+	if _, err := n.Append(context.Background(), []metadata.Record{&metadata.NoOpRecord{}}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append on the failed node: %v", err)
+	}
 }
