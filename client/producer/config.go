@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"gregor/client/internal/props"
 	"gregor/client/internal/wire"
 	"gregor/internal/record"
 )
@@ -116,33 +116,7 @@ var ignoredProperties = map[string]bool{
 
 // ParseProperties reads a Java .properties file's key=value lines (also
 // key: value; # and ! comments; backslash line continuations).
-func ParseProperties(r io.Reader) (map[string]string, error) {
-	props := map[string]string{}
-	sc := bufio.NewScanner(r)
-	var pending string
-	for sc.Scan() {
-		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if pending == "" && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
-			pending += line[:len(line)-1]
-			continue
-		}
-		line = pending + line
-		pending = ""
-		i := strings.IndexAny(line, "=:")
-		if i < 0 {
-			props[strings.TrimSpace(line)] = ""
-			continue
-		}
-		props[strings.TrimSpace(line[:i])] = strings.TrimSpace(line[i+1:])
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read properties: %w", err)
-	}
-	return props, nil
-}
+func ParseProperties(r io.Reader) (map[string]string, error) { return props.Parse(r) }
 
 // ConfigFromProperties builds a Config from Kafka producer property names.
 // Properties this client does not implement are an error, so a setting is
