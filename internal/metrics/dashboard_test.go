@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -183,5 +186,46 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	if queries < 30 {
 		t.Errorf("%d queries, want the dashboard's 30 and more", queries)
+	}
+}
+
+// TestGrafanaDashboardSchema decodes docs/grafana/gregor.json strictly with
+// the Go types Grafana generates from its dashboard and panel schemas
+// (grafana-foundation-sdk): an unknown field, a wrong type or a field
+// Grafana always saves that is missing fails, and so does Grafana's own
+// validation. What import needs beyond that (a Prometheus data source for
+// ${DS_PROMETHEUS}) is in the __inputs, which the import form consumes
+// before the dashboard is decoded, so they are left out here as it does.
+func TestGrafanaDashboardSchema(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	data, err := os.ReadFile("../../docs/grafana/gregor.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for k := range fields {
+		if strings.HasPrefix(k, "__") {
+			delete(fields, k)
+		}
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard.Dashboard
+	if err := d.UnmarshalJSONStrict(body); err != nil {
+		// The decoder returns its (possibly empty) list of errors.
+		if errs, ok := err.(cog.BuildErrors); !ok || len(errs) > 0 {
+			t.Fatalf("docs/grafana/gregor.json against Grafana's schema: %v", err)
+		}
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatalf("docs/grafana/gregor.json: Grafana's validation: %v", err)
+	}
+	if len(d.Panels) == 0 {
+		t.Fatal("no panels decoded")
 	}
 }
