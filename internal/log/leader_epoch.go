@@ -27,11 +27,11 @@ import (
 //     after the new end; a full truncation clears the cache;
 //   - a rising log start offset (retention, DeleteRecords) drops the entries
 //     before it and moves the epoch that covers it to start there;
-//   - every change is written to the leader-epoch-checkpoint file at once
-//     (leader_epoch_checkpoint.go) and made durable by the next flush,
-//     before the recovery point passes the records of a new epoch
-//     (persistEpochsLocked); the cache is checked against the log, and
-//     rebuilt from it where needed, when the log is opened.
+//   - every change is written to the leader-epoch-checkpoint file
+//     (leader_epoch_checkpoint.go) by the next flush, before the recovery
+//     point passes the records of a new epoch (persistEpochsLocked); the
+//     cache is checked against the log, and rebuilt from it where needed,
+//     when the log is opened.
 
 // Kafka's OffsetsForLeaderEpoch answer when the epoch or its end is unknown.
 const (
@@ -309,26 +309,20 @@ func (l *Log) clearEpochsLocked() error {
 	return l.persistEpochsLocked()
 }
 
-// persistEpochsLocked writes the cache to leader-epoch-checkpoint. Writers
-// hold mu, so the file is written in the order the cache changed; an I/O
-// failure takes the log's directory offline, as any failed write does.
-//
-// The file is replaced at once but fsynced by the next flush, before that
-// flush moves the recovery point (flushUpTo). Kafka fsyncs it on every new
-// epoch instead; what that buys is that an epoch's entry is never lost
-// while its records are below the recovery point, where a restart does not
-// rescan them. The same holds here: until the flush, the records of the
-// epoch are above the recovery point, and a restart after a crash
-// reassigns their epochs from the batches it rescans (or rebuilds the
-// whole cache from the log if the file is torn). An epoch that has no
-// records yet tells a follower nothing its log does not. Kafka does the
-// same for truncations (LeaderEpochFileCache's async flush). It matters at
-// scale: a broker that takes over 50,000 leaderships in one metadata
-// change paid two fsyncs for each before serving any of them.
+// persistEpochsLocked records that the cache changed; the next flush
+// writes leader-epoch-checkpoint, before it moves the recovery point
+// (flushUpTo). Kafka writes and fsyncs the file at every new epoch instead;
+// what that buys is that an epoch's entry is never lost while its records
+// are below the recovery point, where a restart does not rescan them. The
+// same holds here: until the flush, the records of the change are above the
+// recovery point, and a restart after a crash reassigns their epochs from
+// the batches it rescans (and drops entries past the log end, as after a
+// truncation the file did not see). An epoch that has no records yet tells
+// a follower nothing its log does not. Kafka defers the same way for
+// truncations (LeaderEpochFileCache's async flush). It matters at scale: a
+// broker that takes over 100,000 leaderships in one metadata change wrote
+// and fsynced a file for each before serving any.
 func (l *Log) persistEpochsLocked() error {
-	if err := replaceLeaderEpochCheckpoint(l.dir, l.epochs.epochEntries()); err != nil {
-		return l.checkIO(fmt.Errorf("write leader epoch checkpoint of %s: %w", l.dir, err))
-	}
-	l.epochsNeedSync.Store(true)
+	l.epochsDirty.Store(true)
 	return nil
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -33,6 +34,10 @@ func wantLogEpochs(t *testing.T, l *Log, want ...EpochEntry) {
 	t.Helper()
 	if got := l.EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("epoch entries %v, want %v", got, want)
+	}
+	// The file is written by the next flush (persistEpochsLocked).
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	onDisk, err := readLeaderEpochCheckpoint(l.Dir())
 	if err != nil {
@@ -411,15 +416,16 @@ func TestLeaderEpochQueriesDuringAppends(t *testing.T) {
 	}
 }
 
-// TestLeaderEpochSyncedBeforeRecoveryPoint: a new epoch's entry is in the
-// file at once and fsynced by the next flush, before the recovery point
-// passes its records (persistEpochsLocked). What a crash before that flush
-// can leave — the previous file, or a torn one — loses nothing: the
-// records above the recovery point are rescanned and give their epochs back.
+// TestLeaderEpochSyncedBeforeRecoveryPoint: a new epoch's entry is written
+// and fsynced by the next flush, before the recovery point passes its
+// records (persistEpochsLocked). What a crash before that flush leaves —
+// the previous file, or a torn one — loses nothing: the records above the
+// recovery point are rescanned and give their epochs back.
 func TestLeaderEpochSyncedBeforeRecoveryPoint(t *testing.T) {
 	for _, crashLeaves := range []string{"previous file", "torn file"} {
 		t.Run(crashLeaves, func(t *testing.T) {
 			l, dir := openTestLog(t, testConfig())
+			file := filepath.Join(dir, LeaderEpochCheckpointFile)
 			lead := func(epoch int32) {
 				t.Helper()
 				if _, err := l.AppendAsLeader(simpleBatch(t, 0, 2, 1_700_000_000_000, 10), epoch, leaderOpts()); err != nil {
@@ -430,24 +436,32 @@ func TestLeaderEpochSyncedBeforeRecoveryPoint(t *testing.T) {
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			if l.epochsNeedSync.Load() {
-				t.Fatal("a flush left the checkpoint unsynced")
+			if l.epochsDirty.Load() {
+				t.Fatal("a flush left the checkpoint unwritten")
 			}
 			rp := l.RecoveryPoint()
-			previous, err := os.ReadFile(filepath.Join(dir, LeaderEpochCheckpointFile))
+			previous, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := l.AssignEpochStartOffset(5, l.LogEndOffset()); err != nil {
 				t.Fatal(err)
 			}
-			wantLogEpochs(t, l, EpochEntry{3, 0}, EpochEntry{5, 2}) // in the file at once
-			if !l.epochsNeedSync.Load() {
-				t.Fatal("a new epoch's checkpoint is not marked for the next flush")
+			if got := l.EpochEntries(); !slices.Equal(got, []EpochEntry{{3, 0}, {5, 2}}) {
+				t.Fatalf("cache %v", got)
+			}
+			if now, _ := os.ReadFile(file); !bytes.Equal(now, previous) || !l.epochsDirty.Load() {
+				t.Fatal("a new epoch is not left to the next flush")
 			}
 			lead(5)
-			// The crash: the new checkpoint never reached the disk, and the
-			// recovery point is where the last flush left it.
+			if err := l.flushUpTo(l.LogEndOffset(), true); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := readLeaderEpochCheckpoint(dir); err != nil || !slices.Equal(got, []EpochEntry{{3, 0}, {5, 2}}) {
+				t.Fatalf("after the flush the file holds %v (%v)", got, err)
+			}
+			// The crash: as if that flush never happened — the file is the
+			// previous one (or torn) and the recovery point where it was.
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -455,7 +469,7 @@ func TestLeaderEpochSyncedBeforeRecoveryPoint(t *testing.T) {
 			if crashLeaves == "torn file" {
 				lost = []byte("0\n2\n3 0\n5")
 			}
-			if err := os.WriteFile(filepath.Join(dir, LeaderEpochCheckpointFile), lost, 0o644); err != nil {
+			if err := os.WriteFile(file, lost, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			l = reopen(t, l, dir, false, rp, 0)

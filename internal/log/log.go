@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -68,10 +67,9 @@ type Log struct {
 	// the directory because a segment file was created.
 	flushMu      sync.Mutex
 	dirNeedsSync atomic.Bool
-	// epochsNeedSync asks the next flush to fsync leader-epoch-checkpoint
-	// (and the directory, for its rename) before it moves the recovery
-	// point: see persistEpochsLocked.
-	epochsNeedSync atomic.Bool
+	// epochsDirty asks the next flush to write leader-epoch-checkpoint
+	// before it moves the recovery point: see persistEpochsLocked.
+	epochsDirty atomic.Bool
 	// filesClosed is set, under flushMu, once Close has released the files.
 	filesClosed bool
 	// unsyncedSnapshots are producer snapshots written at roll, fsynced by
@@ -310,17 +308,19 @@ func (l *Log) flushUpTo(offset int64, sync bool) error {
 	}
 	l.unsyncedSnapshots = l.unsyncedSnapshots[:0]
 	// Before any record of a new epoch goes below the recovery point, the
-	// checkpoint naming that epoch is durable (persistEpochsLocked). Also
-	// when the recovery point does not move: Close flushes, and a clean
-	// shutdown trusts the checkpoint without a rescan.
-	if l.epochsNeedSync.Swap(false) && sync {
-		err := syncFile(filepath.Join(l.dir, LeaderEpochCheckpointFile))
-		if err == nil {
-			err = syncDir(l.dir)
+	// checkpoint naming that epoch is written and durable
+	// (persistEpochsLocked). Also when the recovery point does not move:
+	// Close flushes, and a clean shutdown trusts the checkpoint without a
+	// rescan.
+	if l.epochsDirty.Swap(false) {
+		// Changes after the swap set it again, for the next flush.
+		write := writeLeaderEpochCheckpoint
+		if !sync {
+			write = replaceLeaderEpochCheckpoint
 		}
-		if err != nil {
-			l.epochsNeedSync.Store(true)
-			return l.checkIO(fmt.Errorf("flush %s: %w", l.dir, err))
+		if err := write(l.dir, l.epochs.epochEntries()); err != nil {
+			l.epochsDirty.Store(true)
+			return l.checkIO(fmt.Errorf("flush %s: write leader epoch checkpoint: %w", l.dir, err))
 		}
 	}
 	// A truncation may have moved the end below a flush asked for earlier.
