@@ -25,7 +25,7 @@ import (
 func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
 	const topic, n = "scenario", 300
 	b.createTopic(t, topic, 3)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.Compression = codec
 	p := newStringProducer(t, cfg)
 	ctx := context.Background()
@@ -75,7 +75,7 @@ func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
 	})
 	for _, c := range got {
 		if _, dup := byValue[c.value]; dup {
-			t.Fatalf("%s: record %s read twice", b.name, c.value)
+			t.Fatalf("%s: record %s read twice", b.Name, c.value)
 		}
 		byValue[c.value] = c
 		perPartition[c.partition] = append(perPartition[c.partition], c.key+"="+c.value)
@@ -84,7 +84,7 @@ func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
 		v := fmt.Sprintf("v%d", i)
 		c, ok := byValue[v]
 		if !ok {
-			t.Fatalf("%s: record %s not read back", b.name, v)
+			t.Fatalf("%s: record %s not read back", b.Name, v)
 		}
 		switch i % 3 {
 		case 1:
@@ -134,7 +134,7 @@ func TestEveryCodecAndLevel(t *testing.T) {
 	}{{"gzip", 0}, {"gzip", 9}, {"snappy", 0}, {"lz4", 0}, {"lz4", 12}, {"zstd", 0}, {"zstd", 19}} {
 		topic := fmt.Sprintf("codec-%s-%d", tc.codec, tc.level)
 		b.createTopic(t, topic, 1)
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.Compression = tc.codec
 		if tc.level != 0 {
 			cfg.CompressionLevel = &tc.level
@@ -164,8 +164,8 @@ func TestEveryCodecAndLevel(t *testing.T) {
 func TestRetriesNotLeader(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "retry", 1)
-	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "retry", Err: kerr.NotLeaderForPartition, Count: 3})
-	cfg := testConfig(b.addr)
+	b.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "retry", Err: kerr.NotLeaderForPartition, Count: 3})
+	cfg := testConfig(b.Addr)
 	cfg.RetryBackoff = 10 * time.Millisecond
 	p := newStringProducer(t, cfg)
 	for i := range 50 {
@@ -195,8 +195,8 @@ func TestRetriesNotLeader(t *testing.T) {
 func TestNonRetriableErrorFailsRecord(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "bad", 1)
-	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bad", Err: kerr.InvalidRecord, Count: 1})
-	p := newStringProducer(t, testConfig(b.addr))
+	b.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bad", Err: kerr.InvalidRecord, Count: 1})
+	p := newStringProducer(t, testConfig(b.Addr))
 	_, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bad", Value: "x"})
 	if !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("got %v, want INVALID_RECORD", err)
@@ -220,7 +220,7 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		const topic, n = "drops", 20000
 		b.createTopic(t, topic, 2)
 		d := &flakyDialer{}
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.Dial = d.dial
 		cfg.BatchSize = 512 // many small batches: 5 in flight most of the time
 		cfg.Linger = 0
@@ -282,7 +282,7 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		bumps := p.e.epochBumps
 		p.e.mu.Unlock()
 		retries := p.Metrics()["record-retry-total"]
-		t.Logf("%s: %d epoch bumps", b.name, bumps)
+		t.Logf("%s: %d epoch bumps", b.Name, bumps)
 		if retries == 0 {
 			t.Fatal("no batch was retried: the cuts hit nothing in flight")
 		}
@@ -304,14 +304,14 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		if len(got) != sent {
 			t.Fatalf("read %d records, sent %d", len(got), sent)
 		}
-		t.Logf("%s: %d connection cuts, %.0f records retried", b.name, d.cuts, retries)
+		t.Logf("%s: %d connection cuts, %.0f records retried", b.Name, d.cuts, retries)
 	})
 }
 
 // blackholeProduce makes kfake read produce requests and never answer them.
 func blackholeProduce(b *broker) {
-	b.fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		b.fake.KeepControl()
+	b.Fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.Fake.KeepControl()
 		return nil, nil, true
 	})
 }
@@ -322,7 +322,7 @@ func blackholeProduce(b *broker) {
 func TestBufferMemoryBlocksThenErrors(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "full", 1)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.BufferMemory = 8 << 10
 	cfg.BatchSize = 1 << 10
 	cfg.MaxBlock = 2 * time.Second
@@ -380,7 +380,7 @@ func TestBufferMemoryBlocksThenErrors(t *testing.T) {
 func TestDeliveryTimeoutExpires(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "slow", 1)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.RequestTimeout = 500 * time.Millisecond
 	cfg.DeliveryTimeout = 2 * time.Second
 	cfg.RetryBackoff = 50 * time.Millisecond
@@ -431,7 +431,7 @@ func TestInterceptorsAndSerializerErrors(t *testing.T) {
 		}
 		return []byte(s), nil
 	})
-	p, err := New[string, string](testConfig(b.addr), StringSerializer{}, failing, ic)
+	p, err := New[string, string](testConfig(b.Addr), StringSerializer{}, failing, ic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestAcksZeroAndOne(t *testing.T) {
 	b := startGregor(t)
 	b.createTopic(t, "acks", 1)
 	for _, acks := range []int16{0, 1} {
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.Acks = acks
 		p := newStringProducer(t, cfg)
 		md, err := p.SendSync(context.Background(), Record[string, string]{Topic: "acks", Value: fmt.Sprint(acks)})
@@ -475,7 +475,7 @@ func TestAcksZeroAndOne(t *testing.T) {
 // fails Send after max.block.ms.
 func TestUnknownTopicTimesOut(t *testing.T) {
 	b := startKfake(t)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.MaxBlock = time.Second
 	p := newStringProducer(t, cfg)
 	err := p.Send(context.Background(), Record[string, string]{Topic: "nowhere", Value: "x"}, nil)
@@ -493,7 +493,7 @@ func TestUnknownTopicTimesOut(t *testing.T) {
 func TestLeaderMoves(t *testing.T) {
 	b := startKfake(t, kfake.NumBrokers(3))
 	b.createTopic(t, "moving", 1)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.RetryBackoff = 10 * time.Millisecond
 	cfg.Linger = time.Millisecond
 	p := newStringProducer(t, cfg)
@@ -512,8 +512,8 @@ func TestLeaderMoves(t *testing.T) {
 			if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "moving", Value: fmt.Sprint("sync-", i)}); err != nil {
 				t.Fatal(err)
 			}
-			leader := b.fake.LeaderFor("moving", 0)
-			if err := b.fake.MoveTopicPartition("moving", 0, (leader+1)%3); err != nil {
+			leader := b.Fake.LeaderFor("moving", 0)
+			if err := b.Fake.MoveTopicPartition("moving", 0, (leader+1)%3); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -548,7 +548,7 @@ func TestLeaderMoves(t *testing.T) {
 func TestCloseSendsWhatWasAccepted(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "closing", 1)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.Linger = time.Hour // only Close can make these batches ready
 	cfg.DeliveryTimeout = 2 * time.Hour
 	p, err := New[string, string](cfg, StringSerializer{}, StringSerializer{})
@@ -591,7 +591,7 @@ func TestCloseSendsWhatWasAccepted(t *testing.T) {
 func TestRecordTooLarge(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "large", 1)
-	cfg := testConfig(b.addr)
+	cfg := testConfig(b.Addr)
 	cfg.MaxRequestSize = 1000
 	p := newStringProducer(t, cfg)
 	err := p.Send(context.Background(), Record[string, string]{Topic: "large", Value: strings.Repeat("x", 2000)}, nil)
@@ -609,14 +609,14 @@ func TestRecordTooLarge(t *testing.T) {
 func TestUnknownProducerIDBumpsEpoch(t *testing.T) {
 	b := startKfake(t)
 	b.createTopic(t, "bump", 1)
-	p := newStringProducer(t, testConfig(b.addr))
+	p := newStringProducer(t, testConfig(b.Addr))
 	if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bump", Value: "0"}); err != nil {
 		t.Fatal(err)
 	}
 	p.e.mu.Lock()
 	pid, epoch := p.e.pid, p.e.epoch
 	p.e.mu.Unlock()
-	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bump", Err: kerr.UnknownProducerID, Count: 1})
+	b.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bump", Err: kerr.UnknownProducerID, Count: 1})
 	md, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bump", Value: "1"})
 	if err != nil || md.Offset != 1 {
 		t.Fatalf("after UNKNOWN_PRODUCER_ID: %+v %v", md, err)
