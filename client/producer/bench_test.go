@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/client/internal/clienttest"
 )
 
 // BenchmarkProduceVsFranz produces to one in-process Gregor node with this
@@ -16,14 +18,14 @@ import (
 //
 //	go test ./client/producer -run '^$' -bench ProduceVsFranz -benchmem -benchtime 200000x
 func BenchmarkProduceVsFranz(b *testing.B) {
-	br := startGregor(b)
+	br := clienttest.StartGregor(b)
 	for _, size := range []int{100, 1024} {
 		value := make([]byte, size)
 		for i := range value {
 			value[i] = byte('a' + i%26)
 		}
 		topic := fmt.Sprintf("bench-%d", size)
-		br.createTopic(b, topic, 3)
+		br.CreateTopic(b, topic, 3)
 		b.Run(fmt.Sprintf("gregor/%dB", size), func(b *testing.B) {
 			cfg := DefaultConfig(br.Addr)
 			cfg.Linger = 5 * time.Millisecond

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
@@ -18,25 +17,6 @@ import (
 // TestMain checks that no producer leaves a goroutine behind after Close.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// broker is a cluster a test produces to (clienttest's, for the
-// differential against Gregor and kfake).
-type broker struct{ *clienttest.Broker }
-
-func startGregor(t testing.TB) *broker { return &broker{clienttest.StartGregor(t)} }
-
-func startKfake(t testing.TB, opts ...kfake.Opt) *broker {
-	return &broker{clienttest.StartKfake(t, opts...)}
-}
-
-// bothBrokers runs fn against Gregor and against kfake.
-func bothBrokers(t *testing.T, fn func(t *testing.T, b *broker)) {
-	clienttest.Both(t, func(t *testing.T, b *clienttest.Broker) { fn(t, &broker{b}) })
-}
-
-func (b *broker) createTopic(t testing.TB, topic string, partitions int32) {
-	b.CreateTopic(t, topic, partitions)
 }
 
 // consumed is one record read back.
@@ -49,7 +29,7 @@ type consumed struct {
 
 // consumeAll reads n records of topic from the start, with franz-go as an
 // independent reader.
-func (b *broker) consumeAll(t *testing.T, topic string, n int) []consumed {
+func consumeAll(t *testing.T, b *clienttest.Broker, topic string, n int) []consumed {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
