@@ -100,17 +100,12 @@ func DefaultConfig(bootstrap ...string) Config {
 	}
 }
 
-// ignoredProperties are Java producer properties that have no meaning for
-// this client (class names of Java code, JMX, socket buffers the OS sizes)
-// and are accepted so a Java client's file works unchanged.
+// ignoredProperties are the Java producer's own properties that have no
+// meaning for this client (serializer class names; transaction.timeout.ms
+// while transactions are not here), accepted so a Java client's file works
+// unchanged; props.JavaOnly has those every Java client takes.
 var ignoredProperties = map[string]bool{
-	"key.serializer": true, "value.serializer": true, "interceptor.classes": true,
-	"metric.reporters": true, "metrics.num.samples": true, "metrics.recording.level": true,
-	"metrics.sample.window.ms": true, "auto.include.jmx.reporter": true,
-	"send.buffer.bytes": true, "receive.buffer.bytes": true, "client.dns.lookup": true,
-	"reconnect.backoff.ms": true, "reconnect.backoff.max.ms": true, "connections.max.idle.ms": true,
-	"socket.connection.setup.timeout.ms": true, "socket.connection.setup.timeout.max.ms": true,
-	"enable.metrics.push": true, "transaction.timeout.ms": true,
+	"key.serializer": true, "value.serializer": true, "transaction.timeout.ms": true,
 }
 
 // ParseProperties reads a Java .properties file's key=value lines (also
@@ -119,8 +114,8 @@ func ParseProperties(r io.Reader) (map[string]string, error) { return props.Pars
 
 // ConfigFromProperties builds a Config from Kafka producer property names.
 // Properties this client does not implement are an error, so a setting is
-// never silently dropped; the Java-only ones in ignoredProperties are
-// accepted and have no effect.
+// never silently dropped; the Java-only ones (ignoredProperties,
+// props.JavaOnly) are accepted and have no effect.
 func ConfigFromProperties(p map[string]string) (Config, error) {
 	cfg := DefaultConfig()
 	var pv props.Values
@@ -203,7 +198,7 @@ func ConfigFromProperties(p map[string]string) (Config, error) {
 				pv.Errs = append(pv.Errs, errors.New("transactional.id: transactions are not supported by this client yet"))
 			}
 		default:
-			if !ignoredProperties[k] {
+			if !ignoredProperties[k] && !props.JavaOnly(k) {
 				pv.Errs = append(pv.Errs, fmt.Errorf("%s: not a producer property this client implements", k))
 			}
 		}
