@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/client/consumer"
@@ -21,27 +20,12 @@ import (
 // record once, in order, including those written after the kill; its
 // commit lands on whichever broker coordinates the group then.
 func TestClientConsumerLeaderKill(t *testing.T) {
-	c := startCluster(t, 1, 3, "broker.session.timeout.ms=1500")
 	const topic, half = "client-consumer-kill", 3000
-	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
-		t.Fatal(err)
-	}
-	leader := func() (int32, error) {
-		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return -1, err
-		}
-		pd := md.Topics[topic].Partitions[0]
-		if pd.Leader < 0 || len(pd.ISR) != 3 {
-			return -1, fmt.Errorf("leader %d isr %v", pd.Leader, pd.ISR)
-		}
-		return pd.Leader, nil
-	}
-	var l int32
-	c.eventually("leader and full ISR", 60*time.Second, func() (err error) { l, err = leader(); return err })
+	k := startLeaderKill(t, ctx, topic)
+	c, adm := k.c, k.adm
+	l := k.waitLeader(ctx, 60*time.Second)
 	produce := func(from int) {
 		cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
 		defer cl.Close()
@@ -103,22 +87,10 @@ func TestClientConsumerLeaderKill(t *testing.T) {
 		}
 		return nil
 	})
-	for _, b := range c.brokers {
-		if b.id == l {
-			b.kill9()
-			defer b.start()
-		}
-	}
-	c.eventually("a new leader", 60*time.Second, func() error {
-		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return err
-		}
-		if nl := md.Topics[topic].Partitions[0].Leader; nl < 0 || nl == l {
-			return fmt.Errorf("leader %d", nl)
-		}
-		return nil
-	})
+	victim := c.broker(l)
+	victim.kill9()
+	defer victim.start()
+	k.waitNewLeader(ctx, l)
 	produce(half)
 	read(2 * half)
 	if err := cns.CommitSync(ctx, nil); err != nil {

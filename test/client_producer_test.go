@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/client/producer"
@@ -21,26 +20,12 @@ import (
 // is killed with SIGKILL three times: every record is acknowledged, and the
 // log holds each exactly once, in send order.
 func TestClientProducerLeaderKills(t *testing.T) {
-	c := startCluster(t, 1, 3, "broker.session.timeout.ms=1500")
 	const topic = "client-producer-kills"
-	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
-		t.Fatal(err)
-	}
-	leader := func() (int32, error) {
-		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return -1, err
-		}
-		pd := md.Topics[topic].Partitions[0]
-		if pd.Leader < 0 || len(pd.ISR) != 3 {
-			return -1, fmt.Errorf("leader %d isr %v", pd.Leader, pd.ISR)
-		}
-		return pd.Leader, nil
-	}
-	c.eventually("leader and full ISR", 60*time.Second, func() error { _, err := leader(); return err })
+	k := startLeaderKill(t, ctx, topic)
+	c, adm := k.c, k.adm
+	k.waitLeader(ctx, 60*time.Second)
 
 	cfg := producer.DefaultConfig(c.bootstrap()...)
 	cfg.Linger = time.Millisecond
@@ -91,31 +76,12 @@ func TestClientProducerLeaderKills(t *testing.T) {
 		}
 	}()
 	ackedNow := func() int { mu.Lock(); defer mu.Unlock(); return acked }
-	broker := func(id int32) *node {
-		for _, b := range c.brokers {
-			if b.id == id {
-				return b
-			}
-		}
-		t.Fatalf("no broker %d", id)
-		return nil
-	}
 	for kill := range 3 {
-		var l int32
-		c.eventually("leader and full ISR", 90*time.Second, func() (err error) { l, err = leader(); return err })
+		l := k.waitLeader(ctx, 90*time.Second)
 		before := ackedNow()
-		victim := broker(l)
+		victim := c.broker(l)
 		victim.kill9()
-		c.eventually("a new leader", 60*time.Second, func() error {
-			md, err := adm.Metadata(ctx, topic)
-			if err != nil {
-				return err
-			}
-			if nl := md.Topics[topic].Partitions[0].Leader; nl < 0 || nl == l {
-				return fmt.Errorf("leader %d", nl)
-			}
-			return nil
-		})
+		k.waitNewLeader(ctx, l)
 		c.eventually("acknowledgements after the kill", 60*time.Second, func() error {
 			if n := ackedNow(); n <= before+1000 {
 				return fmt.Errorf("%d acknowledged, %d before the kill", n, before)

@@ -69,20 +69,15 @@ func DefaultConfig(bootstrap ...string) Config {
 }
 
 // ignoredProperties are Java consumer properties accepted, with no effect,
-// so a Java client's file works unchanged: Java class names, JMX, socket
-// sizes the OS picks, and three this client has no counterpart for yet:
-// metadata.max.age.ms (metadata is refreshed after errors only),
-// retry.backoff.max.ms (the backoff stays retry.backoff.ms) and
-// exclude.internal.topics (it matters to Subscribe, which is not here).
+// so a Java client's file works unchanged (props.JavaOnly has those every
+// Java client takes): the deserializer class names, and three this client
+// has no counterpart for yet: metadata.max.age.ms (metadata is refreshed
+// after errors only), retry.backoff.max.ms (the backoff stays
+// retry.backoff.ms) and exclude.internal.topics (it matters to Subscribe,
+// which is not here).
 var ignoredProperties = map[string]bool{
-	"key.deserializer": true, "value.deserializer": true, "interceptor.classes": true,
-	"metric.reporters": true, "metrics.num.samples": true, "metrics.recording.level": true,
-	"metrics.sample.window.ms": true, "auto.include.jmx.reporter": true,
-	"send.buffer.bytes": true, "receive.buffer.bytes": true, "client.dns.lookup": true,
-	"reconnect.backoff.ms": true, "reconnect.backoff.max.ms": true, "connections.max.idle.ms": true,
-	"socket.connection.setup.timeout.ms": true, "socket.connection.setup.timeout.max.ms": true,
-	"enable.metrics.push": true, "retry.backoff.max.ms": true, "metadata.max.age.ms": true,
-	"exclude.internal.topics": true,
+	"key.deserializer": true, "value.deserializer": true,
+	"retry.backoff.max.ms": true, "metadata.max.age.ms": true, "exclude.internal.topics": true,
 }
 
 // ParseProperties reads a Java .properties file.
@@ -90,9 +85,9 @@ func ParseProperties(r io.Reader) (map[string]string, error) { return props.Pars
 
 // ConfigFromProperties builds a Config from Kafka consumer property names.
 // A property this client does not implement is an error (never silently
-// dropped); the Java-only ones in ignoredProperties are accepted. Group
-// membership properties (partition.assignment.strategy, session.timeout.ms,
-// ...) are refused: this consumer has no Subscribe yet.
+// dropped); the Java-only ones (ignoredProperties, props.JavaOnly) are
+// accepted. Group membership properties (partition.assignment.strategy,
+// session.timeout.ms, ...) are refused: this consumer has no Subscribe yet.
 func ConfigFromProperties(p map[string]string) (Config, error) {
 	cfg := DefaultConfig()
 	var pv props.Values
@@ -141,7 +136,7 @@ func ConfigFromProperties(p map[string]string) (Config, error) {
 				pv.Errs = append(pv.Errs, fmt.Errorf("security.protocol: %q is not supported by this client (PLAINTEXT only)", v))
 			}
 		default:
-			if !ignoredProperties[k] {
+			if !ignoredProperties[k] && !props.JavaOnly(k) {
 				pv.Errs = append(pv.Errs, fmt.Errorf("%s: not a consumer property this client implements", k))
 			}
 		}

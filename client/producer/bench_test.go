@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/client/internal/clienttest"
 )
 
 // BenchmarkProduceVsFranz produces to one in-process Gregor node with this
@@ -16,16 +18,16 @@ import (
 //
 //	go test ./client/producer -run '^$' -bench ProduceVsFranz -benchmem -benchtime 200000x
 func BenchmarkProduceVsFranz(b *testing.B) {
-	br := startGregorB(b)
+	br := clienttest.StartGregor(b)
 	for _, size := range []int{100, 1024} {
 		value := make([]byte, size)
 		for i := range value {
 			value[i] = byte('a' + i%26)
 		}
 		topic := fmt.Sprintf("bench-%d", size)
-		br.createTopicB(b, topic, 3)
+		br.CreateTopic(b, topic, 3)
 		b.Run(fmt.Sprintf("gregor/%dB", size), func(b *testing.B) {
-			cfg := DefaultConfig(br.addr)
+			cfg := DefaultConfig(br.Addr)
 			cfg.Linger = 5 * time.Millisecond
 			cfg.BatchSize = 256 << 10
 			cfg.BufferMemory = 64 << 20
@@ -54,7 +56,7 @@ func BenchmarkProduceVsFranz(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
 		})
 		b.Run(fmt.Sprintf("franz/%dB", size), func(b *testing.B) {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(br.addr), kgo.ProducerLinger(5*time.Millisecond),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr), kgo.ProducerLinger(5*time.Millisecond),
 				kgo.ProducerBatchMaxBytes(256<<10), kgo.ProducerBatchCompression(kgo.NoCompression()),
 				kgo.MaxBufferedBytes(64<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
 			if err != nil {

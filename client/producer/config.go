@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"gregor/client/internal/props"
@@ -101,17 +100,12 @@ func DefaultConfig(bootstrap ...string) Config {
 	}
 }
 
-// ignoredProperties are Java producer properties that have no meaning for
-// this client (class names of Java code, JMX, socket buffers the OS sizes)
-// and are accepted so a Java client's file works unchanged.
+// ignoredProperties are the Java producer's own properties that have no
+// meaning for this client (serializer class names; transaction.timeout.ms
+// while transactions are not here), accepted so a Java client's file works
+// unchanged; props.JavaOnly has those every Java client takes.
 var ignoredProperties = map[string]bool{
-	"key.serializer": true, "value.serializer": true, "interceptor.classes": true,
-	"metric.reporters": true, "metrics.num.samples": true, "metrics.recording.level": true,
-	"metrics.sample.window.ms": true, "auto.include.jmx.reporter": true,
-	"send.buffer.bytes": true, "receive.buffer.bytes": true, "client.dns.lookup": true,
-	"reconnect.backoff.ms": true, "reconnect.backoff.max.ms": true, "connections.max.idle.ms": true,
-	"socket.connection.setup.timeout.ms": true, "socket.connection.setup.timeout.max.ms": true,
-	"enable.metrics.push": true, "transaction.timeout.ms": true,
+	"key.serializer": true, "value.serializer": true, "transaction.timeout.ms": true,
 }
 
 // ParseProperties reads a Java .properties file's key=value lines (also
@@ -120,48 +114,20 @@ func ParseProperties(r io.Reader) (map[string]string, error) { return props.Pars
 
 // ConfigFromProperties builds a Config from Kafka producer property names.
 // Properties this client does not implement are an error, so a setting is
-// never silently dropped; the Java-only ones in ignoredProperties are
-// accepted and have no effect.
-func ConfigFromProperties(props map[string]string) (Config, error) {
+// never silently dropped; the Java-only ones (ignoredProperties,
+// props.JavaOnly) are accepted and have no effect.
+func ConfigFromProperties(p map[string]string) (Config, error) {
 	cfg := DefaultConfig()
-	var errs []error
-	ms := func(k, v string, dst *time.Duration) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a non-negative number of milliseconds", k, v))
-			return
-		}
-		*dst = time.Duration(n) * time.Millisecond
-	}
-	num := func(k, v string, lo int64, dst *int64) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < lo {
-			errs = append(errs, fmt.Errorf("%s: %q is not a number of at least %d", k, v, lo))
-			return
-		}
-		*dst = n
-	}
-	boolean := func(k, v string, dst *bool) {
-		switch strings.ToLower(v) {
-		case "true":
-			*dst = true
-		case "false":
-			*dst = false
-		default:
-			errs = append(errs, fmt.Errorf("%s: %q is not true or false", k, v))
-		}
-	}
+	var pv props.Values
+	ms, num, boolean := pv.Millis, pv.Int, pv.Bool
+	// Numbers are taken up to int64; retries and max.in.flight are clamped
+	// to an int32 where they are read.
+	const noMax = math.MaxInt64
 	levels := map[string]string{}
-	for k, v := range props {
-		var n int64
+	for k, v := range p {
 		switch k {
 		case "bootstrap.servers":
-			cfg.BootstrapServers = nil
-			for _, s := range strings.Split(v, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					cfg.BootstrapServers = append(cfg.BootstrapServers, s)
-				}
-			}
+			cfg.BootstrapServers = props.List(v)
 		case "client.id":
 			cfg.ClientID = v
 		case "acks":
@@ -173,30 +139,27 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 			case "1":
 				cfg.Acks = 1
 			default:
-				errs = append(errs, fmt.Errorf("acks: %q is not all, -1, 0 or 1", v))
+				pv.Errs = append(pv.Errs, fmt.Errorf("acks: %q is not all, -1, 0 or 1", v))
 			}
 		case "enable.idempotence":
 			boolean(k, v, &cfg.EnableIdempotence)
 			cfg.IdempotenceExplicit = true
 		case "batch.size":
-			num(k, v, 0, &n)
-			cfg.BatchSize = int(n)
+			cfg.BatchSize = int(num(k, v, 0, noMax))
 		case "linger.ms":
 			ms(k, v, &cfg.Linger)
 		case "buffer.memory":
-			num(k, v, 0, &cfg.BufferMemory)
+			cfg.BufferMemory = num(k, v, 0, noMax)
 		case "max.block.ms":
 			ms(k, v, &cfg.MaxBlock)
 		case "max.request.size":
-			num(k, v, 1, &n)
-			cfg.MaxRequestSize = int(n)
+			cfg.MaxRequestSize = int(num(k, v, 1, noMax))
 		case "compression.type":
 			cfg.Compression = v
 		case "compression.gzip.level", "compression.lz4.level", "compression.zstd.level":
 			levels[k] = v
 		case "retries":
-			num(k, v, 0, &n)
-			cfg.Retries = int(min(n, math.MaxInt32))
+			cfg.Retries = int(min(num(k, v, 0, noMax), math.MaxInt32))
 		case "retry.backoff.ms":
 			ms(k, v, &cfg.RetryBackoff)
 		case "retry.backoff.max.ms":
@@ -206,8 +169,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 		case "request.timeout.ms":
 			ms(k, v, &cfg.RequestTimeout)
 		case "max.in.flight.requests.per.connection":
-			num(k, v, 1, &n)
-			cfg.MaxInFlight = int(min(n, math.MaxInt32))
+			cfg.MaxInFlight = int(min(num(k, v, 1, noMax), math.MaxInt32))
 		case "metadata.max.age.ms":
 			ms(k, v, &cfg.MetadataMaxAge)
 		case "metadata.max.idle.ms":
@@ -225,31 +187,31 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 			case "org.apache.kafka.clients.producer.RoundRobinPartitioner":
 				cfg.Partitioner = NewRoundRobinPartitioner()
 			default:
-				errs = append(errs, fmt.Errorf("partitioner.class: %q is a Java class; set Config.Partitioner instead", v))
+				pv.Errs = append(pv.Errs, fmt.Errorf("partitioner.class: %q is a Java class; set Config.Partitioner instead", v))
 			}
 		case "security.protocol":
 			if v != "PLAINTEXT" {
-				errs = append(errs, fmt.Errorf("security.protocol: %q is not supported by this client (PLAINTEXT only)", v))
+				pv.Errs = append(pv.Errs, fmt.Errorf("security.protocol: %q is not supported by this client (PLAINTEXT only)", v))
 			}
 		case "transactional.id":
 			if v != "" {
-				errs = append(errs, errors.New("transactional.id: transactions are not supported by this client yet"))
+				pv.Errs = append(pv.Errs, errors.New("transactional.id: transactions are not supported by this client yet"))
 			}
 		default:
-			if !ignoredProperties[k] {
-				errs = append(errs, fmt.Errorf("%s: not a producer property this client implements", k))
+			if !ignoredProperties[k] && !props.JavaOnly(k) {
+				pv.Errs = append(pv.Errs, fmt.Errorf("%s: not a producer property this client implements", k))
 			}
 		}
 	}
 	if lv, ok := levels["compression."+cfg.Compression+".level"]; ok {
 		n, err := strconv.Atoi(lv)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("compression.%s.level: %q is not a number", cfg.Compression, lv))
+			pv.Errs = append(pv.Errs, fmt.Errorf("compression.%s.level: %q is not a number", cfg.Compression, lv))
 		} else {
 			cfg.CompressionLevel = &n
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(pv.Errs...); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/client/internal/clienttest"
 	"gregor/internal/record"
 )
 
@@ -22,10 +23,10 @@ import (
 // three ways (callback, SendSync, fire-and-forget then Flush), checks every
 // acknowledgement against what a reader sees, and returns the observable
 // outcome: each partition's records in offset order.
-func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
+func produceScenario(t *testing.T, b *clienttest.Broker, codec string) map[int32][]string {
 	const topic, n = "scenario", 300
-	b.createTopic(t, topic, 3)
-	cfg := testConfig(b.addr)
+	b.CreateTopic(t, topic, 3)
+	cfg := testConfig(b.Addr)
 	cfg.Compression = codec
 	p := newStringProducer(t, cfg)
 	ctx := context.Background()
@@ -64,7 +65,7 @@ func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := b.consumeAll(t, topic, n)
+	got := consumeAll(t, b, topic, n)
 	byValue := map[string]consumed{}
 	perPartition := map[int32][]string{}
 	sort.Slice(got, func(i, j int) bool {
@@ -75,7 +76,7 @@ func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
 	})
 	for _, c := range got {
 		if _, dup := byValue[c.value]; dup {
-			t.Fatalf("%s: record %s read twice", b.name, c.value)
+			t.Fatalf("%s: record %s read twice", b.Name, c.value)
 		}
 		byValue[c.value] = c
 		perPartition[c.partition] = append(perPartition[c.partition], c.key+"="+c.value)
@@ -84,7 +85,7 @@ func produceScenario(t *testing.T, b *broker, codec string) map[int32][]string {
 		v := fmt.Sprintf("v%d", i)
 		c, ok := byValue[v]
 		if !ok {
-			t.Fatalf("%s: record %s not read back", b.name, v)
+			t.Fatalf("%s: record %s not read back", b.Name, v)
 		}
 		switch i % 3 {
 		case 1:
@@ -114,7 +115,7 @@ func TestProduceDifferential(t *testing.T) {
 	for _, codec := range []string{"none", "zstd"} {
 		t.Run(codec, func(t *testing.T) {
 			var outcomes []map[int32][]string
-			bothBrokers(t, func(t *testing.T, b *broker) {
+			clienttest.Both(t, func(t *testing.T, b *clienttest.Broker) {
 				outcomes = append(outcomes, produceScenario(t, b, codec))
 			})
 			if len(outcomes) == 2 && !reflect.DeepEqual(outcomes[0], outcomes[1]) {
@@ -127,14 +128,14 @@ func TestProduceDifferential(t *testing.T) {
 // TestEveryCodecAndLevel produces with each codec, at the default and at an
 // explicit level, and reads the records back with franz-go.
 func TestEveryCodecAndLevel(t *testing.T) {
-	b := startGregor(t)
+	b := clienttest.StartGregor(t)
 	for _, tc := range []struct {
 		codec string
 		level int
 	}{{"gzip", 0}, {"gzip", 9}, {"snappy", 0}, {"lz4", 0}, {"lz4", 12}, {"zstd", 0}, {"zstd", 19}} {
 		topic := fmt.Sprintf("codec-%s-%d", tc.codec, tc.level)
-		b.createTopic(t, topic, 1)
-		cfg := testConfig(b.addr)
+		b.CreateTopic(t, topic, 1)
+		cfg := testConfig(b.Addr)
 		cfg.Compression = tc.codec
 		if tc.level != 0 {
 			cfg.CompressionLevel = &tc.level
@@ -149,7 +150,7 @@ func TestEveryCodecAndLevel(t *testing.T) {
 		if err := p.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		got := b.consumeAll(t, topic, n)
+		got := consumeAll(t, b, topic, n)
 		for i, c := range got {
 			if want := fmt.Sprintf("value %d %s", i, topic); c.value != want {
 				t.Fatalf("%s: record %d is %q, want %q", topic, i, c.value, want)
@@ -162,10 +163,10 @@ func TestEveryCodecAndLevel(t *testing.T) {
 // NOT_LEADER_OR_FOLLOWER (kfake faults): the producer refreshes metadata and
 // retries, and every record lands once, in order.
 func TestRetriesNotLeader(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "retry", 1)
-	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "retry", Err: kerr.NotLeaderForPartition, Count: 3})
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "retry", 1)
+	b.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "retry", Err: kerr.NotLeaderForPartition, Count: 3})
+	cfg := testConfig(b.Addr)
 	cfg.RetryBackoff = 10 * time.Millisecond
 	p := newStringProducer(t, cfg)
 	for i := range 50 {
@@ -176,7 +177,7 @@ func TestRetriesNotLeader(t *testing.T) {
 	if err := p.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, c := range b.consumeAll(t, "retry", 50) {
+	for i, c := range consumeAll(t, b, "retry", 50) {
 		if c.value != fmt.Sprint(i) || c.offset != int64(i) {
 			t.Fatalf("record %d: %+v", i, c)
 		}
@@ -193,10 +194,10 @@ func TestRetriesNotLeader(t *testing.T) {
 // TestNonRetriableErrorFailsRecord: an error Kafka does not retry reaches
 // the callback as Kafka's error.
 func TestNonRetriableErrorFailsRecord(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "bad", 1)
-	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bad", Err: kerr.InvalidRecord, Count: 1})
-	p := newStringProducer(t, testConfig(b.addr))
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "bad", 1)
+	b.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bad", Err: kerr.InvalidRecord, Count: 1})
+	p := newStringProducer(t, testConfig(b.Addr))
 	_, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bad", Value: "x"})
 	if !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("got %v, want INVALID_RECORD", err)
@@ -216,11 +217,11 @@ func TestNonRetriableErrorFailsRecord(t *testing.T) {
 // records are in flight (5 per connection, tiny batches): with idempotence
 // each partition still holds every record exactly once, in send order.
 func TestOrderingUnderConnectionDrops(t *testing.T) {
-	bothBrokers(t, func(t *testing.T, b *broker) {
+	clienttest.Both(t, func(t *testing.T, b *clienttest.Broker) {
 		const topic, n = "drops", 20000
-		b.createTopic(t, topic, 2)
+		b.CreateTopic(t, topic, 2)
 		d := &flakyDialer{}
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.Dial = d.dial
 		cfg.BatchSize = 512 // many small batches: 5 in flight most of the time
 		cfg.Linger = 0
@@ -282,7 +283,7 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		bumps := p.e.epochBumps
 		p.e.mu.Unlock()
 		retries := p.Metrics()["record-retry-total"]
-		t.Logf("%s: %d epoch bumps", b.name, bumps)
+		t.Logf("%s: %d epoch bumps", b.Name, bumps)
 		if retries == 0 {
 			t.Fatal("no batch was retried: the cuts hit nothing in flight")
 		}
@@ -291,7 +292,7 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 			t.Fatalf("a record failed: %v", err)
 		default:
 		}
-		got := b.consumeAll(t, topic, sent)
+		got := consumeAll(t, b, topic, sent)
 		last := map[int32]int{0: -2, 1: -1}
 		for _, c := range got {
 			var v int
@@ -304,14 +305,14 @@ func TestOrderingUnderConnectionDrops(t *testing.T) {
 		if len(got) != sent {
 			t.Fatalf("read %d records, sent %d", len(got), sent)
 		}
-		t.Logf("%s: %d connection cuts, %.0f records retried", b.name, d.cuts, retries)
+		t.Logf("%s: %d connection cuts, %.0f records retried", b.Name, d.cuts, retries)
 	})
 }
 
 // blackholeProduce makes kfake read produce requests and never answer them.
-func blackholeProduce(b *broker) {
-	b.fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		b.fake.KeepControl()
+func blackholeProduce(b *clienttest.Broker) {
+	b.Fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.Fake.KeepControl()
 		return nil, nil, true
 	})
 }
@@ -320,9 +321,9 @@ func blackholeProduce(b *broker) {
 // buffer.memory fills; Send then blocks (it is seen waiting in the pool),
 // and fails with ErrBufferExhausted after max.block.ms.
 func TestBufferMemoryBlocksThenErrors(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "full", 1)
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "full", 1)
+	cfg := testConfig(b.Addr)
 	cfg.BufferMemory = 8 << 10
 	cfg.BatchSize = 1 << 10
 	cfg.MaxBlock = 2 * time.Second
@@ -378,9 +379,9 @@ func TestBufferMemoryBlocksThenErrors(t *testing.T) {
 // TestDeliveryTimeoutExpires: records that get no answer fail with
 // ErrDeliveryTimeout once delivery.timeout.ms passes.
 func TestDeliveryTimeoutExpires(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "slow", 1)
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "slow", 1)
+	cfg := testConfig(b.Addr)
 	cfg.RequestTimeout = 500 * time.Millisecond
 	cfg.DeliveryTimeout = 2 * time.Second
 	cfg.RetryBackoff = 50 * time.Millisecond
@@ -422,8 +423,8 @@ func (c *countingInterceptor) OnAcknowledgement(_ RecordMetadata, err error) {
 // TestInterceptorsAndSerializerErrors: interceptors see every send and
 // acknowledgement, including a send failed by its serializer.
 func TestInterceptorsAndSerializerErrors(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "icpt", 1)
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "icpt", 1)
 	ic := &countingInterceptor{}
 	failing := SerializerFunc[string](func(_ string, _ []Header, s string) ([]byte, error) {
 		if s == "bad" {
@@ -431,7 +432,7 @@ func TestInterceptorsAndSerializerErrors(t *testing.T) {
 		}
 		return []byte(s), nil
 	})
-	p, err := New[string, string](testConfig(b.addr), StringSerializer{}, failing, ic)
+	p, err := New[string, string](testConfig(b.Addr), StringSerializer{}, failing, ic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,10 +452,10 @@ func TestInterceptorsAndSerializerErrors(t *testing.T) {
 
 // TestAcksZeroAndOne: acks=0 gets no offsets back, acks=1 does.
 func TestAcksZeroAndOne(t *testing.T) {
-	b := startGregor(t)
-	b.createTopic(t, "acks", 1)
+	b := clienttest.StartGregor(t)
+	b.CreateTopic(t, "acks", 1)
 	for _, acks := range []int16{0, 1} {
-		cfg := testConfig(b.addr)
+		cfg := testConfig(b.Addr)
 		cfg.Acks = acks
 		p := newStringProducer(t, cfg)
 		md, err := p.SendSync(context.Background(), Record[string, string]{Topic: "acks", Value: fmt.Sprint(acks)})
@@ -465,7 +466,7 @@ func TestAcksZeroAndOne(t *testing.T) {
 			t.Fatalf("acks=%d: offset %d", acks, md.Offset)
 		}
 	}
-	got := b.consumeAll(t, "acks", 2)
+	got := consumeAll(t, b, "acks", 2)
 	if got[0].value != "0" || got[1].value != "1" {
 		t.Fatalf("read %+v", got)
 	}
@@ -474,8 +475,8 @@ func TestAcksZeroAndOne(t *testing.T) {
 // TestUnknownTopicTimesOut: a topic that never appears (auto-create off)
 // fails Send after max.block.ms.
 func TestUnknownTopicTimesOut(t *testing.T) {
-	b := startKfake(t)
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t)
+	cfg := testConfig(b.Addr)
 	cfg.MaxBlock = time.Second
 	p := newStringProducer(t, cfg)
 	err := p.Send(context.Background(), Record[string, string]{Topic: "nowhere", Value: "x"}, nil)
@@ -491,9 +492,9 @@ func TestUnknownTopicTimesOut(t *testing.T) {
 // records flow: the producer learns the new leader from NOT_LEADER answers
 // and a metadata refresh, and every record lands once, in order.
 func TestLeaderMoves(t *testing.T) {
-	b := startKfake(t, kfake.NumBrokers(3))
-	b.createTopic(t, "moving", 1)
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t, kfake.NumBrokers(3))
+	b.CreateTopic(t, "moving", 1)
+	cfg := testConfig(b.Addr)
 	cfg.RetryBackoff = 10 * time.Millisecond
 	cfg.Linger = time.Millisecond
 	p := newStringProducer(t, cfg)
@@ -512,8 +513,8 @@ func TestLeaderMoves(t *testing.T) {
 			if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "moving", Value: fmt.Sprint("sync-", i)}); err != nil {
 				t.Fatal(err)
 			}
-			leader := b.fake.LeaderFor("moving", 0)
-			if err := b.fake.MoveTopicPartition("moving", 0, (leader+1)%3); err != nil {
+			leader := b.Fake.LeaderFor("moving", 0)
+			if err := b.Fake.MoveTopicPartition("moving", 0, (leader+1)%3); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -529,7 +530,7 @@ func TestLeaderMoves(t *testing.T) {
 		t.Fatal("no batch was retried: no request reached a former leader")
 	}
 	next := 0
-	for _, c := range b.consumeAll(t, "moving", n+6) {
+	for _, c := range consumeAll(t, b, "moving", n+6) {
 		if strings.HasPrefix(c.value, "sync-") {
 			continue
 		}
@@ -546,9 +547,9 @@ func TestLeaderMoves(t *testing.T) {
 // TestCloseSendsWhatWasAccepted: Close does not wait for linger.ms and
 // delivers every accepted record before returning; Send afterwards fails.
 func TestCloseSendsWhatWasAccepted(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "closing", 1)
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "closing", 1)
+	cfg := testConfig(b.Addr)
 	cfg.Linger = time.Hour // only Close can make these batches ready
 	cfg.DeliveryTimeout = 2 * time.Hour
 	p, err := New[string, string](cfg, StringSerializer{}, StringSerializer{})
@@ -581,7 +582,7 @@ func TestCloseSendsWhatWasAccepted(t *testing.T) {
 	if err := p.Send(context.Background(), Record[string, string]{Topic: "closing", Value: "late"}, nil); !errors.Is(err, ErrProducerClosed) {
 		t.Fatalf("Send after Close: %v", err)
 	}
-	if len(b.consumeAll(t, "closing", 100)) != 100 {
+	if len(consumeAll(t, b, "closing", 100)) != 100 {
 		t.Fatal("records missing")
 	}
 }
@@ -589,9 +590,9 @@ func TestCloseSendsWhatWasAccepted(t *testing.T) {
 // TestRecordTooLarge: a record over max.request.size is refused by Send
 // with Kafka's MESSAGE_TOO_LARGE, without reaching the broker.
 func TestRecordTooLarge(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "large", 1)
-	cfg := testConfig(b.addr)
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "large", 1)
+	cfg := testConfig(b.Addr)
 	cfg.MaxRequestSize = 1000
 	p := newStringProducer(t, cfg)
 	err := p.Send(context.Background(), Record[string, string]{Topic: "large", Value: strings.Repeat("x", 2000)}, nil)
@@ -607,16 +608,16 @@ func TestRecordTooLarge(t *testing.T) {
 // (the broker lost the producer's state) makes the producer bump its epoch
 // (KIP-360) and send the batch again from sequence 0; it is written once.
 func TestUnknownProducerIDBumpsEpoch(t *testing.T) {
-	b := startKfake(t)
-	b.createTopic(t, "bump", 1)
-	p := newStringProducer(t, testConfig(b.addr))
+	b := clienttest.StartKfake(t)
+	b.CreateTopic(t, "bump", 1)
+	p := newStringProducer(t, testConfig(b.Addr))
 	if _, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bump", Value: "0"}); err != nil {
 		t.Fatal(err)
 	}
 	p.e.mu.Lock()
 	pid, epoch := p.e.pid, p.e.epoch
 	p.e.mu.Unlock()
-	b.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bump", Err: kerr.UnknownProducerID, Count: 1})
+	b.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "bump", Err: kerr.UnknownProducerID, Count: 1})
 	md, err := p.SendSync(context.Background(), Record[string, string]{Topic: "bump", Value: "1"})
 	if err != nil || md.Offset != 1 {
 		t.Fatalf("after UNKNOWN_PRODUCER_ID: %+v %v", md, err)
@@ -629,7 +630,7 @@ func TestUnknownProducerIDBumpsEpoch(t *testing.T) {
 	if bumps != 1 || (newPID == pid && newEpoch != epoch+1) {
 		t.Fatalf("%d epoch bumps, producer %d/%d -> %d/%d", bumps, pid, epoch, newPID, newEpoch)
 	}
-	got := b.consumeAll(t, "bump", 2)
+	got := consumeAll(t, b, "bump", 2)
 	if len(got) != 2 || got[0].value != "0" || got[1].value != "1" {
 		t.Fatalf("read %+v", got)
 	}

@@ -92,3 +92,20 @@ func List(val string) []string {
 	}
 	return out
 }
+
+// JavaOnly reports whether key is a property every Java client (producer
+// and consumer alike) takes that has no meaning for this Go client: Java
+// class names, JMX and metrics reporting, socket buffers the OS sizes, and
+// the tuning of Java's own network layer. A client accepts them, with no
+// effect, so a Java client's file works unchanged.
+func JavaOnly(key string) bool {
+	switch key {
+	case "interceptor.classes", "metric.reporters", "metrics.num.samples", "metrics.recording.level",
+		"metrics.sample.window.ms", "auto.include.jmx.reporter", "enable.metrics.push",
+		"send.buffer.bytes", "receive.buffer.bytes", "client.dns.lookup",
+		"reconnect.backoff.ms", "reconnect.backoff.max.ms", "connections.max.idle.ms",
+		"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms":
+		return true
+	}
+	return false
+}
