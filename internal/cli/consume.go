@@ -30,6 +30,7 @@ type consumeFlags struct {
 	isolation     string
 	props         []string
 	format        string
+	maxPoll       int // max.poll.records: most records one poll returns
 }
 
 // NewConsumeCommand returns `consume`, Gregor's kafka-console-consumer (with
@@ -149,6 +150,7 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	f.group = settings.groupID // --group, else group.id
+	f.maxPoll = settings.maxPollRecords
 	commit := f.group != "" && !settings.noAutoCommit
 	if f.group != "" && (f.offset != "" || len(f.partitions) > 0) {
 		return errors.New("--offset and --partition cannot be used with --group (reset a group's offsets with `gregor group reset-offsets`)")
@@ -237,6 +239,9 @@ func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writ
 		want := -1
 		if f.maxMessages > 0 {
 			want = f.maxMessages - count
+		}
+		if f.maxPoll > 0 && (want < 0 || want > f.maxPoll) {
+			want = f.maxPoll
 		}
 		fs := cl.PollRecords(pctx, want)
 		cancel()
