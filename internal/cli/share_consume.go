@@ -170,7 +170,16 @@ func (f *shareConsumeFlags) run(cmd *cobra.Command, args []string) error {
 	}
 
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	count, err := f.poll(ctx, cl, out, formatter, status)
+	// A share poll accepts the records of the poll before that were not
+	// acknowledged; each printed record is marked before the next poll.
+	count, err := consoleLoop{
+		maxMessages: f.maxMessages, timeoutMs: f.timeoutMs, maxPoll: settings.maxPollRecords,
+		format: formatter,
+		fetchErr: func(t string, p int32, err error) error {
+			return shareFetchError(f.group, t, p, err)
+		},
+		printed: func(rs []*kgo.Record) { cl.MarkAcks(status, rs...) },
+	}.run(ctx, cl, out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write output: %w", ferr)
 	}
@@ -190,57 +199,6 @@ func (f *shareConsumeFlags) run(cmd *cobra.Command, args []string) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "Processed a total of %d messages\n", count)
 	return err
-}
-
-// poll prints records until --max-messages, --timeout-ms without a record,
-// or an interrupt, marking each printed record with status.
-func (f *shareConsumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writer, format recordFormatter, status kgo.AckStatus) (int, error) {
-	count := 0
-	var buf []byte
-	for f.maxMessages < 0 || count < f.maxMessages {
-		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if f.timeoutMs > 0 {
-			pctx, cancel = context.WithTimeout(ctx, time.Duration(f.timeoutMs)*time.Millisecond)
-		}
-		want := -1
-		if f.maxMessages > 0 {
-			want = f.maxMessages - count
-		}
-		// A share poll accepts the records of the poll before that were
-		// not acknowledged; each is marked below before the next poll.
-		fs := cl.PollRecords(pctx, want)
-		cancel()
-		if ctx.Err() != nil || fs.IsClientClosed() {
-			return count, nil
-		}
-		var fetchErr error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if fetchErr == nil {
-				fetchErr = shareFetchError(f.group, t, p, err)
-			}
-		})
-		if fetchErr != nil {
-			return count, fetchErr
-		}
-		if fs.NumRecords() == 0 && pctx.Err() != nil {
-			return count, nil // --timeout-ms passed without a record
-		}
-		var printed []*kgo.Record
-		fs.EachRecord(func(r *kgo.Record) {
-			buf = format(buf[:0], r)
-			out.Write(buf)
-			printed = append(printed, r)
-			count++
-		})
-		if err := out.Flush(); err != nil {
-			return count, fmt.Errorf("write output: %w", err)
-		}
-		cl.MarkAcks(status, printed...)
-	}
-	return count, nil
 }
 
 // shareFetchError says what to do where it can: share groups off, or the
