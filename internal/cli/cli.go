@@ -1,9 +1,9 @@
 // Package cli holds Gregor's operator commands (topic, produce, consume,
-// group, share-group, config, user, acl, quota, cluster, feature, reassign,
+// group, share-group, share-consume, config, user, acl, quota, cluster, feature, reassign,
 // leader, transactions, log, bench). They talk to any Kafka cluster through
 // franz-go's kgo and kadm clients (log dump reads segment files), and their
 // flags follow Kafka's own tools (kafka-topics, kafka-console-producer/
-// consumer, kafka-consumer-groups, kafka-share-groups, kafka-configs,
+// consumer, kafka-console-share-consumer, kafka-consumer-groups, kafka-share-groups, kafka-configs,
 // kafka-acls, kafka-cluster, kafka-features, kafka-reassign-partitions,
 // kafka-leader-election, kafka-dump-log, the perf tests) so that a Kafka
 // operator's habits carry over.
@@ -46,6 +46,7 @@ func Commands() []*cobra.Command {
 		NewConsumeCommand(),
 		NewGroupCommand(),
 		NewShareGroupCommand(),
+		NewShareConsumeCommand(),
 		NewConfigCommand(),
 		NewUserCommand(),
 		NewACLCommand(),

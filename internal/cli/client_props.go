@@ -28,6 +28,7 @@ const (
 	adminClient clientRole = iota
 	producerClient
 	consumerClient
+	shareConsumerClient // a share group member (KIP-932): no offsets, no rebalances of its own
 )
 
 // maxRequestSizeLimit is the largest record batch the commands build: the
@@ -52,9 +53,11 @@ type clientSettings struct {
 	partitionerImpl kgo.Partitioner
 
 	// Consumer.
-	groupID         string
-	autoOffsetReset string // earliest or latest; "" when not given
-	noAutoCommit    bool   // enable.auto.commit=false
+	groupID          string
+	autoOffsetReset  string // earliest or latest; "" when not given
+	noAutoCommit     bool   // enable.auto.commit=false
+	maxPollRecords   int    // max.poll.records; 0 when not given
+	shareRecordLimit bool   // share.acquire.mode=record_limit
 }
 
 // clientKey is one client config: the clients that take it, and how its
@@ -65,9 +68,13 @@ type clientKey struct {
 }
 
 var (
-	anyClient    = []clientRole{adminClient, producerClient, consumerClient}
+	anyClient    = []clientRole{adminClient, producerClient, consumerClient, shareConsumerClient}
 	producerOnly = []clientRole{producerClient}
 	consumerOnly = []clientRole{consumerClient}
+	// The configs a share consumer takes as a consumer does; Kafka's share
+	// consumer refuses the rest (offsets, sessions, isolation are the share
+	// group's configs there).
+	anyConsumer = []clientRole{consumerClient, shareConsumerClient}
 )
 
 var clientKeys = map[string]clientKey{
@@ -138,7 +145,7 @@ var clientKeys = map[string]clientKey{
 		return err
 	}},
 
-	"group.id": {consumerOnly, func(v string, s *clientSettings) error {
+	"group.id": {anyConsumer, func(v string, s *clientSettings) error {
 		s.groupID = v
 		return nil
 	}},
@@ -178,27 +185,43 @@ var clientKeys = map[string]clientKey{
 		}
 		return nil
 	}},
-	"fetch.max.bytes": {consumerOnly, func(v string, s *clientSettings) error {
+	"fetch.max.bytes": {anyConsumer, func(v string, s *clientSettings) error {
 		n, err := intIn(v, 1, maxRequestSizeLimit)
 		// A response may be that large and more: read up to twice it.
 		s.opts = append(s.opts, kgo.FetchMaxBytes(int32(n)), kgo.BrokerMaxReadBytes(int32(min(max(2*n, 100<<20), 1<<30))))
 		return err
 	}},
-	"max.partition.fetch.bytes": {consumerOnly, func(v string, s *clientSettings) error {
+	"max.partition.fetch.bytes": {anyConsumer, func(v string, s *clientSettings) error {
 		n, err := intIn(v, 1, maxRequestSizeLimit)
 		s.opts = append(s.opts, kgo.FetchMaxPartitionBytes(int32(n)))
 		return err
 	}},
-	"fetch.min.bytes": {consumerOnly, func(v string, s *clientSettings) error {
+	"fetch.min.bytes": {anyConsumer, func(v string, s *clientSettings) error {
 		n, err := intIn(v, 0, math.MaxInt32)
 		s.opts = append(s.opts, kgo.FetchMinBytes(int32(n)))
 		return err
 	}},
-	"fetch.max.wait.ms":     {consumerOnly, millis(10, math.MaxInt32, func(d time.Duration) kgo.Opt { return kgo.FetchMaxWait(d) })},
+	"fetch.max.wait.ms":     {anyConsumer, millis(10, math.MaxInt32, func(d time.Duration) kgo.Opt { return kgo.FetchMaxWait(d) })},
 	"session.timeout.ms":    {consumerOnly, millis(100, math.MaxInt32, func(d time.Duration) kgo.Opt { return kgo.SessionTimeout(d) })},
 	"heartbeat.interval.ms": {consumerOnly, millis(1, math.MaxInt32, func(d time.Duration) kgo.Opt { return kgo.HeartbeatInterval(d) })},
 	"max.poll.interval.ms":  {consumerOnly, millis(100, math.MaxInt32, func(d time.Duration) kgo.Opt { return kgo.RebalanceTimeout(d) })},
-	"client.rack": {consumerOnly, func(v string, s *clientSettings) error {
+	"max.poll.records": {anyConsumer, func(v string, s *clientSettings) error {
+		n, err := intIn(v, 1, math.MaxInt32)
+		s.maxPollRecords = int(n)
+		return err
+	}},
+	// KIP-1206: record_limit makes max.poll.records a hard limit of the
+	// records one fetch acquires; batch_optimized (Kafka's default) acquires
+	// whole batches, which may hold more.
+	"share.acquire.mode": {[]clientRole{shareConsumerClient}, func(v string, s *clientSettings) error {
+		switch v {
+		case "batch_optimized", "record_limit":
+			s.shareRecordLimit = v == "record_limit"
+			return nil
+		}
+		return errors.New("want batch_optimized or record_limit")
+	}},
+	"client.rack": {anyConsumer, func(v string, s *clientSettings) error {
 		s.opts = append(s.opts, kgo.Rack(v))
 		return nil
 	}},

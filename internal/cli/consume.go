@@ -202,7 +202,15 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 	}
 
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	count, err := f.poll(ctx, cl, out, formatter, commit)
+	count, err := consoleLoop{
+		maxMessages: f.maxMessages, timeoutMs: f.timeoutMs, maxPoll: settings.maxPollRecords,
+		format: formatter, fetchErr: fetchError,
+		printed: func(rs []*kgo.Record) {
+			if commit {
+				cl.MarkCommitRecords(rs...)
+			}
+		},
+	}.run(ctx, cl, out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write output: %w", ferr)
 	}
@@ -224,19 +232,33 @@ func (f *consumeFlags) run(cmd *cobra.Command, args []string) error {
 	return err
 }
 
-// poll prints records until --max-messages, --timeout-ms without a record,
-// or an interrupt.
-func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writer, format recordFormatter, commit bool) (int, error) {
+// consoleLoop is a console consumer's loop: poll, print, hand the printed
+// records on (to commit or acknowledge them), until --max-messages,
+// --timeout-ms without a record, or an interrupt.
+type consoleLoop struct {
+	maxMessages int // -1: no limit
+	timeoutMs   int // -1: no limit
+	maxPoll     int // max.poll.records; 0: any number a poll
+	format      recordFormatter
+	fetchErr    func(topic string, partition int32, err error) error // names what failed
+	printed     func([]*kgo.Record)
+}
+
+// run returns how many records it printed.
+func (l consoleLoop) run(ctx context.Context, cl *kgo.Client, out *bufio.Writer) (int, error) {
 	count := 0
 	var buf []byte
-	for f.maxMessages < 0 || count < f.maxMessages {
+	for l.maxMessages < 0 || count < l.maxMessages {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if f.timeoutMs > 0 {
-			pctx, cancel = context.WithTimeout(ctx, time.Duration(f.timeoutMs)*time.Millisecond)
+		if l.timeoutMs > 0 {
+			pctx, cancel = context.WithTimeout(ctx, time.Duration(l.timeoutMs)*time.Millisecond)
 		}
 		want := -1
-		if f.maxMessages > 0 {
-			want = f.maxMessages - count
+		if l.maxMessages > 0 {
+			want = l.maxMessages - count
+		}
+		if l.maxPoll > 0 && (want < 0 || want > l.maxPoll) {
+			want = l.maxPoll
 		}
 		fs := cl.PollRecords(pctx, want)
 		cancel()
@@ -249,7 +271,7 @@ func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writ
 				return
 			}
 			if fetchErr == nil {
-				fetchErr = fetchError(t, p, err)
+				fetchErr = l.fetchErr(t, p, err)
 			}
 		})
 		if fetchErr != nil {
@@ -260,10 +282,10 @@ func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writ
 		}
 		var printed []*kgo.Record
 		fs.EachRecord(func(r *kgo.Record) {
-			if f.maxMessages > 0 && count >= f.maxMessages {
+			if l.maxMessages > 0 && count >= l.maxMessages {
 				return
 			}
-			buf = format(buf[:0], r)
+			buf = l.format(buf[:0], r)
 			out.Write(buf)
 			printed = append(printed, r)
 			count++
@@ -271,9 +293,7 @@ func (f *consumeFlags) poll(ctx context.Context, cl *kgo.Client, out *bufio.Writ
 		if err := out.Flush(); err != nil {
 			return count, fmt.Errorf("write output: %w", err)
 		}
-		if commit {
-			cl.MarkCommitRecords(printed...)
-		}
+		l.printed(printed)
 	}
 	return count, nil
 }
