@@ -86,8 +86,8 @@ func readLeaderEpochCheckpoint(dir string) ([]EpochEntry, error) {
 //     offset moves to it, since a truncation or start move may have reached
 //     the file and not the log, or the other way round.
 //
-// The file is rewritten when the cache differs from it. The caller owns the
-// log being opened.
+// The file is rewritten, by the first flush, when the cache differs from
+// it. The caller owns the log being opened.
 func (l *Log) loadLeaderEpochsLocked(hadCleanShutdown bool, recoveryPoint int64) error {
 	l.epochs = newLeaderEpochCache(l.dir, l.logger)
 	segs, leo := l.snapshot()
@@ -128,9 +128,11 @@ func (l *Log) loadLeaderEpochsLocked(hadCleanShutdown bool, recoveryPoint int64)
 		return nil
 	}
 	if readErr != nil || !slices.Equal(stored, entries) {
-		if err := writeLeaderEpochCheckpoint(l.dir, entries); err != nil {
-			return fmt.Errorf("write leader epoch checkpoint: %w", err)
-		}
+		// Written by the first flush, as any change (persistEpochsLocked):
+		// until then what differs is above the recovery point, rescanned
+		// again if this start is cut short. A broker recovering 100,000
+		// logs after a crash rewrote and fsynced the file of each first.
+		l.epochsDirty.Store(true)
 	}
 	return nil
 }
