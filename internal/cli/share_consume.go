@@ -63,7 +63,7 @@ most max.poll.records), fetch.* and client.* configs.`,
 	fs.IntVar(&f.timeoutMs, "timeout-ms", -1, "exit when no record arrives for this many milliseconds")
 	fs.BoolVar(&f.reject, "reject", false, "acknowledge every record as rejected: archived, not delivered again")
 	fs.BoolVar(&f.release, "release", false, "acknowledge every record as released: delivered again, to any member")
-	fs.StringArrayVar(&f.props, "property", nil, "output property key=value (repeatable), as `gregor consume` takes")
+	fs.StringArrayVar(&f.props, "property", nil, "output property key=value (repeatable), as gregor consume takes")
 	fs.StringVar(&f.format, "format", "", "output: default, json, or a kcat-like format string ('%k %v %p %o %T\\n')")
 	f.conn.registerClientConfigs(fs, shareConsumerClient, "consumer-property",
 		"a Kafka share consumer config key=value (repeatable), e.g. max.poll.records=10",
