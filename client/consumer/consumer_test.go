@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var codecs = []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(),
@@ -643,5 +644,45 @@ func TestPrefetch(t *testing.T) {
 	got := values(pollN(t, c, 1))
 	if got[0] != "v1" {
 		t.Fatalf("second poll: %v", got)
+	}
+}
+
+// TestCommittedRequireStable: under read_committed, Committed asks the
+// coordinator to wait for pending transactional offset commits
+// (require_stable, KIP-447); under read_uncommitted it does not.
+func TestCommittedRequireStable(t *testing.T) {
+	for _, isolation := range []string{"read_committed", "read_uncommitted"} {
+		t.Run(isolation, func(t *testing.T) {
+			b := startKfake(t)
+			var mu sync.Mutex
+			var seen []bool
+			b.Fake.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				b.Fake.KeepControl()
+				mu.Lock()
+				seen = append(seen, req.(*kmsg.OffsetFetchRequest).RequireStable)
+				mu.Unlock()
+				return nil, nil, false // kfake answers it
+			})
+			const topic = "stable"
+			b.createTopic(t, topic, 1)
+			cfg := testConfig(b.Addr)
+			cfg.GroupID, cfg.IsolationLevel = "g", isolation
+			c := newStringConsumer(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := c.Committed(ctx, []TopicPartition{{topic, 0}}); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 {
+				t.Fatal("no OffsetFetch reached the broker")
+			}
+			for _, rs := range seen {
+				if rs != (isolation == "read_committed") {
+					t.Fatalf("%s: OffsetFetch require_stable %v", isolation, rs)
+				}
+			}
+		})
 	}
 }
