@@ -36,12 +36,20 @@ func writeFileAtomic(path string, data []byte) error {
 // the directory (Kafka's Utils.atomicMoveWithFallback path). A failed
 // write removes tmp.
 func WriteFileAtomic(path, tmp string, data []byte) error {
+	return replaceFile(path, tmp, data, true)
+}
+
+// replaceFile is WriteFileAtomic, and without sync the same write and
+// rename with no fsync: for a caller that has them done later (the leader
+// epoch checkpoint, Log.markEpochsDirty). A crash before then leaves the
+// old file, or a torn one.
+func replaceFile(path, tmp string, data []byte, sync bool) error {
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -53,6 +61,9 @@ func WriteFileAtomic(path, tmp string, data []byte) error {
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if !sync {
+		return nil
 	}
 	return syncDir(filepath.Dir(path))
 }

@@ -29,7 +29,7 @@ import (
 //     before it and moves the epoch that covers it to start there;
 //   - every change is written to the leader-epoch-checkpoint file
 //     (leader_epoch_checkpoint.go) by the next flush, before the recovery
-//     point passes the records of a new epoch (persistEpochsLocked); the
+//     point passes the records of a new epoch (markEpochsDirty); the
 //     cache is checked against the log, and rebuilt from it where needed,
 //     when the log is opened.
 
@@ -249,10 +249,10 @@ func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
 	if err != nil {
 		return fmt.Errorf("assign leader epoch in %s: %w", l.dir, err)
 	}
-	if !changed {
-		return nil
+	if changed {
+		l.markEpochsDirty()
 	}
-	return l.persistEpochsLocked()
+	return nil
 }
 
 // assignBatchEpochsLocked assigns the partition leader epoch of each batch
@@ -276,40 +276,37 @@ func (l *Log) assignBatchEpochsLocked(b []byte) error {
 		}
 		changed = changed || c
 	}
-	if !changed {
-		return nil
+	if changed {
+		l.markEpochsDirty()
 	}
-	return l.persistEpochsLocked()
+	return nil
 }
 
 // truncateEpochsFromEndLocked keeps the cache in step with a log truncated
 // to endOffset. The caller holds mu.
-func (l *Log) truncateEpochsFromEndLocked(endOffset int64) error {
-	if !l.epochs.truncateFromEnd(endOffset) {
-		return nil
+func (l *Log) truncateEpochsFromEndLocked(endOffset int64) {
+	if l.epochs.truncateFromEnd(endOffset) {
+		l.markEpochsDirty()
 	}
-	return l.persistEpochsLocked()
 }
 
 // truncateEpochsFromStartLocked keeps the cache in step with a log start
 // offset that rose to startOffset. The caller holds mu.
-func (l *Log) truncateEpochsFromStartLocked(startOffset int64) error {
-	if !l.epochs.truncateFromStart(startOffset) {
-		return nil
+func (l *Log) truncateEpochsFromStartLocked(startOffset int64) {
+	if l.epochs.truncateFromStart(startOffset) {
+		l.markEpochsDirty()
 	}
-	return l.persistEpochsLocked()
 }
 
 // clearEpochsLocked empties the cache of a log truncated fully. The caller
 // holds mu.
-func (l *Log) clearEpochsLocked() error {
-	if !l.epochs.clear() {
-		return nil
+func (l *Log) clearEpochsLocked() {
+	if l.epochs.clear() {
+		l.markEpochsDirty()
 	}
-	return l.persistEpochsLocked()
 }
 
-// persistEpochsLocked records that the cache changed; the next flush
+// markEpochsDirty records that the cache changed; the next flush
 // writes leader-epoch-checkpoint, before it moves the recovery point
 // (flushUpTo). Kafka writes and fsyncs the file at every new epoch instead;
 // what that buys is that an epoch's entry is never lost while its records
@@ -322,7 +319,4 @@ func (l *Log) clearEpochsLocked() error {
 // truncations (LeaderEpochFileCache's async flush). It matters at scale: a
 // broker that takes over 100,000 leaderships in one metadata change wrote
 // and fsynced a file for each before serving any.
-func (l *Log) persistEpochsLocked() error {
-	l.epochsDirty.Store(true)
-	return nil
-}
+func (l *Log) markEpochsDirty() { l.epochsDirty.Store(true) }

@@ -17,27 +17,12 @@ import (
 const LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
 
 // writeLeaderEpochCheckpoint replaces the partition's leader-epoch-checkpoint
-// atomically and durably (temporary file, fsync, rename, directory fsync).
-func writeLeaderEpochCheckpoint(dir string, entries []EpochEntry) error {
-	return writeFileAtomic(filepath.Join(dir, LeaderEpochCheckpointFile), formatLeaderEpochs(entries))
-}
-
-// replaceLeaderEpochCheckpoint replaces the file by a rename, as
-// writeLeaderEpochCheckpoint, without the fsyncs: the caller has them done
-// later (Log.persistEpochsLocked). A crash before then leaves the old file,
-// or a torn one that loading rebuilds from the log.
-func replaceLeaderEpochCheckpoint(dir string, entries []EpochEntry) error {
+// by a rename (temporary file, rename), durably with sync (fsyncs of the
+// file and the directory). Without, a crash may leave the old file or a torn
+// one that loading rebuilds from the log.
+func writeLeaderEpochCheckpoint(dir string, entries []EpochEntry, sync bool) error {
 	path := filepath.Join(dir, LeaderEpochCheckpointFile)
-	tmp := path + ".tmp"
-	err := os.WriteFile(tmp, formatLeaderEpochs(entries), 0o644)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return replaceFile(path, path+".tmp", formatLeaderEpochs(entries), sync)
 }
 
 // formatLeaderEpochs renders entries in Kafka's checkpoint format.
@@ -122,17 +107,16 @@ func (l *Log) loadLeaderEpochsLocked(hadCleanShutdown bool, recoveryPoint int64)
 	entries := l.epochs.epochEntries()
 	if errors.Is(readErr, os.ErrNotExist) && len(entries) == 0 && leo == l.logStartOffset.Load() {
 		// A new (or emptied) log: a missing file already means an empty
-		// cache, and the first epoch assigned writes it. Not writing an
-		// empty one spares a new partition two fsyncs, which is most of
-		// what creating thousands of partitions at once waits for.
+		// cache, and the flush after its first epoch writes it. Not
+		// writing an empty one spares each new partition a file.
 		return nil
 	}
 	if readErr != nil || !slices.Equal(stored, entries) {
-		// Written by the first flush, as any change (persistEpochsLocked):
+		// Written by the first flush, as any change (markEpochsDirty):
 		// until then what differs is above the recovery point, rescanned
 		// again if this start is cut short. A broker recovering 100,000
 		// logs after a crash rewrote and fsynced the file of each first.
-		l.epochsDirty.Store(true)
+		l.markEpochsDirty()
 	}
 	return nil
 }

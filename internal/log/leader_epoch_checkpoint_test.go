@@ -35,7 +35,7 @@ func wantLogEpochs(t *testing.T, l *Log, want ...EpochEntry) {
 	if got := l.EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("epoch entries %v, want %v", got, want)
 	}
-	// The file is written by the next flush (persistEpochsLocked).
+	// The file is written by the next flush (markEpochsDirty).
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func reopen(t *testing.T, l *Log, dir string, clean bool, recoveryPoint, logStar
 func TestLeaderEpochCheckpointFormatRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	entries := []EpochEntry{{0, 0}, {3, 120}, {7, 1 << 40}}
-	if err := writeLeaderEpochCheckpoint(dir, entries); err != nil {
+	if err := writeLeaderEpochCheckpoint(dir, entries, true); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, LeaderEpochCheckpointFile))
@@ -83,7 +83,7 @@ func TestLeaderEpochCheckpointFormatRoundTrip(t *testing.T) {
 	if err != nil || !slices.Equal(got, entries) {
 		t.Fatalf("read back %v (%v), want %v", got, err, entries)
 	}
-	if err := writeLeaderEpochCheckpoint(dir, nil); err != nil {
+	if err := writeLeaderEpochCheckpoint(dir, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := readLeaderEpochCheckpoint(dir); err != nil || len(got) != 0 {
@@ -295,7 +295,7 @@ func TestLeaderEpochsReconciledWithTheLogOnOpen(t *testing.T) {
 	}
 	// A checkpoint written ahead of the log (an epoch assigned before its
 	// batch reached the disk) loses the entries past the log end.
-	if err := writeLeaderEpochCheckpoint(dir, []EpochEntry{{1, 0}, {2, 2}, {3, 4}, {7, 6}, {8, 9}}); err != nil {
+	if err := writeLeaderEpochCheckpoint(dir, []EpochEntry{{1, 0}, {2, 2}, {3, 4}, {7, 6}, {8, 9}}, true); err != nil {
 		t.Fatal(err)
 	}
 	markClean(t, dir)
@@ -311,7 +311,7 @@ func TestLeaderEpochsReconciledWithTheLogOnOpen(t *testing.T) {
 	// A checkpoint missing entries (a truncation that reached the file but
 	// not the log): after a crash the rescanned segments restore them, as
 	// in Kafka's recovery.
-	if err := writeLeaderEpochCheckpoint(dir, []EpochEntry{{1, 0}}); err != nil {
+	if err := writeLeaderEpochCheckpoint(dir, []EpochEntry{{1, 0}}, true); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(filepath.Dir(dir), CleanShutdownFileName))
@@ -418,7 +418,7 @@ func TestLeaderEpochQueriesDuringAppends(t *testing.T) {
 
 // TestLeaderEpochSyncedBeforeRecoveryPoint: a new epoch's entry is written
 // and fsynced by the next flush, before the recovery point passes its
-// records (persistEpochsLocked). What a crash before that flush leaves —
+// records (markEpochsDirty). What a crash before that flush leaves —
 // the previous file, or a torn one — loses nothing: the records above the
 // recovery point are rescanned and give their epochs back.
 func TestLeaderEpochSyncedBeforeRecoveryPoint(t *testing.T) {

@@ -68,7 +68,7 @@ type Log struct {
 	flushMu      sync.Mutex
 	dirNeedsSync atomic.Bool
 	// epochsDirty asks the next flush to write leader-epoch-checkpoint
-	// before it moves the recovery point: see persistEpochsLocked.
+	// before it moves the recovery point: see markEpochsDirty.
 	epochsDirty atomic.Bool
 	// filesClosed is set, under flushMu, once Close has released the files.
 	filesClosed bool
@@ -309,16 +309,12 @@ func (l *Log) flushUpTo(offset int64, sync bool) error {
 	l.unsyncedSnapshots = l.unsyncedSnapshots[:0]
 	// Before any record of a new epoch goes below the recovery point, the
 	// checkpoint naming that epoch is written and durable
-	// (persistEpochsLocked). Also when the recovery point does not move:
+	// (markEpochsDirty). Also when the recovery point does not move:
 	// Close flushes, and a clean shutdown trusts the checkpoint without a
 	// rescan.
 	if l.epochsDirty.Swap(false) {
 		// Changes after the swap set it again, for the next flush.
-		write := writeLeaderEpochCheckpoint
-		if !sync {
-			write = replaceLeaderEpochCheckpoint
-		}
-		if err := write(l.dir, l.epochs.epochEntries()); err != nil {
+		if err := writeLeaderEpochCheckpoint(l.dir, l.epochs.epochEntries(), sync); err != nil {
 			l.epochsDirty.Store(true)
 			return l.checkIO(fmt.Errorf("flush %s: write leader epoch checkpoint: %w", l.dir, err))
 		}
@@ -392,7 +388,8 @@ func (l *Log) TruncateTo(offset int64) error {
 		// Nothing to cut, but an epoch this broker assigned at its end as
 		// leader, before it wrote anything, conflicts with the new leader's
 		// history: Kafka truncates the epoch cache at the end all the same.
-		return l.truncateEpochsFromEndLocked(leo)
+		l.truncateEpochsFromEndLocked(leo)
+		return nil
 	}
 	if segs[0].baseOffset > offset {
 		return l.truncateFullyAndStartAtLocked(offset)
@@ -427,9 +424,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.logStartOffset.Store(newLeo)
 	}
 	l.noteTruncation(newLeo)
-	if err := l.truncateEpochsFromEndLocked(newLeo); err != nil {
-		return fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
-	}
+	l.truncateEpochsFromEndLocked(newLeo)
 	if err := l.rebuildProducerStateLocked(newLeo, false, time.Now()); err != nil {
 		return l.checkIO(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
@@ -459,9 +454,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.flushTarget.Store(offset)
 	l.recoveryPoint.Store(offset)
 	l.flushMu.Unlock()
-	if err := l.clearEpochsLocked(); err != nil {
-		return fmt.Errorf("truncate %s fully to %d: %w", l.dir, offset, err)
-	}
+	l.clearEpochsLocked()
 	return nil
 }
 

@@ -77,9 +77,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 		l.producers.onLogStartOffsetIncremented(offset)
 		l.logger.Info("incremented log start offset", "dir", l.dir, "log_start_offset", offset,
 			"old_log_start_offset", old, "reason", "client delete records")
-		if err := l.truncateEpochsFromStartLocked(offset); err != nil {
-			return -1, err
-		}
+		l.truncateEpochsFromStartLocked(offset)
 	}
 	_, err := l.deleteLogStartOffsetBreachedLocked()
 	return l.logStartOffset.Load(), err
@@ -185,9 +183,7 @@ func (l *Log) deleteOldSegmentsLocked(reason string, deletable func(seg, next *s
 	l.producers.onLogStartOffsetIncremented(l.logStartOffset.Load())
 	l.logger.Info("deleting segments", "dir", l.dir, "reason", reason, "base_offsets", bases,
 		"log_start_offset", l.logStartOffset.Load(), "old_log_start_offset", old)
-	if err := l.truncateEpochsFromStartLocked(l.logStartOffset.Load()); err != nil {
-		return len(doomed), err
-	}
+	l.truncateEpochsFromStartLocked(l.logStartOffset.Load())
 	return len(doomed), nil
 }
 
